@@ -1,0 +1,225 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+
+	nscontroller "portal.dev/portal/controller/namespace"
+	"portal.dev/portal/pki"
+)
+
+// SystemNamespaces exist from the start and cannot be deleted (but
+// kube-node-lease, which upstream also lets users delete).
+var SystemNamespaces = []string{"default", "kube-system", "kube-public", "kube-node-lease"}
+
+func addBootstrapHooks(s *genericapiserver.GenericAPIServer, o Options, ca *pki.CA, cidrs []netip.Prefix) error {
+	b := &bootstrapper{o: o, cidrs: cidrs}
+	if err := s.AddPostStartHook("portal-bootstrap", b.run); err != nil {
+		return err
+	}
+	if err := s.AddPostStartHook("portal-namespace-controller", func(hc genericapiserver.PostStartHookContext) error {
+		client, err := kubernetes.NewForConfig(hc.LoopbackClientConfig)
+		if err != nil {
+			return err
+		}
+		go nscontroller.New(client).Run(hc.Context)
+		return nil
+	}); err != nil {
+		return err
+	}
+	return s.AddPostStartHook("portal-admin-kubeconfig", func(hc genericapiserver.PostStartHookContext) error {
+		return writeAdminKubeconfig(o, ca)
+	})
+}
+
+func writeAdminKubeconfig(o Options, ca *pki.CA) error {
+	path := AdminKubeconfigPath(o.DataDir)
+	cert, key, err := ca.IssueClient("admin", []string{"system:masters"})
+	if err != nil {
+		return err
+	}
+	host := o.BindAddress.String()
+	if o.BindAddress.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return pki.WriteKubeconfig(path, pki.Kubeconfig{
+		Server: "https://" + net.JoinHostPort(host, fmt.Sprint(o.SecurePort)),
+		CAPEM:  ca.CertPEM, User: "admin", CertPEM: cert, KeyPEM: key,
+	})
+}
+
+// bootstrapper keeps the API's own objects in place: the system namespaces
+// and the kubernetes Service with its endpoints.
+type bootstrapper struct {
+	o     Options
+	cidrs []netip.Prefix
+}
+
+func (b *bootstrapper) run(hc genericapiserver.PostStartHookContext) error {
+	client, err := kubernetes.NewForConfig(hc.LoopbackClientConfig)
+	if err != nil {
+		return err
+	}
+	ctx := hc.Context
+	// The first pass must finish before the server reports ready.
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := b.reconcile(ctx, client); err != nil {
+			klog.InfoS("Bootstrap not done yet", "err", err)
+			return false, nil
+		}
+		return true, nil
+	}); err != nil {
+		return fmt.Errorf("bootstrap: %w", err)
+	}
+	go wait.UntilWithContext(ctx, func(ctx context.Context) {
+		if err := b.reconcile(ctx, client); err != nil {
+			klog.ErrorS(err, "Bootstrap reconcile failed")
+		}
+	}, 10*time.Second)
+	return nil
+}
+
+func (b *bootstrapper) reconcile(ctx context.Context, client kubernetes.Interface) error {
+	for _, name := range SystemNamespaces {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("namespace %s: %w", name, err)
+		}
+	}
+	if err := b.reconcileService(ctx, client); err != nil {
+		return err
+	}
+	if err := b.reconcileEndpoints(ctx, client); err != nil {
+		return err
+	}
+	return b.reconcileEndpointSlice(ctx, client)
+}
+
+func (b *bootstrapper) kubernetesService() *corev1.Service {
+	var ips []string
+	var families []corev1.IPFamily
+	for _, p := range b.cidrs {
+		ips = append(ips, FirstServiceIP(p).String())
+		families = append(families, ipFamily(p.Addr()))
+	}
+	policy := corev1.IPFamilyPolicySingleStack
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: "default",
+			Labels: map[string]string{"component": "apiserver", "provider": "kubernetes"}},
+		Spec: corev1.ServiceSpec{
+			Type:            corev1.ServiceTypeClusterIP,
+			ClusterIP:       ips[0],
+			ClusterIPs:      ips[:1],
+			IPFamilies:      families[:1],
+			IPFamilyPolicy:  &policy,
+			SessionAffinity: corev1.ServiceAffinityNone,
+			Ports: []corev1.ServicePort{{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443,
+				TargetPort: intstr.FromInt32(int32(b.o.SecurePort))}},
+			InternalTrafficPolicy: ptr.To(corev1.ServiceInternalTrafficPolicyCluster),
+		},
+	}
+}
+
+func (b *bootstrapper) reconcileService(ctx context.Context, client kubernetes.Interface) error {
+	want := b.kubernetesService()
+	svcs := client.CoreV1().Services("default")
+	got, err := svcs.Get(ctx, want.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = svcs.Create(ctx, want, metav1.CreateOptions{})
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	if apiequality.Semantic.DeepEqual(got.Spec.Ports, want.Spec.Ports) && got.Spec.Type == want.Spec.Type {
+		return nil
+	}
+	got.Spec.Ports, got.Spec.Type = want.Spec.Ports, want.Spec.Type
+	_, err = svcs.Update(ctx, got, metav1.UpdateOptions{})
+	return err
+}
+
+func (b *bootstrapper) endpointPort() int32 { return int32(b.o.SecurePort) }
+
+func (b *bootstrapper) reconcileEndpoints(ctx context.Context, client kubernetes.Interface) error {
+	want := &corev1.Endpoints{
+		ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: "default",
+			Labels: map[string]string{discoveryv1.LabelSkipMirror: "true"}},
+		Subsets: []corev1.EndpointSubset{{
+			Addresses: []corev1.EndpointAddress{{IP: b.o.AdvertiseAddress.String()}},
+			Ports:     []corev1.EndpointPort{{Name: "https", Port: b.endpointPort(), Protocol: corev1.ProtocolTCP}},
+		}},
+	}
+	eps := client.CoreV1().Endpoints("default")
+	got, err := eps.Get(ctx, want.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = eps.Create(ctx, want, metav1.CreateOptions{})
+		return err
+	}
+	if err != nil || apiequality.Semantic.DeepEqual(got.Subsets, want.Subsets) {
+		return err
+	}
+	got.Subsets = want.Subsets
+	_, err = eps.Update(ctx, got, metav1.UpdateOptions{})
+	return err
+}
+
+func (b *bootstrapper) reconcileEndpointSlice(ctx context.Context, client kubernetes.Interface) error {
+	addr, _ := netip.AddrFromSlice(b.o.AdvertiseAddress)
+	addr = addr.Unmap()
+	want := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: "default",
+			Labels: map[string]string{
+				discoveryv1.LabelServiceName: "kubernetes",
+				discoveryv1.LabelManagedBy:   "endpointslice-controller.k8s.io",
+			}},
+		AddressType: discoveryv1.AddressType(ipFamily(addr)),
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{addr.String()},
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+		Ports: []discoveryv1.EndpointPort{{Name: ptr.To("https"), Port: ptr.To(b.endpointPort()),
+			Protocol: ptr.To(corev1.ProtocolTCP)}},
+	}
+	slices := client.DiscoveryV1().EndpointSlices("default")
+	got, err := slices.Get(ctx, want.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = slices.Create(ctx, want, metav1.CreateOptions{})
+		return err
+	}
+	if err != nil || (apiequality.Semantic.DeepEqual(got.Endpoints, want.Endpoints) &&
+		apiequality.Semantic.DeepEqual(got.Ports, want.Ports) && got.AddressType == want.AddressType) {
+		return err
+	}
+	if got.AddressType != want.AddressType {
+		// addressType is immutable: replace the slice.
+		if err := slices.Delete(ctx, got.Name, metav1.DeleteOptions{}); err != nil {
+			return err
+		}
+		_, err = slices.Create(ctx, want, metav1.CreateOptions{})
+		return err
+	}
+	got.Endpoints, got.Ports = want.Endpoints, want.Ports
+	_, err = slices.Update(ctx, got, metav1.UpdateOptions{})
+	return err
+}
+
+func ipFamily(a netip.Addr) corev1.IPFamily {
+	if a.Is4() || a.Is4In6() {
+		return corev1.IPv4Protocol
+	}
+	return corev1.IPv6Protocol
+}

@@ -1,0 +1,160 @@
+// Package embeddedetcd runs the single-member etcd that `portal server` and
+// `portal apiserver` use when no --etcd-servers are given. It listens only on
+// loopback, with TLS and client-certificate authentication, and leaves
+// compaction to the API server. It owns the etcd directory under the data
+// directory and nothing else.
+package embeddedetcd
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"portal.dev/portal/pki"
+)
+
+// Server is a running embedded etcd.
+type Server struct {
+	etcd *embed.Etcd
+	// Endpoint is the https URL clients dial.
+	Endpoint string
+	// CAFile, CertFile and KeyFile are the client credentials to use.
+	CAFile, CertFile, KeyFile string
+}
+
+// Start starts etcd in dataDir/etcd and returns once it serves clients.
+// Certificates come from dataDir/pki (a CA of their own, separate from the
+// API's, so an API client certificate can never open etcd).
+func Start(ctx context.Context, dataDir string) (*Server, error) {
+	pkiDir := filepath.Join(dataDir, "pki", "etcd")
+	ca, err := pki.LoadOrCreateCA(pkiDir, "ca")
+	if err != nil {
+		return nil, fmt.Errorf("etcd CA: %w", err)
+	}
+	s := &Server{
+		CAFile:   filepath.Join(pkiDir, "ca.crt"),
+		CertFile: filepath.Join(pkiDir, "server.crt"),
+		KeyFile:  filepath.Join(pkiDir, "server.key"),
+	}
+	ips := []net.IP{net.IPv4(127, 0, 0, 1)}
+	if err := ca.EnsureServing(s.CertFile, s.KeyFile, []string{"localhost"}, ips); err != nil {
+		return nil, fmt.Errorf("etcd serving certificate: %w", err)
+	}
+	ports, err := loadPorts(filepath.Join(dataDir, "etcd-ports"))
+	if err != nil {
+		return nil, err
+	}
+
+	cfg := embed.NewConfig()
+	cfg.Name = "portal"
+	cfg.Dir = filepath.Join(dataDir, "etcd")
+	client := url.URL{Scheme: "https", Host: fmt.Sprintf("127.0.0.1:%d", ports[0])}
+	// A single member never dials its peer URL, but etcd wants one, records
+	// it in its data and listens on it: loopback with the same mutual TLS.
+	peer := url.URL{Scheme: "https", Host: fmt.Sprintf("127.0.0.1:%d", ports[1])}
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
+	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	cfg.ClientTLSInfo.CertFile, cfg.ClientTLSInfo.KeyFile = s.CertFile, s.KeyFile
+	cfg.ClientTLSInfo.TrustedCAFile = s.CAFile
+	cfg.ClientTLSInfo.ClientCertAuth = true
+	cfg.PeerTLSInfo = cfg.ClientTLSInfo
+	// The API server compacts; etcd must not do it behind its back.
+	cfg.AutoCompactionMode, cfg.AutoCompactionRetention = "periodic", "0"
+	// The watch cache relies on progress notifications.
+	cfg.WatchProgressNotifyInterval = 5 * time.Second
+	cfg.QuotaBackendBytes = 8 << 30
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(quietLogger())
+
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("start embedded etcd: %w", err)
+	}
+	select {
+	case <-e.Server.ReadyNotify():
+	case err := <-e.Err():
+		e.Close()
+		return nil, fmt.Errorf("embedded etcd: %w", err)
+	case <-time.After(60 * time.Second):
+		e.Close()
+		return nil, fmt.Errorf("embedded etcd not ready after 60s")
+	case <-ctx.Done():
+		e.Close()
+		return nil, ctx.Err()
+	}
+	s.etcd = e
+	s.Endpoint = client.String()
+	if err := issueClient(ca, pkiDir, s); err != nil {
+		e.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func issueClient(ca *pki.CA, dir string, s *Server) error {
+	s.CertFile = filepath.Join(dir, "apiserver-client.crt")
+	s.KeyFile = filepath.Join(dir, "apiserver-client.key")
+	if _, err := os.Stat(s.CertFile); err == nil {
+		return nil
+	}
+	cert, key, err := ca.IssueClient("portal-apiserver", nil)
+	if err != nil {
+		return err
+	}
+	if err := pki.WriteFileAtomic(s.KeyFile, key, 0o600); err != nil {
+		return err
+	}
+	return pki.WriteFileAtomic(s.CertFile, cert, 0o644)
+}
+
+// Close stops etcd; every write it acknowledged is on disk already.
+func (s *Server) Close() {
+	if s.etcd != nil {
+		s.etcd.Close()
+	}
+}
+
+// Err reports a fatal etcd error while it runs.
+func (s *Server) Err() <-chan error { return s.etcd.Err() }
+
+// loadPorts returns the loopback client and peer ports this data
+// directory's etcd uses: chosen once from the free ports and remembered, so
+// that restarts find them again (etcd records its peer URL).
+func loadPorts(path string) ([2]int, error) {
+	var ports [2]int
+	if data, err := os.ReadFile(path); err == nil {
+		if _, err := fmt.Sscan(string(data), &ports[0], &ports[1]); err == nil && ports[0] > 0 && ports[1] > 0 {
+			return ports, nil
+		}
+	}
+	for i := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return ports, err
+		}
+		defer l.Close()
+		ports[i] = l.Addr().(*net.TCPAddr).Port
+	}
+	if err := pki.WriteFileAtomic(path, []byte(fmt.Sprintln(ports[0], ports[1])), 0o644); err != nil {
+		return ports, err
+	}
+	return ports, nil
+}
+func quietLogger() *zap.Logger {
+	cfg := zap.NewProductionConfig()
+	cfg.Level = zap.NewAtomicLevelAt(zapcore.WarnLevel)
+	cfg.OutputPaths, cfg.ErrorOutputPaths = []string{"stderr"}, []string{"stderr"}
+	l, err := cfg.Build()
+	if err != nil {
+		return zap.NewNop()
+	}
+	return l
+}

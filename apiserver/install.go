@@ -1,0 +1,51 @@
+package apiserver
+
+import (
+	"net/netip"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/registry/generic"
+	"k8s.io/apiserver/pkg/registry/rest"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+
+	"portal.dev/portal/apiserver/registry"
+	"portal.dev/portal/apiserver/scheme"
+)
+
+// installAPIs builds the storage of every served kind and installs it: the
+// core group under /api, the others under /apis.
+func installAPIs(s *genericapiserver.GenericAPIServer, opts generic.RESTOptionsGetter, o Options, cidrs []netip.Prefix) error {
+	storages := map[schema.GroupVersion]map[string]rest.Storage{}
+	for _, k := range registry.Kinds(registry.Config{}) {
+		m := storages[k.GroupVersion]
+		if m == nil {
+			m = map[string]rest.Storage{}
+			storages[k.GroupVersion] = m
+		}
+		main, status, err := registry.NewStore(k, opts)
+		if err != nil {
+			return err
+		}
+		m[k.Resource] = main
+		if status != nil {
+			m[k.Resource+"/status"] = status
+		}
+		if k.Resource == "namespaces" {
+			m[k.Resource] = &registry.NamespaceREST{REST: main}
+			m[k.Resource+"/finalize"] = registry.NewFinalizeREST(main)
+		}
+	}
+	var groups []*genericapiserver.APIGroupInfo
+	for _, g := range scheme.Groups {
+		info := genericapiserver.NewDefaultAPIGroupInfo(g.Version.Group, scheme.Scheme, scheme.ParameterCodec, scheme.Codecs)
+		info.VersionedResourcesStorageMap[g.Version.Version] = storages[g.Version]
+		if g.Version.Group == "" {
+			if err := s.InstallLegacyAPIGroup(genericapiserver.DefaultLegacyAPIPrefix, &info); err != nil {
+				return err
+			}
+			continue
+		}
+		groups = append(groups, &info)
+	}
+	return s.InstallAPIGroups(groups...)
+}

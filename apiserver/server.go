@@ -1,0 +1,290 @@
+// Package apiserver runs Portal's Kubernetes-compatible API server: the
+// generic k8s.io/apiserver with Portal's registry, storage in embedded or
+// external etcd, TLS and authentication, and the loops that keep the API's
+// own objects (system namespaces, the kubernetes Service) in place.
+package apiserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"time"
+
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/admission"
+	genericadmissioninit "k8s.io/apiserver/pkg/admission/initializer"
+	"k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle"
+	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
+	"k8s.io/apiserver/pkg/authentication/request/union"
+	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
+	"k8s.io/apiserver/pkg/endpoints/openapi"
+	apirequest "k8s.io/apiserver/pkg/endpoints/request"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
+	"k8s.io/apiserver/pkg/server/healthz"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+	"k8s.io/apiserver/pkg/storage/storagebackend"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	basecompatibility "k8s.io/component-base/compatibility"
+	baseversion "k8s.io/component-base/version"
+	"k8s.io/klog/v2"
+
+	"portal.dev/portal/apiserver/auth"
+	"portal.dev/portal/apiserver/embeddedetcd"
+	portalopenapi "portal.dev/portal/apiserver/openapi"
+	"portal.dev/portal/apiserver/scheme"
+	"portal.dev/portal/pki"
+	"portal.dev/portal/version"
+)
+
+// Options configure the API server; flag names follow kube-apiserver.
+type Options struct {
+	DataDir          string
+	BindAddress      net.IP
+	SecurePort       int
+	AdvertiseAddress net.IP
+
+	// EtcdServers empty means: run etcd embedded under DataDir.
+	EtcdServers                           []string
+	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
+	EtcdPrefix                            string
+
+	ServiceClusterIPRange string
+	ServiceNodePortRange  string
+	ClusterDomain         string
+
+	// ExtraReadyChecks join /readyz, so that it says ok only once
+	// in-process components have synced.
+	ExtraReadyChecks []healthz.HealthChecker
+}
+
+// DefaultOptions returns the options a plain `portal apiserver` uses.
+func DefaultOptions() Options {
+	return Options{
+		DataDir:               defaultDataDir(),
+		BindAddress:           net.IPv4(127, 0, 0, 1),
+		SecurePort:            6443,
+		EtcdPrefix:            "/registry",
+		ServiceClusterIPRange: "10.96.0.0/12",
+		ServiceNodePortRange:  "30000-32767",
+		ClusterDomain:         "cluster.local",
+	}
+}
+
+func defaultDataDir() string {
+	if os.Geteuid() == 0 {
+		return "/var/lib/portal"
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".portal")
+	}
+	return ".portal"
+}
+
+// AdminKubeconfigPath is where the server writes the admin credential.
+func AdminKubeconfigPath(dataDir string) string { return filepath.Join(dataDir, "admin.kubeconfig") }
+
+// Run serves the API until ctx ends.
+func Run(ctx context.Context, o Options) error {
+	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
+		return err
+	}
+	cidrs, err := ParseServiceCIDRs(o.ServiceClusterIPRange)
+	if err != nil {
+		return fmt.Errorf("--service-cluster-ip-range: %w", err)
+	}
+	if len(o.EtcdServers) == 0 {
+		etcd, err := embeddedetcd.Start(ctx, o.DataDir)
+		if err != nil {
+			return err
+		}
+		defer etcd.Close()
+		o.EtcdServers = []string{etcd.Endpoint}
+		o.EtcdCAFile, o.EtcdCertFile, o.EtcdKeyFile = etcd.CAFile, etcd.CertFile, etcd.KeyFile
+	}
+	ca, err := pki.LoadOrCreateCA(filepath.Join(o.DataDir, "pki"), "ca")
+	if err != nil {
+		return fmt.Errorf("cluster CA: %w", err)
+	}
+	if o.AdvertiseAddress == nil {
+		o.AdvertiseAddress = defaultAdvertiseAddress(o.BindAddress)
+	}
+	s, err := newServer(o, ca, cidrs)
+	if err != nil {
+		return err
+	}
+	return s.PrepareRun().RunWithContext(ctx)
+}
+
+func newServer(o Options, ca *pki.CA, cidrs []netip.Prefix) (*genericapiserver.GenericAPIServer, error) {
+	config := genericapiserver.NewRecommendedConfig(scheme.Codecs)
+	config.EffectiveVersion = basecompatibility.NewEffectiveVersionFromString(baseversion.DefaultKubeBinaryVersion, "", "")
+	config.FeatureGate = utilfeature.DefaultFeatureGate
+	namer := openapi.NewDefinitionNamer(scheme.Versioned)
+	config.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(portalopenapi.GetOpenAPIDefinitions, namer)
+	config.OpenAPIConfig.Info.Title, config.OpenAPIConfig.Info.Version = "Kubernetes", baseversion.DefaultKubeBinaryVersion
+	config.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(portalopenapi.GetOpenAPIDefinitions, namer)
+	config.OpenAPIV3Config.Info.Title, config.OpenAPIV3Config.Info.Version = "Kubernetes", baseversion.DefaultKubeBinaryVersion
+	config.LongRunningFunc = longRunning
+	config.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
+		return genericapiserver.DefaultBuildHandlerChain(withVersion(h), c)
+	}
+	config.ExternalAddress = net.JoinHostPort(o.AdvertiseAddress.String(), fmt.Sprint(o.SecurePort))
+	config.PublicAddress = o.AdvertiseAddress
+
+	if err := applyServing(o, ca, cidrs, &config.Config); err != nil {
+		return nil, err
+	}
+	if err := applyStorage(o, &config.Config); err != nil {
+		return nil, err
+	}
+	client, err := kubernetes.NewForConfig(config.LoopbackClientConfig)
+	if err != nil {
+		return nil, err
+	}
+	config.ClientConfig = config.LoopbackClientConfig
+	config.SharedInformerFactory = informers.NewSharedInformerFactory(client, 10*time.Minute)
+	if err := applyAdmission(config, client); err != nil {
+		return nil, err
+	}
+	config.ReadyzChecks = append(config.ReadyzChecks, o.ExtraReadyChecks...)
+
+	server, err := config.Complete().New("portal-apiserver", genericapiserver.NewEmptyDelegate())
+	if err != nil {
+		return nil, err
+	}
+	if err := installAPIs(server, config.RESTOptionsGetter, o, cidrs); err != nil {
+		return nil, err
+	}
+	if err := addBootstrapHooks(server, o, ca, cidrs); err != nil {
+		return nil, err
+	}
+	return server, nil
+}
+
+func applyServing(o Options, ca *pki.CA, cidrs []netip.Prefix, c *genericapiserver.Config) error {
+	certFile := filepath.Join(o.DataDir, "pki", "apiserver.crt")
+	keyFile := filepath.Join(o.DataDir, "pki", "apiserver.key")
+	hosts, ips := servingSANs(o, cidrs)
+	if err := ca.EnsureServing(certFile, keyFile, hosts, ips); err != nil {
+		return fmt.Errorf("serving certificate: %w", err)
+	}
+	serving := genericoptions.NewSecureServingOptions()
+	serving.BindAddress, serving.BindPort = o.BindAddress, o.SecurePort
+	serving.ServerCert.CertKey = genericoptions.CertKey{CertFile: certFile, KeyFile: keyFile}
+	if err := serving.WithLoopback().ApplyTo(&c.SecureServing, &c.LoopbackClientConfig); err != nil {
+		return err
+	}
+	// The loopback client must not share the connection limits of users.
+	c.LoopbackClientConfig.QPS, c.LoopbackClientConfig.Burst = 200, 400
+
+	caProvider, err := dynamiccertificates.NewStaticCAContent("portal-ca", ca.CertPEM)
+	if err != nil {
+		return err
+	}
+	if err := c.Authentication.ApplyClientCert(caProvider, c.SecureServing); err != nil {
+		return err
+	}
+	certAuth := x509request.NewDynamic(caProvider.VerifyOptions, x509request.CommonNameUserConversion)
+	tokens := bearertoken.New(auth.NewTokenFile(TokenFilePath(o.DataDir)))
+	c.Authentication.Authenticator = union.New(certAuth, tokens, auth.Anonymous)
+	c.Authorization.Authorizer = auth.Authorizer
+	genericapiserver.AuthorizeClientBearerToken(c.LoopbackClientConfig, &c.Authentication, &c.Authorization)
+	return nil
+}
+
+// TokenFilePath is the file of hashed bearer tokens the server accepts.
+func TokenFilePath(dataDir string) string { return filepath.Join(dataDir, "pki", "tokens") }
+
+func servingSANs(o Options, cidrs []netip.Prefix) ([]string, []net.IP) {
+	hosts := []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+		"kubernetes.default.svc." + o.ClusterDomain}
+	if h, err := os.Hostname(); err == nil && h != "" {
+		hosts = append(hosts, h)
+	}
+	ips := []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
+	for _, p := range cidrs {
+		ips = append(ips, net.IP(FirstServiceIP(p).AsSlice()))
+	}
+	for _, ip := range []net.IP{o.BindAddress, o.AdvertiseAddress} {
+		if ip != nil && !ip.IsUnspecified() {
+			ips = append(ips, ip)
+		}
+	}
+	return hosts, ips
+}
+
+func applyStorage(o Options, c *genericapiserver.Config) error {
+	backend := storagebackend.NewDefaultConfig(o.EtcdPrefix, nil)
+	backend.Transport = storagebackend.TransportConfig{
+		ServerList:    o.EtcdServers,
+		TrustedCAFile: o.EtcdCAFile,
+		CertFile:      o.EtcdCertFile,
+		KeyFile:       o.EtcdKeyFile,
+	}
+	etcdOpts := genericoptions.NewEtcdOptions(backend)
+	etcdOpts.EnableWatchCache = true
+	etcdOpts.EnableGarbageCollection = true
+	return etcdOpts.ApplyWithStorageFactoryTo(&storageFactory{base: *backend}, c)
+}
+
+func applyAdmission(c *genericapiserver.RecommendedConfig, client kubernetes.Interface) error {
+	nsLifecycle, err := lifecycle.NewLifecycle(sets.New("default", "kube-system", "kube-public"))
+	if err != nil {
+		return err
+	}
+	init := genericadmissioninit.New(client, nil, c.SharedInformerFactory, c.Authorization.Authorizer, c.FeatureGate, c.EffectiveVersion, c.DrainedNotify(), nil)
+	init.Initialize(nsLifecycle)
+	if err := admission.ValidateInitialization(nsLifecycle); err != nil {
+		return err
+	}
+	c.AdmissionControl = admission.NewChainHandler(nsLifecycle)
+	return nil
+}
+
+func longRunning(r *http.Request, ri *apirequest.RequestInfo) bool {
+	if ri == nil {
+		return false
+	}
+	if ri.Verb == "watch" {
+		return true
+	}
+	switch ri.Subresource {
+	case "log", "exec", "attach", "portforward", "proxy":
+		return true
+	}
+	return false
+}
+
+// withVersion answers GET /version with Portal's version info; the generic
+// server would report the unset build variables of component-base.
+func withVersion(next http.Handler) http.Handler {
+	info, _ := json.Marshal(version.Info())
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/version" && r.Method == http.MethodGet {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(info)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func defaultAdvertiseAddress(bind net.IP) net.IP {
+	if bind != nil && !bind.IsUnspecified() && !bind.IsLoopback() {
+		return bind
+	}
+	if ip, err := utilnet.ChooseHostInterface(); err == nil {
+		return ip
+	}
+	klog.InfoS("No host interface found; advertising loopback")
+	return net.IPv4(127, 0, 0, 1)
+}

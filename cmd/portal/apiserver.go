@@ -1,0 +1,37 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"portal.dev/portal/apiserver"
+)
+
+func addAPIServerFlags(fs *pflag.FlagSet, o *apiserver.Options) {
+	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "directory for state: embedded etcd, certificates, admin.kubeconfig")
+	fs.IPVar(&o.BindAddress, "bind-address", o.BindAddress, "address the API listens on (0.0.0.0 for all)")
+	fs.IntVar(&o.SecurePort, "secure-port", o.SecurePort, "HTTPS port of the API")
+	fs.IPVar(&o.AdvertiseAddress, "advertise-address", o.AdvertiseAddress, "address published in the kubernetes Service's endpoints (default: bind address, or the host's primary address)")
+	fs.StringSliceVar(&o.EtcdServers, "etcd-servers", o.EtcdServers, "external etcd URLs; empty runs etcd embedded in the data directory")
+	fs.StringVar(&o.EtcdCAFile, "etcd-cafile", o.EtcdCAFile, "CA bundle to verify external etcd servers")
+	fs.StringVar(&o.EtcdCertFile, "etcd-certfile", o.EtcdCertFile, "client certificate for external etcd")
+	fs.StringVar(&o.EtcdKeyFile, "etcd-keyfile", o.EtcdKeyFile, "client key for external etcd")
+	fs.StringVar(&o.EtcdPrefix, "etcd-prefix", o.EtcdPrefix, "key prefix in etcd")
+	fs.StringVar(&o.ServiceClusterIPRange, "service-cluster-ip-range", o.ServiceClusterIPRange, "CIDR of Service cluster IPs; v4,v6 for dual-stack")
+	fs.StringVar(&o.ServiceNodePortRange, "service-node-port-range", o.ServiceNodePortRange, "port range of NodePorts")
+	fs.StringVar(&o.ClusterDomain, "cluster-domain", o.ClusterDomain, "cluster DNS domain")
+}
+
+func newAPIServerCommand() *cobra.Command {
+	o := apiserver.DefaultOptions()
+	cmd := &cobra.Command{
+		Use:   "apiserver",
+		Short: "Run the API server only",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return apiserver.Run(cmd.Context(), o)
+		},
+	}
+	addAPIServerFlags(cmd.Flags(), &o)
+	return cmd
+}

@@ -1,0 +1,53 @@
+// Command portal is the Kubernetes Service networking system in one binary.
+// Each subcommand only parses flags and starts a component; the components
+// live in their own packages.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"k8s.io/component-base/cli"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "kubectl" {
+		os.Exit(runKubectl(os.Args[1:]))
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := newRootCommand()
+	root.SetContext(ctx)
+	os.Exit(cli.Run(root))
+}
+
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "portal",
+		Short: "Kubernetes Service networking: API server, controllers, DNS, proxy and node agent",
+		// Runs nothing by itself: the subcommands do.
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cmd.Help()
+		},
+		SilenceUsage: true,
+	}
+	root.AddCommand(
+		newServerCommand(),
+		newAPIServerCommand(),
+		newKubeconfigCommand(),
+		newVersionCommand(),
+		&cobra.Command{
+			Use:                "kubectl",
+			Short:              "kubectl, built in; uses the local data directory's admin kubeconfig by default",
+			DisableFlagParsing: true,
+			RunE: func(cmd *cobra.Command, args []string) error {
+				return fmt.Errorf("unreachable: kubectl is dispatched before flag parsing")
+			},
+		},
+	)
+	return root
+}

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Builds Portal and runs `portal server` with its embedded defaults. Extra
+# arguments go to `portal server` (e.g. --data-dir /tmp/portal).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./hack/deps.sh
+go build -o bin/portal ./cmd/portal
+exec ./bin/portal server "$@"

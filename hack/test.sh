@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Runs every check CI runs: formatting, vet, and all tests (unit and
+# end-to-end; the end-to-end ones build and start the real binary).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./hack/deps.sh
+
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*'))
+if [[ -n $unformatted ]]; then
+	echo "gofmt needed on:" >&2
+	echo "$unformatted" >&2
+	exit 1
+fi
+go vet ./...
+./hack/verify-openapi.sh
+go test -count=1 -timeout 40m ./... "$@"
