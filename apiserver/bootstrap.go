@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
@@ -71,7 +72,11 @@ type bootstrapper struct {
 }
 
 func (b *bootstrapper) run(hc genericapiserver.PostStartHookContext) error {
-	client, err := kubernetes.NewForConfig(hc.LoopbackClientConfig)
+	cfg := rest.CopyConfig(hc.LoopbackClientConfig)
+	// The kubernetes Endpoints object is kept on purpose; its deprecation
+	// warning is for users.
+	cfg.WarningHandler = rest.NoWarnings{}
+	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,246 @@
+// Package framework starts the real portal binary for end-to-end tests and
+// gives them what a user has: a kubeconfig, kubectl, a client-go client.
+// Every process it starts is killed when the test ends, also on failure.
+package framework
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+var (
+	buildOnce sync.Once
+	binary    string
+	buildErr  error
+)
+
+// Binary builds bin/portal once per test process and returns its path.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		_, file, _, _ := runtime.Caller(0)
+		root := filepath.Join(filepath.Dir(file), "..", "..")
+		dir, err := os.MkdirTemp("", "portal-e2e-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binary = filepath.Join(dir, "portal")
+		cmd := exec.Command("go", "build", "-o", binary, "./cmd/portal")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binary
+}
+
+// FreePort returns a loopback TCP port that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Server is a running `portal server` or `portal apiserver`.
+type Server struct {
+	t       testing.TB
+	Command string // "server" or "apiserver"
+	DataDir string
+	Port    int
+	Args    []string
+	cmd     *exec.Cmd
+	log     *os.File
+}
+
+// StartServer runs `portal server` with a fresh data directory on a free
+// loopback port and waits until /readyz says ok.
+func StartServer(t testing.TB, args ...string) *Server {
+	t.Helper()
+	s := &Server{t: t, Command: "server", DataDir: t.TempDir(), Port: FreePort(t), Args: args}
+	s.Start()
+	return s
+}
+
+// Attach binds a Server built by hand to the test t before Start.
+func Attach(t testing.TB, s *Server) { s.t = t }
+
+// Start starts the process (again) and waits for readiness.
+func (s *Server) Start() {
+	s.t.Helper()
+	args := append([]string{s.Command, "--data-dir", s.DataDir, "--bind-address", "127.0.0.1",
+		"--secure-port", fmt.Sprint(s.Port)}, s.Args...)
+	log, err := os.OpenFile(filepath.Join(s.DataDir, "portal.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.log = log
+	s.cmd = exec.Command(Binary(s.t), args...)
+	s.cmd.Stdout, s.cmd.Stderr = log, log
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := s.cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	cmd := s.cmd
+	s.t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+		if s.t.Failed() {
+			s.dumpLog()
+		}
+	})
+	s.WaitReady(90 * time.Second)
+}
+
+func (s *Server) dumpLog() {
+	data, _ := os.ReadFile(filepath.Join(s.DataDir, "portal.log"))
+	lines := strings.Split(string(data), "\n")
+	if len(lines) > 60 {
+		lines = lines[len(lines)-60:]
+	}
+	s.t.Logf("last lines of %s log:\n%s", s.Command, strings.Join(lines, "\n"))
+}
+
+// WaitReady waits until GET /readyz answers ok and the kubeconfig exists.
+func (s *Server) WaitReady(timeout time.Duration) {
+	s.t.Helper()
+	deadline := time.Now().Add(timeout)
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	for time.Now().Before(deadline) {
+		if s.cmd.ProcessState != nil {
+			s.t.Fatalf("portal %s exited: %v", s.Command, s.cmd.ProcessState)
+		}
+		resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/readyz", s.Port))
+		if err == nil {
+			body := new(bytes.Buffer)
+			body.ReadFrom(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == 200 && body.String() == "ok" {
+				if _, err := os.Stat(s.Kubeconfig()); err == nil {
+					return
+				}
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	s.dumpLog()
+	s.t.Fatalf("portal %s not ready after %v", s.Command, timeout)
+}
+
+// Stop ends the process with SIGTERM and waits for it.
+func (s *Server) Stop() {
+	s.t.Helper()
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		s.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// Kill ends the process with SIGKILL, as a crash would.
+func (s *Server) Kill() {
+	s.cmd.Process.Kill()
+	s.cmd.Wait()
+}
+
+// Kubeconfig is the path of the admin kubeconfig the server wrote.
+func (s *Server) Kubeconfig() string { return filepath.Join(s.DataDir, "admin.kubeconfig") }
+
+// URL is the API's base URL.
+func (s *Server) URL() string { return fmt.Sprintf("https://127.0.0.1:%d", s.Port) }
+
+// RESTConfig is the admin client configuration.
+func (s *Server) RESTConfig() *rest.Config {
+	s.t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig())
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	cfg.QPS, cfg.Burst = 1000, 1000
+	return cfg
+}
+
+// Client is an admin client-go clientset.
+func (s *Server) Client() kubernetes.Interface {
+	s.t.Helper()
+	c, err := kubernetes.NewForConfig(s.RESTConfig())
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return c
+}
+
+// Kubectl runs kubectl against the server: the kubectl on PATH when there
+// is one (what a user has), else the one built into portal.
+func (s *Server) Kubectl(args ...string) (string, error) {
+	return s.KubectlStdin("", args...)
+}
+
+// KubectlStdin runs kubectl with stdin.
+func (s *Server) KubectlStdin(stdin string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var cmd *exec.Cmd
+	if path, err := exec.LookPath("kubectl"); err == nil {
+		cmd = exec.CommandContext(ctx, path, args...)
+	} else {
+		cmd = exec.CommandContext(ctx, Binary(s.t), append([]string{"kubectl"}, args...)...)
+	}
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.Kubeconfig())
+	cmd.Stdin = strings.NewReader(stdin)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+// MustKubectl runs kubectl and fails the test on error.
+func (s *Server) MustKubectl(args ...string) string {
+	s.t.Helper()
+	out, err := s.Kubectl(args...)
+	if err != nil {
+		s.t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// MustKubectlStdin runs kubectl with stdin and fails the test on error.
+func (s *Server) MustKubectlStdin(stdin string, args ...string) string {
+	s.t.Helper()
+	out, err := s.KubectlStdin(stdin, args...)
+	if err != nil {
+		s.t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
