@@ -57,6 +57,10 @@ type Options struct {
 	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
 	EtcdPrefix                            string
 
+	// EtcdCompactionInterval is how often the API server compacts etcd's
+	// history (kube-apiserver's --etcd-compaction-interval).
+	EtcdCompactionInterval time.Duration
+
 	ServiceClusterIPRange string
 	ServiceNodePortRange  string
 	ClusterDomain         string
@@ -69,13 +73,14 @@ type Options struct {
 // DefaultOptions returns the options a plain `portal apiserver` uses.
 func DefaultOptions() Options {
 	return Options{
-		DataDir:               defaultDataDir(),
-		BindAddress:           net.IPv4(127, 0, 0, 1),
-		SecurePort:            6443,
-		EtcdPrefix:            "/registry",
-		ServiceClusterIPRange: "10.96.0.0/12",
-		ServiceNodePortRange:  "30000-32767",
-		ClusterDomain:         "cluster.local",
+		DataDir:                defaultDataDir(),
+		BindAddress:            net.IPv4(127, 0, 0, 1),
+		SecurePort:             6443,
+		EtcdPrefix:             "/registry",
+		EtcdCompactionInterval: 5 * time.Minute,
+		ServiceClusterIPRange:  "10.96.0.0/12",
+		ServiceNodePortRange:   "30000-32767",
+		ClusterDomain:          "cluster.local",
 	}
 }
 
@@ -230,6 +235,7 @@ func applyStorage(o Options, c *genericapiserver.Config) error {
 		CertFile:      o.EtcdCertFile,
 		KeyFile:       o.EtcdKeyFile,
 	}
+	backend.CompactionInterval = o.EtcdCompactionInterval
 	etcdOpts := genericoptions.NewEtcdOptions(backend)
 	etcdOpts.EnableWatchCache = true
 	etcdOpts.EnableGarbageCollection = true

@@ -141,7 +141,9 @@ func TestKubectl(t *testing.T) {
 		defer func() { ctxCmd.Process.Kill(); ctxCmd.Wait() }()
 		waitFor(t, 10*time.Second, func() bool { return strings.Contains(out.String(), "cfg") })
 		k("create", "configmap", "watched", "--from-literal=x=y")
-		waitFor(t, 10*time.Second, func() bool { return strings.Contains(out.String(), "ADDED") && strings.Contains(out.String(), "watched") })
+		waitFor(t, 10*time.Second, func() bool {
+			return strings.Contains(out.String(), "ADDED") && strings.Contains(out.String(), "watched")
+		})
 		k("delete", "configmap", "watched")
 		waitFor(t, 10*time.Second, func() bool { return strings.Contains(out.String(), "DELETED") })
 	})
