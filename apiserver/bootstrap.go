@@ -106,16 +106,23 @@ func (b *bootstrapper) reconcile(ctx context.Context, client kubernetes.Interfac
 			return fmt.Errorf("namespace %s: %w", name, err)
 		}
 	}
-	if err := b.reconcileService(ctx, client); err != nil {
+	if err := b.renewLease(ctx, client); err != nil {
 		return err
 	}
-	if err := b.reconcileEndpoints(ctx, client); err != nil {
+	peers, err := b.livePeers(ctx, client)
+	if err != nil {
 		return err
 	}
-	return b.reconcileEndpointSlice(ctx, client)
+	if err := b.reconcileService(ctx, client, peers); err != nil {
+		return err
+	}
+	if err := b.reconcileEndpoints(ctx, client, peers); err != nil {
+		return err
+	}
+	return b.reconcileEndpointSlice(ctx, client, peers)
 }
 
-func (b *bootstrapper) kubernetesService() *corev1.Service {
+func (b *bootstrapper) kubernetesService(port int32) *corev1.Service {
 	var ips []string
 	var families []corev1.IPFamily
 	for _, p := range b.cidrs {
@@ -134,14 +141,14 @@ func (b *bootstrapper) kubernetesService() *corev1.Service {
 			IPFamilyPolicy:  &policy,
 			SessionAffinity: corev1.ServiceAffinityNone,
 			Ports: []corev1.ServicePort{{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443,
-				TargetPort: intstr.FromInt32(int32(b.o.SecurePort))}},
+				TargetPort: intstr.FromInt32(port)}},
 			InternalTrafficPolicy: ptr.To(corev1.ServiceInternalTrafficPolicyCluster),
 		},
 	}
 }
 
-func (b *bootstrapper) reconcileService(ctx context.Context, client kubernetes.Interface) error {
-	want := b.kubernetesService()
+func (b *bootstrapper) reconcileService(ctx context.Context, client kubernetes.Interface, peers peerSet) error {
+	want := b.kubernetesService(peers.port)
 	svcs := client.CoreV1().Services("default")
 	got, err := svcs.Get(ctx, want.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -159,15 +166,17 @@ func (b *bootstrapper) reconcileService(ctx context.Context, client kubernetes.I
 	return err
 }
 
-func (b *bootstrapper) endpointPort() int32 { return int32(b.o.SecurePort) }
-
-func (b *bootstrapper) reconcileEndpoints(ctx context.Context, client kubernetes.Interface) error {
+func (b *bootstrapper) reconcileEndpoints(ctx context.Context, client kubernetes.Interface, peers peerSet) error {
+	var addrs []corev1.EndpointAddress
+	for _, a := range peers.addrs {
+		addrs = append(addrs, corev1.EndpointAddress{IP: a.String()})
+	}
 	want := &corev1.Endpoints{
 		ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: "default",
 			Labels: map[string]string{discoveryv1.LabelSkipMirror: "true"}},
 		Subsets: []corev1.EndpointSubset{{
-			Addresses: []corev1.EndpointAddress{{IP: b.o.AdvertiseAddress.String()}},
-			Ports:     []corev1.EndpointPort{{Name: "https", Port: b.endpointPort(), Protocol: corev1.ProtocolTCP}},
+			Addresses: addrs,
+			Ports:     []corev1.EndpointPort{{Name: "https", Port: peers.port, Protocol: corev1.ProtocolTCP}},
 		}},
 	}
 	eps := client.CoreV1().Endpoints("default")
@@ -184,19 +193,21 @@ func (b *bootstrapper) reconcileEndpoints(ctx context.Context, client kubernetes
 	return err
 }
 
-func (b *bootstrapper) reconcileEndpointSlice(ctx context.Context, client kubernetes.Interface) error {
-	addr, _ := netip.AddrFromSlice(b.o.AdvertiseAddress)
-	addr = addr.Unmap()
+func (b *bootstrapper) reconcileEndpointSlice(ctx context.Context, client kubernetes.Interface, peers peerSet) error {
+	var endpoints []discoveryv1.Endpoint
+	for _, a := range peers.addrs {
+		endpoints = append(endpoints, discoveryv1.Endpoint{Addresses: []string{a.String()},
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}})
+	}
 	want := &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: "default",
 			Labels: map[string]string{
 				discoveryv1.LabelServiceName: "kubernetes",
 				discoveryv1.LabelManagedBy:   "endpointslice-controller.k8s.io",
 			}},
-		AddressType: discoveryv1.AddressType(ipFamily(addr)),
-		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{addr.String()},
-			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
-		Ports: []discoveryv1.EndpointPort{{Name: ptr.To("https"), Port: ptr.To(b.endpointPort()),
+		AddressType: discoveryv1.AddressType(ipFamily(peers.addrs[0])),
+		Endpoints:   endpoints,
+		Ports: []discoveryv1.EndpointPort{{Name: ptr.To("https"), Port: ptr.To(peers.port),
 			Protocol: ptr.To(corev1.ProtocolTCP)}},
 	}
 	slices := client.DiscoveryV1().EndpointSlices("default")

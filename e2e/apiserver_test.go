@@ -393,6 +393,23 @@ func TestAPIServersShareEtcd(t *testing.T) {
 	if err != nil || got.Data["k"] != "v" {
 		t.Fatalf("get on B: %v %v", got, err)
 	}
+	// Both announce themselves; they agree on the kubernetes endpoints (the
+	// older server's port) instead of overwriting each other.
+	waitFor(t, 20*time.Second, func() bool {
+		leases, err := b.Client().CoordinationV1().Leases("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "portal.dev/apiserver"})
+		return err == nil && len(leases.Items) == 2
+	})
+	for range 3 {
+		slice, err := b.Client().DiscoveryV1().EndpointSlices("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := *slice.Ports[0].Port; got != int32(a.Port) {
+			t.Fatalf("kubernetes endpoint port: got %d, want the older server's %d", got, a.Port)
+		}
+		time.Sleep(5 * time.Second)
+	}
+
 	// Optimistic concurrency holds across servers.
 	stale := got.DeepCopy()
 	got.Data["k"] = "v2"
