@@ -399,12 +399,24 @@ func TestAPIServersShareEtcd(t *testing.T) {
 		leases, err := b.Client().CoordinationV1().Leases("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "portal.dev/apiserver"})
 		return err == nil && len(leases.Items) == 2
 	})
+	slicePort := func() int32 {
+		slice, err := b.Client().DiscoveryV1().EndpointSlices("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return *slice.Ports[0].Port
+	}
+	waitFor(t, 25*time.Second, func() bool { return slicePort() == int32(a.Port) })
 	for range 3 {
 		slice, err := b.Client().DiscoveryV1().EndpointSlices("default").Get(ctx, "kubernetes", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := *slice.Ports[0].Port; got != int32(a.Port) {
+			leases, _ := b.Client().CoordinationV1().Leases("kube-system").List(ctx, metav1.ListOptions{})
+			for _, l := range leases.Items {
+				t.Logf("lease %s created %v renewed %v annotations %v", l.Name, l.CreationTimestamp, l.Spec.RenewTime, l.Annotations)
+			}
 			t.Fatalf("kubernetes endpoint port: got %d, want the older server's %d", got, a.Port)
 		}
 		time.Sleep(5 * time.Second)
