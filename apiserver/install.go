@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"fmt"
 	"net/netip"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -10,13 +11,19 @@ import (
 
 	"portal.dev/portal/apiserver/registry"
 	"portal.dev/portal/apiserver/scheme"
+	"portal.dev/portal/apiserver/svcconfig"
 )
 
 // installAPIs builds the storage of every served kind and installs it: the
 // core group under /api, the others under /apis.
 func installAPIs(s *genericapiserver.GenericAPIServer, opts generic.RESTOptionsGetter, o Options, cidrs []netip.Prefix) error {
+	ports, err := svcconfig.ParsePortRange(o.ServiceNodePortRange)
+	if err != nil {
+		return fmt.Errorf("--service-node-port-range: %w", err)
+	}
+	cfg := registry.Config{Service: svcconfig.ServiceConfig{ClusterIPRanges: cidrs, NodePortRange: ports}}
 	storages := map[schema.GroupVersion]map[string]rest.Storage{}
-	for _, k := range registry.Kinds(registry.Config{}) {
+	for _, k := range registry.Kinds(cfg) {
 		m := storages[k.GroupVersion]
 		if m == nil {
 			m = map[string]rest.Storage{}

@@ -15,9 +15,9 @@ import (
 func TestAnonymous(t *testing.T) {
 	for _, tc := range []struct {
 		name, method, path string
-		header            string
-		peerCert          bool
-		want              bool
+		header             string
+		peerCert           bool
+		want               bool
 	}{
 		{"readyz", "GET", "/readyz", "", false, true},
 		{"readyz check", "GET", "/readyz/etcd", "", false, true},
@@ -46,7 +46,6 @@ func TestAnonymous(t *testing.T) {
 		})
 	}
 }
-
 
 func TestAuthorizer(t *testing.T) {
 	anon := &user.DefaultInfo{Name: user.Anonymous}

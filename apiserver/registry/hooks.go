@@ -3,8 +3,13 @@ package registry
 import (
 	"context"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
+	"portal.dev/portal/apiserver/defaults"
+	"portal.dev/portal/apiserver/svcconfig"
+	"portal.dev/portal/apiserver/validation"
+
 	corev1 "k8s.io/api/core/v1"
-	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -12,18 +17,22 @@ import (
 )
 
 // Config carries the cluster settings strategies need.
-type Config struct{}
+type Config struct {
+	Service svcconfig.ServiceConfig
+}
 
-// metaHooks validates only metadata, with the given name rule.
-func metaHooks(namespaced bool, nameFn apivalidation.ValidateNameFunc) Hooks {
+// typed adapts validation functions of one kind to Hooks.
+func typed[T runtime.Object](create func(T) field.ErrorList, update func(T, T) field.ErrorList) Hooks {
 	return Hooks{
-		Validate: func(obj runtime.Object) field.ErrorList {
-			return apivalidation.ValidateObjectMeta(objectMeta(obj), namespaced, nameFn, field.NewPath("metadata"))
-		},
-		ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
-			return apivalidation.ValidateObjectMetaUpdate(objectMeta(obj), objectMeta(old), field.NewPath("metadata"))
-		},
+		Validate:       func(obj runtime.Object) field.ErrorList { return create(obj.(T)) },
+		ValidateUpdate: func(obj, old runtime.Object) field.ErrorList { return update(obj.(T), old.(T)) },
 	}
+}
+
+// withStatus adds the status subresource's validation.
+func withStatus[T runtime.Object](h Hooks, status func(T, T) field.ErrorList) Hooks {
+	h.ValidateStatusUpdate = func(obj, old runtime.Object) field.ErrorList { return status(obj.(T), old.(T)) }
+	return h
 }
 
 // objectMeta returns the ObjectMeta embedded in every served object.
@@ -32,7 +41,8 @@ func objectMeta(obj runtime.Object) *metav1.ObjectMeta {
 }
 
 func namespaceHooks() Hooks {
-	h := metaHooks(false, apivalidation.ValidateNamespaceName)
+	h := withStatus(typed(validation.ValidateNamespace, validation.ValidateNamespaceUpdate),
+		validation.ValidateNamespaceStatusUpdate)
 	h.PrepareForCreate = func(obj runtime.Object) {
 		ns := obj.(*corev1.Namespace)
 		ns.Status = corev1.NamespaceStatus{Phase: corev1.NamespaceActive}
@@ -58,13 +68,13 @@ func setNameLabel(ns *corev1.Namespace) {
 }
 
 func nodeHooks() Hooks {
-	h := metaHooks(false, apivalidation.NameIsDNSSubdomain)
-	// Nodes register with their status (the agent writes it on create).
-	return h
+	// Nodes register with their status (the agent writes it on create),
+	// so create keeps it: see Kind.KeepStatusOnCreate.
+	return typed(validation.ValidateNode, validation.ValidateNodeUpdate)
 }
 
 func podHooks() Hooks {
-	h := metaHooks(true, apivalidation.NameIsDNSSubdomain)
+	h := typed(validation.ValidatePod, validation.ValidatePodUpdate)
 	h.PrepareForCreate = func(obj runtime.Object) {
 		pod := obj.(*corev1.Pod)
 		pod.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: corev1.PodQOSBestEffort}
@@ -73,18 +83,63 @@ func podHooks() Hooks {
 }
 
 func serviceHooks(cfg Config) Hooks {
-	return metaHooks(true, apivalidation.NameIsDNS1035Label)
+	h := withStatus(typed(
+		func(svc *corev1.Service) field.ErrorList { return validation.ValidateService(svc, cfg.Service) },
+		func(svc, old *corev1.Service) field.ErrorList {
+			return validation.ValidateServiceUpdate(svc, old, cfg.Service)
+		}), validation.ValidateServiceStatusUpdate)
+	h.PrepareForUpdate = func(obj, old runtime.Object) {
+		defaults.ServiceTypeTransition(obj.(*corev1.Service), old.(*corev1.Service))
+	}
+	return h
 }
 
-func endpointsHooks() Hooks      { return metaHooks(true, apivalidation.NameIsDNSSubdomain) }
-func secretHooks() Hooks         { return metaHooks(true, apivalidation.NameIsDNSSubdomain) }
-func configMapHooks() Hooks      { return metaHooks(true, apivalidation.NameIsDNSSubdomain) }
-func eventHooks() Hooks          { return metaHooks(true, apivalidation.NameIsDNSSubdomain) }
-func serviceAccountHooks() Hooks { return metaHooks(true, apivalidation.NameIsDNSSubdomain) }
-func endpointSliceHooks() Hooks  { return metaHooks(true, apivalidation.NameIsDNSSubdomain) }
-func leaseHooks() Hooks          { return metaHooks(true, apivalidation.NameIsDNSSubdomain) }
-func ingressHooks() Hooks        { return metaHooks(true, apivalidation.NameIsDNSSubdomain) }
-func ingressClassHooks() Hooks   { return metaHooks(false, apivalidation.NameIsDNSSubdomain) }
+// serviceBeginCreate settles a Service's IP families before validation, as
+// upstream's service REST does ahead of allocation.
+func serviceBeginCreate(cfg Config) genericregistry.BeginCreateFunc {
+	return func(ctx context.Context, obj runtime.Object, _ *metav1.CreateOptions) (genericregistry.FinishFunc, error) {
+		svc := obj.(*corev1.Service)
+		if errs := defaults.ServiceIPFamilies(svc, nil, cfg.Service); len(errs) > 0 {
+			return nil, apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Service").GroupKind(), svc.Name, errs)
+		}
+		return func(context.Context, bool) {}, nil
+	}
+}
+
+// serviceBeginUpdate does the same for updates, carrying allocated values
+// the client left out over from the stored Service.
+func serviceBeginUpdate(cfg Config) genericregistry.BeginUpdateFunc {
+	return func(ctx context.Context, obj, old runtime.Object, _ *metav1.UpdateOptions) (genericregistry.FinishFunc, error) {
+		svc := obj.(*corev1.Service)
+		if errs := defaults.ServiceIPFamilies(svc, old.(*corev1.Service), cfg.Service); len(errs) > 0 {
+			return nil, apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Service").GroupKind(), svc.Name, errs)
+		}
+		return func(context.Context, bool) {}, nil
+	}
+}
+
+func endpointsHooks() Hooks {
+	return typed(validation.ValidateEndpoints, validation.ValidateEndpointsUpdate)
+}
+func secretHooks() Hooks { return typed(validation.ValidateSecret, validation.ValidateSecretUpdate) }
+func configMapHooks() Hooks {
+	return typed(validation.ValidateConfigMap, validation.ValidateConfigMapUpdate)
+}
+func eventHooks() Hooks { return typed(validation.ValidateEvent, validation.ValidateEventUpdate) }
+func serviceAccountHooks() Hooks {
+	return typed(validation.ValidateServiceAccount, validation.ValidateServiceAccountUpdate)
+}
+func endpointSliceHooks() Hooks {
+	return typed(validation.ValidateEndpointSlice, validation.ValidateEndpointSliceUpdate)
+}
+func leaseHooks() Hooks { return typed(validation.ValidateLease, validation.ValidateLeaseUpdate) }
+func ingressHooks() Hooks {
+	return withStatus(typed(validation.ValidateIngress, validation.ValidateIngressUpdate),
+		validation.ValidateIngressStatusUpdate)
+}
+func ingressClassHooks() Hooks {
+	return typed(validation.ValidateIngressClass, validation.ValidateIngressClassUpdate)
+}
 
 // podDeleteStrategy gives pods upstream's graceful deletion: a pod bound to
 // a node stays, terminating, until its node agent confirms the processes are

@@ -34,8 +34,13 @@ type Kind struct {
 	New       func() runtime.Object
 	NewList   func() runtime.Object
 	Hooks     Hooks
+	// KeepStatusOnCreate lets a create set status (nodes register with it).
+	KeepStatusOnCreate bool
 	// Delete, when set, is the graceful-deletion policy of the kind.
 	Delete rest.RESTDeleteStrategy
+	// BeginCreate and BeginUpdate run before the strategy, in the request.
+	BeginCreate genericregistry.BeginCreateFunc
+	BeginUpdate genericregistry.BeginUpdateFunc
 }
 
 // REST is the storage of one resource; it adds short names and categories to
@@ -103,6 +108,7 @@ func NewStore(k Kind, opts generic.RESTOptionsGetter) (*REST, *StatusREST, error
 	if k.Delete != nil {
 		store.DeleteStrategy = k.Delete
 	}
+	store.BeginCreate, store.BeginUpdate = k.BeginCreate, k.BeginUpdate
 	err := store.CompleteWithOptions(&generic.StoreOptions{
 		RESTOptions: opts,
 		AttrFunc:    attrs(k.Namespaced),

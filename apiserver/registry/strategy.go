@@ -41,6 +41,7 @@ type strategy struct {
 	apiVersion string
 	namespaced bool
 	hasStatus  bool
+	keepStatus bool
 	hooks      Hooks
 }
 
@@ -51,6 +52,7 @@ func newStrategy(k Kind) *strategy {
 		apiVersion:    k.GroupVersion.String(),
 		namespaced:    k.Namespaced,
 		hasStatus:     k.HasStatus,
+		keepStatus:    k.KeepStatusOnCreate,
 		hooks:         k.Hooks,
 	}
 }
@@ -59,7 +61,9 @@ func (s *strategy) NamespaceScoped() bool { return s.namespaced }
 
 func (s *strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
 	if s.hasStatus {
-		clearField(obj, "Status")
+		if !s.keepStatus {
+			clearField(obj, "Status")
+		}
 		if m, err := meta.Accessor(obj); err == nil {
 			m.SetGeneration(1)
 		}

@@ -11,6 +11,8 @@ package svcconfig
 import (
 	"fmt"
 	"net/netip"
+	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -119,4 +121,18 @@ func OtherFamily(f corev1.IPFamily) corev1.IPFamily {
 		return corev1.IPv6Protocol
 	}
 	return corev1.IPv4Protocol
+}
+
+// ParsePortRange parses "30000-32767" (both ends included) or a single port.
+func ParsePortRange(s string) (PortRange, error) {
+	lo, hi, found := strings.Cut(strings.TrimSpace(s), "-")
+	if !found {
+		hi = lo
+	}
+	base, err1 := strconv.Atoi(strings.TrimSpace(lo))
+	last, err2 := strconv.Atoi(strings.TrimSpace(hi))
+	if err1 != nil || err2 != nil || base < 1 || last > 65535 || last < base {
+		return PortRange{}, fmt.Errorf("%q is not a port range like 30000-32767", s)
+	}
+	return PortRange{Base: base, Size: last - base + 1}, nil
 }

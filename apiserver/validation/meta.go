@@ -62,11 +62,16 @@ func usesKubeFinalizerRule(kind string) bool {
 func validateKubeFinalizerNames(finalizers []string, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for i, f := range finalizers {
-		if !strings.Contains(f, "/") && !standardFinalizers[f] {
-			errs = append(errs, field.Invalid(fldPath.Index(i), f, "name is neither a standard finalizer name nor is it fully qualified"))
-		}
+		errs = append(errs, validateKubeFinalizerName(f, fldPath.Index(i))...)
 	}
 	return errs
+}
+
+func validateKubeFinalizerName(name string, fldPath *field.Path) field.ErrorList {
+	if strings.Contains(name, "/") || standardFinalizers[name] {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(fldPath, name, "name is neither a standard finalizer name nor is it fully qualified")}
 }
 
 // ValidateObjectMetaFor validates the metadata of a new object of kind:

@@ -17,6 +17,7 @@ type IPNotInRangeError struct {
 	ValidRange string
 }
 
+// Error returns upstream's message.
 func (e *IPNotInRangeError) Error() string {
 	return fmt.Sprintf("the provided IP (%v) is not in the valid range. The range of valid IPs is %s", e.IP, e.ValidRange)
 }
@@ -28,6 +29,7 @@ type PortNotInRangeError struct {
 	ValidPorts string
 }
 
+// Error returns upstream's message.
 func (e *PortNotInRangeError) Error() string {
 	return fmt.Sprintf("provided port is not in the valid range. The range of valid ports is %s", e.ValidPorts)
 }

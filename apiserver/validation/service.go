@@ -42,10 +42,12 @@ func contains[T comparable](list []T, v T) bool {
 	return false
 }
 
-// ValidateService validates a Service on create. It expects a defaulted
-// Service whose IP family fields have been initialised (defaults.Service and
-// defaults.ServiceIPFamilies), as upstream validates after its registry has
-// done both.
+// ValidateService validates a Service on create. Like upstream's, it
+// expects the registry's work done first: defaults applied (defaults.Service),
+// clusterIP/clusterIPs synced and IP family fields initialised
+// (defaults.ServiceIPFamilies), and cluster IPs and healthCheckNodePort
+// allocated. Range checks on those allocations are the allocator's (see
+// ClusterIPInRange, NodePortInRange).
 func ValidateService(svc *corev1.Service, cfg ServiceConfig) field.ErrorList {
 	return validateService(svc, nil, cfg)
 }
