@@ -1,9 +1,6 @@
 package apiserver
 
 import (
-	"fmt"
-	"net/netip"
-
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -11,17 +8,11 @@ import (
 
 	"portal.dev/portal/apiserver/registry"
 	"portal.dev/portal/apiserver/scheme"
-	"portal.dev/portal/apiserver/svcconfig"
 )
 
 // installAPIs builds the storage of every served kind and installs it: the
 // core group under /api, the others under /apis.
-func installAPIs(s *genericapiserver.GenericAPIServer, opts generic.RESTOptionsGetter, o Options, cidrs []netip.Prefix) error {
-	ports, err := svcconfig.ParsePortRange(o.ServiceNodePortRange)
-	if err != nil {
-		return fmt.Errorf("--service-node-port-range: %w", err)
-	}
-	cfg := registry.Config{Service: svcconfig.ServiceConfig{ClusterIPRanges: cidrs, NodePortRange: ports}}
+func installAPIs(s *genericapiserver.GenericAPIServer, opts generic.RESTOptionsGetter, cfg registry.Config) error {
 	storages := map[schema.GroupVersion]map[string]rest.Storage{}
 	for _, k := range registry.Kinds(cfg) {
 		m := storages[k.GroupVersion]

@@ -40,7 +40,9 @@ import (
 	"portal.dev/portal/apiserver/auth"
 	"portal.dev/portal/apiserver/embeddedetcd"
 	portalopenapi "portal.dev/portal/apiserver/openapi"
+	"portal.dev/portal/apiserver/registry"
 	"portal.dev/portal/apiserver/scheme"
+	"portal.dev/portal/apiserver/svcconfig"
 	"portal.dev/portal/pki"
 	"portal.dev/portal/version"
 )
@@ -63,6 +65,10 @@ type Options struct {
 
 	ServiceClusterIPRange string
 	ServiceNodePortRange  string
+	// ServiceRepairInterval is how often Service IP and port reservations
+	// are reconciled with the Services that exist; a leak is freed after
+	// two passes.
+	ServiceRepairInterval time.Duration
 	ClusterDomain         string
 
 	// ExtraReadyChecks join /readyz, so that it says ok only once
@@ -160,13 +166,26 @@ func newServer(o Options, ca *pki.CA, cidrs []netip.Prefix) (*genericapiserver.G
 	if err := applyAdmission(config, client); err != nil {
 		return nil, err
 	}
+	ports, err := svcconfig.ParsePortRange(o.ServiceNodePortRange)
+	if err != nil {
+		return nil, fmt.Errorf("--service-node-port-range: %w", err)
+	}
+	svcCfg := svcconfig.ServiceConfig{ClusterIPRanges: cidrs, NodePortRange: ports}
+	alloc, etcdClient, err := newAllocator(o, svcCfg)
+	if err != nil {
+		return nil, err
+	}
+	config.ReadyzChecks = append(config.ReadyzChecks, allocatorReady(alloc))
 	config.ReadyzChecks = append(config.ReadyzChecks, o.ExtraReadyChecks...)
 
 	server, err := config.Complete().New("portal-apiserver", genericapiserver.NewEmptyDelegate())
 	if err != nil {
 		return nil, err
 	}
-	if err := installAPIs(server, config.RESTOptionsGetter, o, cidrs); err != nil {
+	if err := installAPIs(server, config.RESTOptionsGetter, registry.Config{Service: svcCfg, Allocator: alloc}); err != nil {
+		return nil, err
+	}
+	if err := addAllocatorHooks(server, alloc, etcdClient, o.ServiceRepairInterval); err != nil {
 		return nil, err
 	}
 	if err := addBootstrapHooks(server, o, ca, cidrs); err != nil {

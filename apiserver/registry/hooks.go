@@ -3,6 +3,10 @@ package registry
 import (
 	"context"
 
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/storage/names"
+	"portal.dev/portal/allocator"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"portal.dev/portal/apiserver/defaults"
@@ -19,6 +23,9 @@ import (
 // Config carries the cluster settings strategies need.
 type Config struct {
 	Service svcconfig.ServiceConfig
+	// Allocator reserves Service cluster IPs and node ports; nil leaves
+	// them as the client wrote them (tests of the strategies alone).
+	Allocator *allocator.Allocator
 }
 
 // typed adapts validation functions of one kind to Hooks.
@@ -88,34 +95,68 @@ func serviceHooks(cfg Config) Hooks {
 		func(svc, old *corev1.Service) field.ErrorList {
 			return validation.ValidateServiceUpdate(svc, old, cfg.Service)
 		}), validation.ValidateServiceStatusUpdate)
-	h.PrepareForUpdate = func(obj, old runtime.Object) {
-		defaults.ServiceTypeTransition(obj.(*corev1.Service), old.(*corev1.Service))
-	}
 	return h
 }
 
-// serviceBeginCreate settles a Service's IP families before validation, as
-// upstream's service REST does ahead of allocation.
+// serviceBeginCreate settles a Service's IP families and reserves its
+// cluster IPs and node ports before validation, as upstream's service REST
+// does. The returned FinishFunc gives the reservations back if the create
+// fails after all.
 func serviceBeginCreate(cfg Config) genericregistry.BeginCreateFunc {
-	return func(ctx context.Context, obj runtime.Object, _ *metav1.CreateOptions) (genericregistry.FinishFunc, error) {
+	return func(ctx context.Context, obj runtime.Object, opts *metav1.CreateOptions) (genericregistry.FinishFunc, error) {
 		svc := obj.(*corev1.Service)
-		if errs := defaults.ServiceIPFamilies(svc, nil, cfg.Service); len(errs) > 0 {
-			return nil, apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Service").GroupKind(), svc.Name, errs)
+		// Reservations name their Service, so settle the name and
+		// namespace now (BeforeCreate would do it only later).
+		if ns, ok := genericapirequest.NamespaceFrom(ctx); ok && svc.Namespace == "" {
+			svc.Namespace = ns
 		}
-		return func(context.Context, bool) {}, nil
+		if svc.Name == "" && svc.GenerateName != "" {
+			svc.Name = names.SimpleNameGenerator.GenerateName(svc.GenerateName)
+		}
+		if errs := defaults.ServiceIPFamilies(svc, nil, cfg.Service); len(errs) > 0 {
+			return nil, invalidService(svc, errs)
+		}
+		return allocate(ctx, cfg, svc, nil, len(opts.DryRun) > 0)
 	}
 }
 
 // serviceBeginUpdate does the same for updates, carrying allocated values
-// the client left out over from the stored Service.
+// the client left out over from the stored Service; what the Service no
+// longer holds is released once the update is stored.
 func serviceBeginUpdate(cfg Config) genericregistry.BeginUpdateFunc {
-	return func(ctx context.Context, obj, old runtime.Object, _ *metav1.UpdateOptions) (genericregistry.FinishFunc, error) {
-		svc := obj.(*corev1.Service)
-		if errs := defaults.ServiceIPFamilies(svc, old.(*corev1.Service), cfg.Service); len(errs) > 0 {
-			return nil, apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Service").GroupKind(), svc.Name, errs)
+	return func(ctx context.Context, obj, old runtime.Object, opts *metav1.UpdateOptions) (genericregistry.FinishFunc, error) {
+		svc, oldSvc := obj.(*corev1.Service), old.(*corev1.Service)
+		if errs := defaults.ServiceIPFamilies(svc, oldSvc, cfg.Service); len(errs) > 0 {
+			return nil, invalidService(svc, errs)
 		}
+		defaults.ServiceTypeTransition(svc, oldSvc)
+		return allocate(ctx, cfg, svc, oldSvc, len(opts.DryRun) > 0)
+	}
+}
+
+func allocate(ctx context.Context, cfg Config, svc, old *corev1.Service, dryRun bool) (genericregistry.FinishFunc, error) {
+	if cfg.Allocator == nil {
 		return func(context.Context, bool) {}, nil
 	}
+	op, errs := cfg.Allocator.Allocate(ctx, svc, old, dryRun)
+	if len(errs) > 0 {
+		return nil, invalidService(svc, errs)
+	}
+	return op.Finish, nil
+}
+
+// serviceAfterDelete gives a deleted Service's reservations back.
+func serviceAfterDelete(cfg Config) genericregistry.AfterDeleteFunc {
+	return func(obj runtime.Object, opts *metav1.DeleteOptions) {
+		if cfg.Allocator == nil || (opts != nil && len(opts.DryRun) > 0) {
+			return
+		}
+		cfg.Allocator.Release(context.Background(), obj.(*corev1.Service))
+	}
+}
+
+func invalidService(svc *corev1.Service, errs field.ErrorList) error {
+	return apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Service").GroupKind(), svc.Name, errs)
 }
 
 func endpointsHooks() Hooks {

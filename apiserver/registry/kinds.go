@@ -27,7 +27,7 @@ func Kinds(cfg Config) []Kind {
 			New: func() runtime.Object { return &corev1.Pod{} }, NewList: func() runtime.Object { return &corev1.PodList{} }},
 		{GroupVersion: core, Resource: "services", Singular: "service", ShortNames: []string{"svc"}, Categories: []string{"all"},
 			Namespaced: true, HasStatus: true, Hooks: serviceHooks(cfg),
-			BeginCreate: serviceBeginCreate(cfg), BeginUpdate: serviceBeginUpdate(cfg),
+			BeginCreate: serviceBeginCreate(cfg), BeginUpdate: serviceBeginUpdate(cfg), AfterDelete: serviceAfterDelete(cfg),
 			New: func() runtime.Object { return &corev1.Service{} }, NewList: func() runtime.Object { return &corev1.ServiceList{} }},
 		{GroupVersion: core, Resource: "endpoints", Singular: "endpoints", ShortNames: []string{"ep"},
 			Namespaced: true, Hooks: endpointsHooks(),

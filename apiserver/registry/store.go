@@ -41,6 +41,7 @@ type Kind struct {
 	// BeginCreate and BeginUpdate run before the strategy, in the request.
 	BeginCreate genericregistry.BeginCreateFunc
 	BeginUpdate genericregistry.BeginUpdateFunc
+	AfterDelete genericregistry.AfterDeleteFunc
 }
 
 // REST is the storage of one resource; it adds short names and categories to
@@ -108,7 +109,7 @@ func NewStore(k Kind, opts generic.RESTOptionsGetter) (*REST, *StatusREST, error
 	if k.Delete != nil {
 		store.DeleteStrategy = k.Delete
 	}
-	store.BeginCreate, store.BeginUpdate = k.BeginCreate, k.BeginUpdate
+	store.BeginCreate, store.BeginUpdate, store.AfterDelete = k.BeginCreate, k.BeginUpdate, k.AfterDelete
 	err := store.CompleteWithOptions(&generic.StoreOptions{
 		RESTOptions: opts,
 		AttrFunc:    attrs(k.Namespaced),
