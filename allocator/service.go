@@ -304,6 +304,13 @@ func (a *Allocator) reserve(ctx context.Context, op *Op, claims []claim, slots [
 		if attempt == 10 {
 			return field.ErrorList{field.InternalError(field.NewPath("spec"), errors.New("allocation kept colliding; try again"))}
 		}
+		if attempt >= 2 {
+			// The bitmaps lag behind other API servers more than a few
+			// picks: reload them from the store.
+			if owners, _, err := a.store.List(ctx); err == nil {
+				a.reset(owners)
+			}
+		}
 	}
 }
 
