@@ -53,7 +53,7 @@ func TestBitmapNextPrefersUpperBand(t *testing.T) {
 
 func TestBands(t *testing.T) {
 	for _, tc := range []struct {
-		name     string
+		name      string
 		got, want int
 	}{
 		{"ip /28", ipBand(14), 0},
