@@ -122,6 +122,9 @@ func NewStore(k Kind, opts generic.RESTOptionsGetter) (*REST, *StatusREST, error
 		return r, nil, nil
 	}
 	statusStore := *store
+	// Status writes keep the stored spec, so the spec hooks (a Service's
+	// IP families and allocation) have nothing to do there.
+	statusStore.BeginCreate, statusStore.BeginUpdate = nil, nil
 	ss := statusStrategy{st}
 	statusStore.UpdateStrategy = ss
 	statusStore.ResetFieldsStrategy = ss
