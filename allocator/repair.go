@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -21,17 +22,29 @@ type Problem struct {
 
 // Repairer reconciles the reservations with the Services that exist.
 type Repairer struct {
-	a *Allocator
-	// suspects are reservations no Service held at the last pass. They are
-	// freed only if still unheld at the next one, so a create in flight
-	// (reserved, not yet stored) is never robbed.
-	suspects map[Key]string
+	a     *Allocator
+	grace time.Duration
+	now   func() time.Time
+	// suspects are reservations no Service held, with their owner and when
+	// that was first seen. A suspect is freed only once it has been unheld
+	// on a later pass and for at least grace, so a create in flight
+	// (reserved, not yet stored) is never robbed however often repair runs.
+	suspects map[Key]suspect
 }
 
-// NewRepairer returns a repairer for a.
-func NewRepairer(a *Allocator) *Repairer { return &Repairer{a: a, suspects: map[Key]string{}} }
+type suspect struct {
+	owner string
+	since time.Time
+}
 
-// Repair frees reservations no Service holds (seen unheld twice in a row),
+// NewRepairer returns a repairer for a that frees reservations unheld for
+// at least grace.
+func NewRepairer(a *Allocator, grace time.Duration) *Repairer {
+	return &Repairer{a: a, grace: grace, now: time.Now, suspects: map[Key]suspect{}}
+}
+
+// Repair frees reservations no Service holds (seen unheld on two passes,
+// grace apart),
 // records reservations a stored Service holds but the store lacks, and
 // reports addresses held twice or outside the configured ranges. services
 // must be a complete list read after the previous pass.
@@ -68,18 +81,23 @@ func (r *Repairer) Repair(ctx context.Context, services []corev1.Service) ([]Pro
 			}
 		}
 	}
-	next := map[Key]string{}
+	now := r.now()
+	next := map[Key]suspect{}
 	for k, owner := range owners {
 		if _, ok := wanted[k]; ok {
 			continue
 		}
-		if r.suspects[k] == owner {
+		s, seen := r.suspects[k]
+		if seen && s.owner == owner && now.Sub(s.since) >= r.grace {
 			if err := r.a.store.Release(ctx, []Key{k}, owner); err == nil {
 				r.a.observe(k, owner, true)
 			}
 			continue
 		}
-		next[k] = owner
+		if !seen || s.owner != owner {
+			s = suspect{owner: owner, since: now}
+		}
+		next[k] = s
 	}
 	r.suspects = next
 	return problems, nil

@@ -53,7 +53,7 @@ func newAllocator(o Options, cfg svcconfig.ServiceConfig) (*allocator.Allocator,
 
 // addAllocatorHooks starts following reservations before the server
 // reports ready, and runs the repair loop.
-func addAllocatorHooks(s *genericapiserver.GenericAPIServer, alloc *allocator.Allocator, etcd *clientv3.Client, repairInterval time.Duration) error {
+func addAllocatorHooks(s *genericapiserver.GenericAPIServer, alloc *allocator.Allocator, etcd *clientv3.Client, repairInterval, leakGrace time.Duration) error {
 	if err := s.AddPostStartHook("portal-service-allocator", func(hc genericapiserver.PostStartHookContext) error {
 		go alloc.Run(hc.Context)
 		go func() {
@@ -70,12 +70,15 @@ func addAllocatorHooks(s *genericapiserver.GenericAPIServer, alloc *allocator.Al
 		if err != nil {
 			return err
 		}
-		go runRepair(hc.Context, client, allocator.NewRepairer(alloc), repairInterval)
+		go runRepair(hc.Context, client, allocator.NewRepairer(alloc, leakGrace), repairInterval)
 		return nil
 	})
 }
 
 func runRepair(ctx context.Context, client kubernetes.Interface, r *allocator.Repairer, interval time.Duration) {
+	if interval <= 0 {
+		interval = time.Minute
+	}
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	defer broadcaster.Shutdown()

@@ -69,7 +69,12 @@ type Options struct {
 	// are reconciled with the Services that exist; a leak is freed after
 	// two passes.
 	ServiceRepairInterval time.Duration
-	ClusterDomain         string
+	// ServiceLeakGrace is how long a reservation must have been held by
+	// no Service before repair frees it. It must exceed the longest a
+	// create can take between reserving and storing (the 60 s request
+	// timeout), or repair could rob a create in flight.
+	ServiceLeakGrace time.Duration
+	ClusterDomain    string
 
 	// ExtraReadyChecks join /readyz, so that it says ok only once
 	// in-process components have synced.
@@ -84,6 +89,8 @@ func DefaultOptions() Options {
 		SecurePort:             6443,
 		EtcdPrefix:             "/registry",
 		EtcdCompactionInterval: 5 * time.Minute,
+		ServiceRepairInterval:  3 * time.Minute,
+		ServiceLeakGrace:       90 * time.Second,
 		ServiceClusterIPRange:  "10.96.0.0/12",
 		ServiceNodePortRange:   "30000-32767",
 		ClusterDomain:          "cluster.local",
@@ -185,7 +192,7 @@ func newServer(o Options, ca *pki.CA, cidrs []netip.Prefix) (*genericapiserver.G
 	if err := installAPIs(server, config.RESTOptionsGetter, registry.Config{Service: svcCfg, Allocator: alloc}); err != nil {
 		return nil, err
 	}
-	if err := addAllocatorHooks(server, alloc, etcdClient, o.ServiceRepairInterval); err != nil {
+	if err := addAllocatorHooks(server, alloc, etcdClient, o.ServiceRepairInterval, o.ServiceLeakGrace); err != nil {
 		return nil, err
 	}
 	if err := addBootstrapHooks(server, o, ca, cidrs); err != nil {

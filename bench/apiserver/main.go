@@ -273,9 +273,14 @@ func fill(ctx context.Context, client kubernetes.Interface, n int) error {
 	if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	var next atomic.Int64
+	var next, done atomic.Int64
 	var wg sync.WaitGroup
 	var firstErr atomic.Value
+	// marks[i] is when the (i*1000)th create finished: the allocation cost
+	// of the last thousand against the first shows whether it stays O(1).
+	marks := make([]atomic.Int64, n/1000+1)
+	start := time.Now()
+	marks[0].Store(start.UnixNano())
 	for range 32 {
 		wg.Add(1)
 		go func() {
@@ -284,12 +289,22 @@ func fill(ctx context.Context, client kubernetes.Interface, n int) error {
 				if _, err := client.CoreV1().Services("fill").Create(ctx, service(fmt.Sprintf("s%d", i)), metav1.CreateOptions{}); err != nil {
 					firstErr.CompareAndSwap(nil, err)
 				}
+				if d := done.Add(1); d%1000 == 0 {
+					marks[d/1000].Store(time.Now().UnixNano())
+				}
 			}
 		}()
 	}
 	wg.Wait()
 	if err, _ := firstErr.Load().(error); err != nil {
 		return err
+	}
+	if k := n / 1000; k >= 2 {
+		first := time.Duration(marks[1].Load() - marks[0].Load())
+		last := time.Duration(marks[k].Load() - marks[k-1].Load())
+		fmt.Printf("RESULT fill services=%d total=%s first1000=%s last1000=%s ratio=%.2f (32 clients)\n",
+			n, time.Since(start).Round(time.Millisecond), first.Round(time.Millisecond), last.Round(time.Millisecond),
+			last.Seconds()/first.Seconds())
 	}
 	return nil
 }

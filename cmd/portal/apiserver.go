@@ -21,6 +21,8 @@ func addAPIServerFlags(fs *pflag.FlagSet, o *apiserver.Options) {
 	fs.StringVar(&o.ServiceClusterIPRange, "service-cluster-ip-range", o.ServiceClusterIPRange, "CIDR of Service cluster IPs; v4,v6 for dual-stack")
 	fs.StringVar(&o.ServiceNodePortRange, "service-node-port-range", o.ServiceNodePortRange, "port range of NodePorts")
 	fs.DurationVar(&o.ServiceRepairInterval, "service-repair-interval", o.ServiceRepairInterval, "how often Service IP and port reservations are reconciled with Services (a leak goes after two passes)")
+	fs.DurationVar(&o.ServiceLeakGrace, "service-leak-grace", o.ServiceLeakGrace, "how long a reservation must be held by no Service before repair frees it; keep it above the 60s request timeout")
+	_ = fs.MarkHidden("service-leak-grace") // for tests
 	fs.StringVar(&o.ClusterDomain, "cluster-domain", o.ClusterDomain, "cluster DNS domain")
 }
 
