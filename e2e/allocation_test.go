@@ -178,3 +178,51 @@ func TestAllocationSurvivesKill9(t *testing.T) {
 	createConcurrently(client, "after", 20)
 	wantedReservations(t, client) // fails the test on a duplicate
 }
+
+// TestAllocationLifecycle: what a Service stops needing is given back, so
+// another Service can ask for exactly that address or port.
+func TestAllocationLifecycle(t *testing.T) {
+	s := framework.StartServer(t)
+	k := func(args ...string) string { t.Helper(); return s.MustKubectl(args...) }
+	get := func(name, path string) string { t.Helper(); return k("get", "svc", name, "-o", "jsonpath="+path) }
+
+	// NodePort -> ClusterIP frees the node port.
+	k("create", "service", "nodeport", "np", "--tcp=80:8080", "--node-port=30100")
+	k("patch", "svc", "np", "--type=json", "-p", `[{"op":"replace","path":"/spec/type","value":"ClusterIP"},{"op":"remove","path":"/spec/ports/0/nodePort"}]`)
+	k("create", "service", "nodeport", "np-again", "--tcp=80:8080", "--node-port=30100")
+
+	// ClusterIP -> ExternalName frees the cluster IP.
+	k("create", "service", "clusterip", "fixed", "--tcp=80", "--clusterip=10.96.0.77")
+	k("patch", "svc", "fixed", "--type=merge", "-p", `{"spec":{"type":"ExternalName","externalName":"example.com","clusterIP":"","clusterIPs":null}}`)
+	k("create", "service", "clusterip", "fixed-again", "--tcp=80", "--clusterip=10.96.0.77")
+
+	// LoadBalancer with allocateLoadBalancerNodePorts false holds none;
+	// Local gets a health check node port, released when the policy goes.
+	s.MustKubectlStdin(`apiVersion: v1
+kind: Service
+metadata: {name: lb}
+spec:
+  type: LoadBalancer
+  allocateLoadBalancerNodePorts: false
+  externalTrafficPolicy: Local
+  selector: {app: lb}
+  ports: [{name: http, port: 80}]
+`, "apply", "-f", "-")
+	if got := get("lb", "{.spec.ports[0].nodePort}"); got != "" {
+		t.Fatalf("allocateLoadBalancerNodePorts false: got node port %q, want none", got)
+	}
+	hc := get("lb", "{.spec.healthCheckNodePort}")
+	if hc == "" || hc == "0" {
+		t.Fatal("LoadBalancer with externalTrafficPolicy Local got no healthCheckNodePort")
+	}
+	k("patch", "svc", "lb", "--type=merge", "-p", `{"spec":{"externalTrafficPolicy":"Cluster"}}`)
+	if got := get("lb", "{.spec.healthCheckNodePort}"); got != "" {
+		t.Fatalf("after Local -> Cluster: healthCheckNodePort %q, want released", got)
+	}
+	k("create", "service", "nodeport", "takes-hc", "--tcp=81:8080", "--node-port="+hc)
+
+	// Deleting frees everything.
+	k("delete", "svc", "np-again", "fixed-again")
+	k("create", "service", "nodeport", "np-third", "--tcp=80:8080", "--node-port=30100")
+	k("create", "service", "clusterip", "fixed-third", "--tcp=80", "--clusterip=10.96.0.77")
+}

@@ -422,6 +422,20 @@ func TestAPIServersShareEtcd(t *testing.T) {
 		t.Logf("note: settled on B's port %d, not the older A's %d", settled, a.Port)
 	}
 
+	// Concurrent creates on both servers never share an address or port.
+	var wg sync.WaitGroup
+	for i, srv := range []*framework.Server{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			createConcurrently(srv.Client(), fmt.Sprintf("via%d", i), 25)
+		}()
+	}
+	wg.Wait()
+	if held := wantedReservations(t, a.Client()); len(held) != 101 {
+		t.Fatalf("50 NodePort services and kubernetes hold %d distinct items, want 101", len(held))
+	}
+
 	// Optimistic concurrency holds across servers.
 	stale := got.DeepCopy()
 	got.Data["k"] = "v2"
