@@ -38,6 +38,7 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(
 		newServerCommand(),
 		newAPIServerCommand(),
+		newControllerManagerCommand(),
 		newKubeconfigCommand(),
 		newVersionCommand(),
 		&cobra.Command{

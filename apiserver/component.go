@@ -1,0 +1,37 @@
+package apiserver
+
+import (
+	"fmt"
+	"net"
+	"path/filepath"
+
+	"k8s.io/client-go/rest"
+
+	"portal.dev/portal/pki"
+)
+
+// ComponentConfig returns the client configuration an in-process component
+// of `portal server` uses: its own client certificate, issued by the data
+// directory's CA for user, over HTTPS to this server, exactly as the
+// component would connect from another machine.
+func ComponentConfig(o Options, user string) (*rest.Config, error) {
+	ca, err := pki.LoadOrCreateCA(filepath.Join(o.DataDir, "pki"), "ca")
+	if err != nil {
+		return nil, fmt.Errorf("cluster CA: %w", err)
+	}
+	cert, key, err := ca.IssueClient(user, nil)
+	if err != nil {
+		return nil, err
+	}
+	host := o.BindAddress.String()
+	if o.BindAddress == nil || o.BindAddress.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return &rest.Config{
+		Host: "https://" + net.JoinHostPort(host, fmt.Sprint(o.SecurePort)),
+		TLSClientConfig: rest.TLSClientConfig{
+			CAData: ca.CertPEM, CertData: cert, KeyData: key,
+		},
+		UserAgent: "portal-" + user,
+	}, nil
+}

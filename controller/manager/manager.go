@@ -1,0 +1,177 @@
+// Package manager runs Portal's controllers as one leader-elected unit, the
+// way kube-controller-manager does: every replica campaigns for a Lease in
+// kube-system, the leader runs the controllers, the others wait and take
+// over when the leader stops renewing. It talks to the API only through the
+// client it is given, so it runs the same in `portal server` and as
+// `portal controller-manager` on another machine.
+package manager
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/klog/v2"
+)
+
+// Options configure the controllers; flag names follow kube-controller-manager.
+type Options struct {
+	// LeaderElect campaigns for the Lease; without it this replica always leads.
+	LeaderElect   bool
+	LeaseName     string
+	LeaseDuration time.Duration
+	RenewDeadline time.Duration
+	RetryPeriod   time.Duration
+	// Identity names this replica in the Lease (default: host name + random).
+	Identity string
+
+	MaxEndpointsPerSlice int
+	// LoadBalancerIPPools is --loadbalancer-ip-pools: CIDRs and ranges.
+	LoadBalancerIPPools string
+	Workers             int
+}
+
+// DefaultOptions fail over within 15 s: a leader that stops renewing loses
+// the Lease after LeaseDuration, and a waiting replica retries every
+// RetryPeriod.
+func DefaultOptions() Options {
+	return Options{
+		LeaderElect:          true,
+		LeaseName:            "portal-controller-manager",
+		LeaseDuration:        10 * time.Second,
+		RenewDeadline:        7 * time.Second,
+		RetryPeriod:          2 * time.Second,
+		MaxEndpointsPerSlice: 100,
+		Workers:              4,
+	}
+}
+
+// Manager runs the controllers while it leads.
+type Manager struct {
+	opts    Options
+	cfg     *rest.Config
+	leading atomic.Bool
+	synced  atomic.Bool
+	elector atomic.Pointer[leaderelection.LeaderElector]
+}
+
+// New returns a manager using cfg to reach the API.
+func New(cfg *rest.Config, opts Options) *Manager {
+	if opts.Identity == "" {
+		host, _ := os.Hostname()
+		opts.Identity = host + "_" + uuid.NewString()
+	}
+	return &Manager{opts: opts, cfg: cfg}
+}
+
+// Ready reports whether this replica has its controllers running with
+// synced caches, or follows a leader that is someone else.
+func (m *Manager) Ready() bool {
+	if m.leading.Load() {
+		return m.synced.Load()
+	}
+	le := m.elector.Load()
+	if le == nil {
+		return false
+	}
+	leader := le.GetLeader()
+	return leader != "" && leader != m.opts.Identity
+}
+
+// Leading reports whether this replica leads now.
+func (m *Manager) Leading() bool { return m.leading.Load() }
+
+// Run campaigns and runs the controllers while leading, until ctx ends.
+// Losing the Lease stops the controllers; the replica then campaigns again.
+func (m *Manager) Run(ctx context.Context) error {
+	client, err := kubernetes.NewForConfig(m.cfg)
+	if err != nil {
+		return err
+	}
+	if !m.opts.LeaderElect {
+		m.leading.Store(true)
+		return m.runControllers(ctx)
+	}
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metaFor(m.opts.LeaseName),
+		Client:     client.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: m.opts.Identity},
+	}
+	for ctx.Err() == nil {
+		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+			Lock:            lock,
+			LeaseDuration:   m.opts.LeaseDuration,
+			RenewDeadline:   m.opts.RenewDeadline,
+			RetryPeriod:     m.opts.RetryPeriod,
+			ReleaseOnCancel: true,
+			Name:            m.opts.LeaseName,
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: func(ctx context.Context) {
+					klog.InfoS("Leading; starting controllers", "identity", m.opts.Identity)
+					m.leading.Store(true)
+					if err := m.runControllers(ctx); err != nil {
+						klog.ErrorS(err, "Controllers stopped")
+					}
+				},
+				OnStoppedLeading: func() {
+					klog.InfoS("Stopped leading", "identity", m.opts.Identity)
+					m.leading.Store(false)
+					m.synced.Store(false)
+				},
+			},
+		})
+		if err != nil {
+			return err
+		}
+		m.elector.Store(le)
+		le.Run(ctx)
+	}
+	return nil
+}
+
+// runControllers starts every controller on fresh informers and blocks
+// until ctx ends.
+func (m *Manager) runControllers(ctx context.Context) error {
+	cfg := rest.CopyConfig(m.cfg)
+	cfg.QPS, cfg.Burst = 200, 400
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	meta, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	factory := informers.NewSharedInformerFactory(client, 0)
+	started, err := startControllers(ctx, controllerContext{
+		client: client, metadata: meta, discovery: disc, informers: factory, opts: m.opts,
+	})
+	if err != nil {
+		return fmt.Errorf("start controllers: %w", err)
+	}
+	factory.Start(ctx.Done())
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("informer for %v did not sync", typ)
+		}
+	}
+	m.synced.Store(true)
+	klog.InfoS("Controllers running", "controllers", started)
+	<-ctx.Done()
+	factory.Shutdown()
+	return nil
+}
