@@ -226,3 +226,18 @@ spec:
 	k("create", "service", "nodeport", "np-third", "--tcp=80:8080", "--node-port=30100")
 	k("create", "service", "clusterip", "fixed-third", "--tcp=80", "--clusterip=10.96.0.77")
 }
+
+// TestRepairReportsOutOfRange: after the service range changes under
+// existing Services, repair reports each address outside it as an Event on
+// its Service.
+func TestRepairReportsOutOfRange(t *testing.T) {
+	s := framework.StartServer(t)
+	s.MustKubectl("create", "service", "clusterip", "old-range", "--tcp=80", "--clusterip=10.96.5.5")
+	s.Stop()
+	s.Args = []string{"--service-cluster-ip-range", "10.200.0.0/16"}
+	s.Start()
+	waitFor(t, 30*time.Second, func() bool {
+		out, err := s.Kubectl("get", "events", "--field-selector", "involvedObject.name=old-range,reason=ClusterIPOutOfRange", "-o", "name")
+		return err == nil && strings.TrimSpace(out) != ""
+	})
+}
