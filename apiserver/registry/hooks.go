@@ -3,6 +3,9 @@ package registry
 import (
 	"context"
 
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/storage/names"
 	"portal.dev/portal/allocator"
@@ -171,7 +174,19 @@ func serviceAccountHooks() Hooks {
 	return typed(validation.ValidateServiceAccount, validation.ValidateServiceAccountUpdate)
 }
 func endpointSliceHooks() Hooks {
-	return typed(validation.ValidateEndpointSlice, validation.ValidateEndpointSliceUpdate)
+	h := typed(validation.ValidateEndpointSlice, validation.ValidateEndpointSliceUpdate)
+	// EndpointSlices have no status, but controllers track their writes
+	// by generation, as upstream: 1 on create, +1 when anything but
+	// metadata (labels aside) changes.
+	h.PrepareForCreate = func(obj runtime.Object) { obj.(*discoveryv1.EndpointSlice).Generation = 1 }
+	h.PrepareForUpdate = func(obj, old runtime.Object) {
+		s, o := obj.(*discoveryv1.EndpointSlice), old.(*discoveryv1.EndpointSlice)
+		if s.AddressType != o.AddressType || !apiequality.Semantic.DeepEqual(s.Endpoints, o.Endpoints) ||
+			!apiequality.Semantic.DeepEqual(s.Ports, o.Ports) || !apiequality.Semantic.DeepEqual(s.Labels, o.Labels) {
+			s.Generation = o.Generation + 1
+		}
+	}
+	return h
 }
 func leaseHooks() Hooks { return typed(validation.ValidateLease, validation.ValidateLeaseUpdate) }
 func ingressHooks() Hooks {

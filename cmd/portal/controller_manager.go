@@ -15,6 +15,7 @@ func addControllerFlags(fs *pflag.FlagSet, o *manager.Options) {
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "how long a leader's Lease lasts without renewal")
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "how long the leader keeps trying to renew before it steps down")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "how often replicas try to acquire or renew the Lease")
+	fs.StringVar(&o.Identity, "identity", o.Identity, "this replica's name in the leader Lease (default: host name and a random suffix)")
 	fs.IntVar(&o.MaxEndpointsPerSlice, "max-endpoints-per-slice", o.MaxEndpointsPerSlice, "most endpoints in one EndpointSlice")
 	fs.StringVar(&o.LoadBalancerIPPools, "loadbalancer-ip-pools", o.LoadBalancerIPPools, "CIDRs and ranges (192.0.2.10-192.0.2.20) LoadBalancer Services take IPs from")
 	fs.IntVar(&o.Workers, "concurrent-syncs", o.Workers, "workers per controller")

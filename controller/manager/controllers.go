@@ -8,6 +8,11 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
+	"k8s.io/component-base/metrics/legacyregistry"
+
+	"portal.dev/portal/controller/endpoints"
+	"portal.dev/portal/controller/endpointslice"
+	"portal.dev/portal/controller/mirroring"
 )
 
 // controllerContext is what a controller needs to start.
@@ -27,7 +32,26 @@ type starter struct {
 }
 
 // starters lists the controllers, in start order.
-var starters []starter
+var starters = []starter{
+	{"endpointslice", func(ctx context.Context, c controllerContext) error {
+		ctrl := endpointslice.New(c.client, c.informers, endpointslice.Options{
+			MaxEndpointsPerSlice: c.opts.MaxEndpointsPerSlice,
+			Registerer:           legacyregistry.Registerer(),
+		})
+		go ctrl.Run(ctx, c.opts.Workers)
+		return nil
+	}},
+	{"endpoints", func(ctx context.Context, c controllerContext) error {
+		ctrl := endpoints.New(c.client, c.informers, endpoints.Options{})
+		go ctrl.Run(ctx, c.opts.Workers)
+		return nil
+	}},
+	{"endpointslicemirroring", func(ctx context.Context, c controllerContext) error {
+		ctrl := mirroring.New(c.client, c.informers, mirroring.Options{})
+		go ctrl.Run(ctx, c.opts.Workers)
+		return nil
+	}},
+}
 
 func startControllers(ctx context.Context, c controllerContext) ([]string, error) {
 	var names []string

@@ -244,3 +244,48 @@ func (s *Server) MustKubectlStdin(stdin string, args ...string) string {
 	}
 	return out
 }
+
+// Process is another portal process a test runs (a controller-manager, a
+// proxy), killed when the test ends.
+type Process struct {
+	cmd *exec.Cmd
+	Log string
+}
+
+// StartProcess runs the portal binary with args, its output in a log file
+// under dir.
+func StartProcess(t testing.TB, dir string, args ...string) *Process {
+	t.Helper()
+	f, err := os.CreateTemp(dir, "process-*.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(Binary(t), args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &Process{cmd: cmd, Log: f.Name()}
+	t.Cleanup(func() {
+		p.Kill()
+		f.Close()
+		if t.Failed() {
+			data, _ := os.ReadFile(p.Log)
+			lines := strings.Split(string(data), "\n")
+			if len(lines) > 40 {
+				lines = lines[len(lines)-40:]
+			}
+			t.Logf("last lines of %v:\n%s", args, strings.Join(lines, "\n"))
+		}
+	})
+	return p
+}
+
+// Kill ends the process with SIGKILL, as a crash would.
+func (p *Process) Kill() {
+	if p.cmd.ProcessState == nil {
+		p.cmd.Process.Kill()
+		p.cmd.Wait()
+	}
+}

@@ -1,0 +1,314 @@
+package endpoints
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+)
+
+const (
+	controllerName = "endpoint-controller"
+
+	// maxRetries is how often a failing Service is retried before it is
+	// dropped until its next change; with the default rate limiter the
+	// last retry comes about 80 s after the first failure.
+	maxRetries = 15
+)
+
+// Options configure a Controller. The zero value is ready to use.
+type Options struct {
+	// BatchPeriod delays syncs caused by pod changes so that a burst of
+	// pod updates becomes one write (kube-controller-manager's
+	// --endpoint-updates-batch-period). Zero syncs at once.
+	BatchPeriod time.Duration
+}
+
+// Controller keeps the Endpoints of Services with a selector in step with
+// their pods. Build it with New, start the informer factory, then Run it.
+type Controller struct {
+	client    kubernetes.Interface
+	opts      Options
+	services  corelisters.ServiceLister
+	pods      corelisters.PodLister
+	endpoints corelisters.EndpointsLister
+	queue     workqueue.TypedRateLimitingInterface[string]
+	handlers  []handler
+	triggers  triggerTimes
+
+	mu sync.Mutex
+	// goneWithSelector holds keys of Services deleted while they had a
+	// selector: their Endpoints were ours even if managedFields do not
+	// say so (an API server that does not track them).
+	goneWithSelector map[string]bool
+}
+
+// handler is an event handler registration, removed when Run returns.
+type handler struct {
+	informer cache.SharedIndexInformer
+	reg      cache.ResourceEventHandlerRegistration
+}
+
+// New returns a controller that reads Services, Pods and Endpoints through
+// factory and writes Endpoints through client. It registers its informers
+// on factory, so start the factory after New; metrics go to the
+// component-base legacyregistry.
+func New(client kubernetes.Interface, factory informers.SharedInformerFactory, opts Options) *Controller {
+	registerMetrics()
+	core := factory.Core().V1()
+	c := &Controller{
+		client:    client,
+		opts:      opts,
+		services:  core.Services().Lister(),
+		pods:      core.Pods().Lister(),
+		endpoints: core.Endpoints().Lister(),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "endpoint"}),
+		goneWithSelector: map[string]bool{},
+	}
+	c.watch(core.Services().Informer(), cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueObject,
+		UpdateFunc: func(_, cur any) { c.enqueueObject(cur) },
+		DeleteFunc: c.onServiceDelete,
+	})
+	c.watch(core.Pods().Informer(), cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.onPodAddOrDelete,
+		UpdateFunc: c.onPodUpdate,
+		DeleteFunc: c.onPodAddOrDelete,
+	})
+	c.watch(core.Endpoints().Informer(), cache.ResourceEventHandlerFuncs{
+		UpdateFunc: c.onEndpointsUpdate,
+		DeleteFunc: c.enqueueObject,
+	})
+	return c
+}
+
+func (c *Controller) watch(inf cache.SharedIndexInformer, h cache.ResourceEventHandler) {
+	reg, err := inf.AddEventHandler(h)
+	if err != nil {
+		utilruntime.HandleError(fmt.Errorf("%s: add event handler: %w", controllerName, err))
+		return
+	}
+	c.handlers = append(c.handlers, handler{inf, reg})
+}
+
+// Run syncs with the given number of workers until ctx ends, then stops
+// every goroutine it started, removes its event handlers and returns.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	defer utilruntime.HandleCrash()
+	logger := klog.FromContext(ctx)
+	logger.Info("Starting controller", "controller", controllerName)
+	defer logger.Info("Shutting down controller", "controller", controllerName)
+	defer c.removeHandlers()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer c.queue.ShutDown()
+
+	if !cache.WaitForNamedCacheSync(controllerName, ctx.Done(), c.synced()...) {
+		return
+	}
+	for range max(workers, 1) {
+		wg.Go(func() { wait.UntilWithContext(ctx, c.worker, time.Second) })
+	}
+	c.enqueueLeftovers()
+	<-ctx.Done()
+}
+
+func (c *Controller) synced() []cache.InformerSynced {
+	out := make([]cache.InformerSynced, len(c.handlers))
+	for i, h := range c.handlers {
+		out[i] = h.reg.HasSynced
+	}
+	return out
+}
+
+func (c *Controller) removeHandlers() {
+	for _, h := range c.handlers {
+		_ = h.informer.RemoveEventHandler(h.reg)
+	}
+}
+
+// enqueueLeftovers queues every Endpoints once at start, so that those
+// whose Service was deleted while no controller ran are found.
+func (c *Controller) enqueueLeftovers() {
+	eps, err := c.endpoints.List(labels.Everything())
+	if err != nil {
+		utilruntime.HandleError(fmt.Errorf("%s: list endpoints: %w", controllerName, err))
+		return
+	}
+	for _, ep := range eps {
+		if !hasLeaderElection(ep) {
+			c.add(ep.Namespace + "/" + ep.Name)
+		}
+	}
+}
+
+func (c *Controller) worker(ctx context.Context) {
+	for c.processNext(ctx) {
+	}
+}
+
+func (c *Controller) processNext(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	queueDepth.Set(float64(c.queue.Len()))
+	start := time.Now()
+	err := c.sync(ctx, key)
+	syncDuration.Observe(time.Since(start).Seconds())
+	c.handleErr(ctx, key, err)
+	return true
+}
+
+func (c *Controller) handleErr(ctx context.Context, key string, err error) {
+	if err == nil {
+		c.queue.Forget(key)
+		return
+	}
+	logger := klog.FromContext(ctx)
+	if c.queue.NumRequeues(key) < maxRetries {
+		logger.V(2).Info("Error syncing endpoints, retrying", "service", key, "err", err)
+		c.queue.AddRateLimited(key)
+		return
+	}
+	logger.Info("Dropping service out of the queue", "service", key, "err", err)
+	c.queue.Forget(key)
+	utilruntime.HandleError(err)
+}
+
+// sync brings the Endpoints of one Service to what its pods say.
+func (c *Controller) sync(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return nil // a malformed key never gets better
+	}
+	if ns == metav1.NamespaceDefault && name == "kubernetes" {
+		return nil // the API server maintains it
+	}
+	svc, err := c.services.Services(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return c.deleteOrphan(ctx, ns, name)
+	}
+	if err != nil {
+		return fmt.Errorf("get service %s: %w", key, err)
+	}
+	if svc.Spec.Type == corev1.ServiceTypeExternalName || svc.Spec.Selector == nil {
+		return nil // no endpoints, or endpoints someone else writes
+	}
+	pods, err := c.pods.Pods(ns).List(labels.SelectorFromValidatedSet(svc.Spec.Selector))
+	if err != nil {
+		return fmt.Errorf("list pods of service %s: %w", key, err)
+	}
+	// Computed on every sync, also no-op ones, so the tracker's idea of
+	// "changed since last time" stays current.
+	trigger := c.triggers.compute(key, svc, pods)
+	current, err := c.endpoints.Endpoints(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		current, err = nil, nil
+	}
+	if err != nil {
+		return fmt.Errorf("get endpoints %s: %w", key, err)
+	}
+	desired := Desired(svc, pods, current, trigger)
+	if !NeedsUpdate(current, desired) {
+		return nil
+	}
+	return c.write(ctx, current, desired)
+}
+
+// write creates or updates the Endpoints. Updates carry the cached
+// resourceVersion, so a stale cache ends in a conflict and a retry rather
+// than in overwriting a newer object.
+func (c *Controller) write(ctx context.Context, current, desired *corev1.Endpoints) error {
+	api := c.client.CoreV1().Endpoints(desired.Namespace)
+	op := "update"
+	var err error
+	if current == nil {
+		op = "create"
+		_, err = api.Create(ctx, desired, metav1.CreateOptions{FieldManager: FieldManager})
+		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			return nil // creates keep failing until the namespace is gone
+		}
+	} else {
+		_, err = api.Update(ctx, desired, metav1.UpdateOptions{FieldManager: FieldManager})
+	}
+	if err != nil {
+		return fmt.Errorf("%s endpoints %s/%s: %w", op, desired.Namespace, desired.Name, err)
+	}
+	changes.WithLabelValues(op).Inc()
+	ready, notReady := countAddresses(desired.Subsets)
+	klog.FromContext(ctx).V(4).Info("Wrote endpoints", "operation", op,
+		"endpoints", klog.KObj(desired), "ready", ready, "notReady", notReady)
+	return nil
+}
+
+// deleteOrphan deletes the Endpoints of a deleted Service if this
+// controller wrote them; user-managed Endpoints stay.
+func (c *Controller) deleteOrphan(ctx context.Context, ns, name string) error {
+	key := ns + "/" + name
+	c.triggers.forget(key)
+	ep, err := c.endpoints.Endpoints(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		c.setGone(key, false)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get endpoints %s: %w", key, err)
+	}
+	if hasLeaderElection(ep) || !(CreatedByController(ep) || c.isGone(key)) {
+		return nil
+	}
+	opts := metav1.DeleteOptions{}
+	if ep.UID != "" {
+		// Never delete a same-named object created since the cache saw ours.
+		opts.Preconditions = &metav1.Preconditions{UID: &ep.UID}
+	}
+	err = c.client.CoreV1().Endpoints(ns).Delete(ctx, name, opts)
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("delete endpoints %s: %w", key, err)
+	}
+	if err == nil {
+		changes.WithLabelValues("delete").Inc()
+	}
+	c.setGone(key, false)
+	return nil
+}
+
+func (c *Controller) setGone(key string, gone bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gone {
+		c.goneWithSelector[key] = true
+	} else {
+		delete(c.goneWithSelector, key)
+	}
+}
+
+func (c *Controller) isGone(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.goneWithSelector[key]
+}
+
+func hasLeaderElection(ep *corev1.Endpoints) bool {
+	_, ok := ep.Annotations[resourcelock.LeaderElectionRecordAnnotationKey]
+	return ok
+}

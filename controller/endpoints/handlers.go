@@ -1,0 +1,137 @@
+package endpoints
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/labels"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Informer event handlers: every event becomes the keys of the Services
+// it may affect, and nothing else happens on the informer's goroutine.
+
+func (c *Controller) add(key string) {
+	c.queue.Add(key)
+	queueDepth.Set(float64(c.queue.Len()))
+}
+
+func (c *Controller) enqueueObject(obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		utilruntime.HandleError(fmt.Errorf("%s: key of %T: %w", controllerName, obj, err))
+		return
+	}
+	c.add(key)
+}
+
+func (c *Controller) onServiceDelete(obj any) {
+	svc, ok := fromTombstone[*corev1.Service](obj)
+	if !ok {
+		return
+	}
+	key := svc.Namespace + "/" + svc.Name
+	c.setGone(key, svc.Spec.Selector != nil)
+	c.add(key)
+}
+
+// onEndpointsUpdate resyncs Endpoints this controller wrote when someone
+// changes them, so a stray edit does not last until the next pod event.
+func (c *Controller) onEndpointsUpdate(oldObj, newObj any) {
+	old, ok1 := oldObj.(*corev1.Endpoints)
+	cur, ok2 := newObj.(*corev1.Endpoints)
+	if !ok1 || !ok2 || (cur.ResourceVersion != "" && cur.ResourceVersion == old.ResourceVersion) {
+		return
+	}
+	if CreatedByController(cur) {
+		c.enqueueObject(cur)
+	}
+}
+
+func (c *Controller) onPodAddOrDelete(obj any) {
+	pod, ok := fromTombstone[*corev1.Pod](obj)
+	if !ok {
+		return
+	}
+	for _, key := range c.servicesSelecting(pod) {
+		c.queue.AddAfter(key, c.opts.BatchPeriod)
+	}
+}
+
+// onPodUpdate queues the Services that selected the pod before and after
+// the update, if the update changed anything an Endpoints shows.
+func (c *Controller) onPodUpdate(oldObj, newObj any) {
+	old, ok1 := oldObj.(*corev1.Pod)
+	cur, ok2 := newObj.(*corev1.Pod)
+	if !ok1 || !ok2 || !podChanged(old, cur) {
+		return
+	}
+	keys := map[string]bool{}
+	for _, k := range c.servicesSelecting(cur) {
+		keys[k] = true
+	}
+	if !maps.Equal(old.Labels, cur.Labels) {
+		for _, k := range c.servicesSelecting(old) {
+			keys[k] = true
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(keys)) {
+		c.queue.AddAfter(key, c.opts.BatchPeriod)
+	}
+}
+
+// servicesSelecting returns the keys of the Services whose selector
+// matches pod. A nil selector selects nothing.
+func (c *Controller) servicesSelecting(pod *corev1.Pod) []string {
+	svcs, err := c.services.Services(pod.Namespace).List(labels.Everything())
+	if err != nil {
+		utilruntime.HandleError(fmt.Errorf("%s: list services in %s: %w", controllerName, pod.Namespace, err))
+		return nil
+	}
+	var keys []string
+	for _, svc := range svcs {
+		if svc.Spec.Selector == nil {
+			continue
+		}
+		if labels.SelectorFromValidatedSet(svc.Spec.Selector).Matches(labels.Set(pod.Labels)) {
+			keys = append(keys, svc.Namespace+"/"+svc.Name)
+		}
+	}
+	return keys
+}
+
+// podChanged reports whether an update of a pod can change an Endpoints:
+// its labels (which Services select it), its name in DNS, its address,
+// node, readiness, phase or termination. Periodic resyncs (same
+// resourceVersion) change nothing.
+func podChanged(old, cur *corev1.Pod) bool {
+	if cur.ResourceVersion != "" && cur.ResourceVersion == old.ResourceVersion {
+		return false
+	}
+	return !maps.Equal(old.Labels, cur.Labels) ||
+		old.Spec.Hostname != cur.Spec.Hostname || old.Spec.Subdomain != cur.Spec.Subdomain ||
+		old.Spec.NodeName != cur.Spec.NodeName ||
+		!old.DeletionTimestamp.Equal(cur.DeletionTimestamp) ||
+		old.Status.Phase != cur.Status.Phase ||
+		isPodReady(old) != isPodReady(cur) ||
+		old.Status.PodIP != cur.Status.PodIP ||
+		!equality.Semantic.DeepEqual(old.Status.PodIPs, cur.Status.PodIPs)
+}
+
+// fromTombstone returns the object of a delete event, which may come
+// wrapped in a DeletedFinalStateUnknown when the watch missed the delete.
+func fromTombstone[T any](obj any) (T, bool) {
+	if t, ok := obj.(T); ok {
+		return t, true
+	}
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		t, ok := tomb.Obj.(T)
+		return t, ok
+	}
+	var zero T
+	return zero, false
+}

@@ -1,0 +1,179 @@
+package endpoints
+
+import (
+	"net/netip"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Subsets returns the repacked subsets of the Endpoints for svc, given the
+// pods its selector matches. Pods that should not be listed (see
+// [ShouldPodBeInEndpoints]), pods without an IP of the Service's primary
+// family and ports a pod cannot serve are left out. With
+// publishNotReadyAddresses every listed pod is in Addresses; otherwise pods
+// that are not Ready go to NotReadyAddresses.
+func Subsets(svc *corev1.Service, pods []*corev1.Pod) []corev1.EndpointSubset {
+	var raw []corev1.EndpointSubset
+	for _, pod := range pods {
+		if !ShouldPodBeInEndpoints(pod, svc.Spec.PublishNotReadyAddresses) {
+			continue
+		}
+		addr, ok := podAddress(svc, pod)
+		if !ok {
+			continue
+		}
+		ready := svc.Spec.PublishNotReadyAddresses || isPodReady(pod)
+		raw = append(raw, podSubsets(svc, pod, addr, ready)...)
+	}
+	return Repack(raw)
+}
+
+// ShouldPodBeInEndpoints reports whether pod belongs in an Endpoints (or
+// EndpointSlice) at all: it must not be terminal (Succeeded or Failed), it
+// must have an IP, and it must not be terminating unless includeTerminating
+// is set (Services with publishNotReadyAddresses set it).
+func ShouldPodBeInEndpoints(pod *corev1.Pod, includeTerminating bool) bool {
+	switch {
+	case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
+		return false
+	case pod.Status.PodIP == "" && len(pod.Status.PodIPs) == 0:
+		return false
+	case pod.DeletionTimestamp != nil && !includeTerminating:
+		return false
+	}
+	return true
+}
+
+// podSubsets returns one single-address subset per Service port the pod
+// serves; Repack merges them afterwards.
+func podSubsets(svc *corev1.Service, pod *corev1.Pod, addr corev1.EndpointAddress, ready bool) []corev1.EndpointSubset {
+	if len(svc.Spec.Ports) == 0 {
+		// A headless Service may have no ports; its pods are still listed
+		// so that DNS can answer for them.
+		if svc.Spec.ClusterIP == corev1.ClusterIPNone {
+			return []corev1.EndpointSubset{subsetOf(addr, ready, nil)}
+		}
+		return nil
+	}
+	var out []corev1.EndpointSubset
+	for i := range svc.Spec.Ports {
+		sp := &svc.Spec.Ports[i]
+		port, ok := findPort(pod, sp)
+		if !ok {
+			continue
+		}
+		ep := corev1.EndpointPort{Name: sp.Name, Port: port, Protocol: sp.Protocol, AppProtocol: sp.AppProtocol}
+		out = append(out, subsetOf(addr, ready, []corev1.EndpointPort{ep}))
+	}
+	return out
+}
+
+func subsetOf(addr corev1.EndpointAddress, ready bool, ports []corev1.EndpointPort) corev1.EndpointSubset {
+	if ready {
+		return corev1.EndpointSubset{Addresses: []corev1.EndpointAddress{addr}, Ports: ports}
+	}
+	return corev1.EndpointSubset{NotReadyAddresses: []corev1.EndpointAddress{addr}, Ports: ports}
+}
+
+// podAddress returns the pod's address in the Service's primary IP family,
+// with node name, hostname and a reference to the pod.
+func podAddress(svc *corev1.Service, pod *corev1.Pod) (corev1.EndpointAddress, bool) {
+	want6 := serviceWantsIPv6(svc, pod)
+	for _, ip := range podIPs(pod) {
+		a, err := netip.ParseAddr(ip)
+		if err != nil || a.Unmap().Is6() != want6 {
+			continue
+		}
+		nodeName := pod.Spec.NodeName
+		addr := corev1.EndpointAddress{
+			IP:       ip,
+			NodeName: &nodeName,
+			TargetRef: &corev1.ObjectReference{
+				Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
+			},
+		}
+		if shouldSetHostname(pod, svc) {
+			addr.Hostname = pod.Spec.Hostname
+		}
+		return addr, true
+	}
+	return corev1.EndpointAddress{}, false
+}
+
+// serviceWantsIPv6 tells the family of the Service's endpoints: its first
+// IP family, or, for Services written before families were defaulted, the
+// family of its cluster IP or (headless) of the pod's primary IP.
+func serviceWantsIPv6(svc *corev1.Service, pod *corev1.Pod) bool {
+	if len(svc.Spec.IPFamilies) > 0 {
+		return svc.Spec.IPFamilies[0] == corev1.IPv6Protocol
+	}
+	ip := pod.Status.PodIP
+	if svc.Spec.ClusterIP != "" && svc.Spec.ClusterIP != corev1.ClusterIPNone {
+		ip = svc.Spec.ClusterIP
+	}
+	a, err := netip.ParseAddr(ip)
+	return err == nil && a.Unmap().Is6()
+}
+
+func podIPs(pod *corev1.Pod) []string {
+	if len(pod.Status.PodIPs) == 0 {
+		return []string{pod.Status.PodIP}
+	}
+	ips := make([]string, len(pod.Status.PodIPs))
+	for i, p := range pod.Status.PodIPs {
+		ips[i] = p.IP
+	}
+	return ips
+}
+
+// shouldSetHostname: a pod gets a DNS name under a headless Service only
+// when its subdomain names that Service.
+func shouldSetHostname(pod *corev1.Pod, svc *corev1.Service) bool {
+	return pod.Spec.Hostname != "" && pod.Spec.Subdomain == svc.Name && pod.Namespace == svc.Namespace
+}
+
+func isPodReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// findPort resolves a Service port's targetPort on pod: a number is used
+// as is, a name is looked up among the ports of the pod's containers and
+// sidecars (init containers that keep running) with the same protocol.
+func findPort(pod *corev1.Pod, sp *corev1.ServicePort) (int32, bool) {
+	if sp.TargetPort.Type == intstr.Int {
+		if sp.TargetPort.IntVal == 0 {
+			return sp.Port, true // an undefaulted targetPort means "same as port"
+		}
+		return sp.TargetPort.IntVal, true
+	}
+	name := sp.TargetPort.StrVal
+	for _, c := range pod.Spec.Containers {
+		if p, ok := namedPort(c, name, sp.Protocol); ok {
+			return p, true
+		}
+	}
+	for _, c := range pod.Spec.InitContainers {
+		if c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways {
+			continue
+		}
+		if p, ok := namedPort(c, name, sp.Protocol); ok {
+			return p, true
+		}
+	}
+	return 0, false
+}
+
+func namedPort(c corev1.Container, name string, proto corev1.Protocol) (int32, bool) {
+	for _, p := range c.Ports {
+		if p.Name == name && p.Protocol == proto {
+			return p.ContainerPort, true
+		}
+	}
+	return 0, false
+}

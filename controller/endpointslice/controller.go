@@ -1,0 +1,281 @@
+package endpointslice
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+)
+
+const (
+	// maxRetries is how often a failing Service is retried before it is
+	// dropped until its next event (upstream's value).
+	maxRetries = 15
+	// defaultSyncBackoff and maxSyncBackoff bound the per-Service retry
+	// delay. Upstream starts at 1s rather than client-go's 5ms: a failing
+	// sync may be a large write, and the API server must not be hammered.
+	defaultSyncBackoff = time.Second
+	maxSyncBackoff     = 1000 * time.Second
+	// defaultSliceEventDelay batches the syncs that slice events cause, so
+	// that a burst of edits to a Service's slices costs one sync.
+	defaultSliceEventDelay = time.Second
+)
+
+// errStale is returned by a sync that found the slice cache behind this
+// controller's own writes; the Service is retried instead of written again.
+var errStale = errors.New("EndpointSlice cache is behind this controller's writes")
+
+// Options configure a Controller. The zero value is valid.
+type Options struct {
+	// MaxEndpointsPerSlice caps the endpoints in one slice: 0 means
+	// DefaultMaxEndpointsPerSlice, more than 1000 (the API's limit) means 1000.
+	MaxEndpointsPerSlice int
+	// Registerer receives the controller's Prometheus metrics; nil leaves
+	// them unregistered.
+	Registerer prometheus.Registerer
+
+	// Test knobs; zero means the defaults above and time.Now.
+	syncBackoff     time.Duration
+	sliceEventDelay time.Duration
+	now             func() time.Time
+}
+
+// Controller keeps the EndpointSlices of every Service with a selector in
+// step with the Pods the selector matches.
+type Controller struct {
+	client   kubernetes.Interface
+	factory  informers.SharedInformerFactory
+	services corelisters.ServiceLister
+	pods     corelisters.PodLister
+	nodes    corelisters.NodeLister
+	slices   discoverylisters.EndpointSliceLister
+	// podsByNode indexes Pods by spec.nodeName; nil when the index could
+	// not be added, and then Node events scan all Pods.
+	podsByNode cache.Indexer
+	synced     []cache.InformerSynced
+	handlers   []handlerRegistration
+
+	queue           workqueue.TypedRateLimitingInterface[string]
+	maxEndpoints    int
+	sliceEventDelay time.Duration
+	now             func() time.Time
+
+	tracker  sliceTracker
+	triggers triggerTimes
+	metrics  *metrics
+
+	// cachesSynced is set once the caches are; before that every Service is
+	// queued by its own add event, and Node events need not queue any.
+	cachesSynced atomic.Bool
+
+	topoMu    sync.Mutex
+	topo      *topology
+	topoDirty bool
+
+	pendingMu sync.Mutex
+	pending   map[string]time.Time // earliest event not yet synced, by key
+}
+
+// handlerRegistration is an event handler added to a shared informer, to be
+// removed when Run ends.
+type handlerRegistration struct {
+	informer cache.SharedIndexInformer
+	reg      cache.ResourceEventHandlerRegistration
+}
+
+// New returns a controller that writes through client and reads Services,
+// Pods, Nodes and EndpointSlices from factory's informers. It adds its
+// event handlers now; Run starts the work.
+func New(client kubernetes.Interface, factory informers.SharedInformerFactory, opts Options) *Controller {
+	opts = withDefaults(opts)
+	c := &Controller{
+		client:          client,
+		factory:         factory,
+		maxEndpoints:    opts.MaxEndpointsPerSlice,
+		sliceEventDelay: opts.sliceEventDelay,
+		now:             opts.now,
+		topoDirty:       true,
+		pending:         map[string]time.Time{},
+	}
+	c.tracker.now = opts.now
+	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.NewTypedMaxOfRateLimiter(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](opts.syncBackoff, maxSyncBackoff),
+			// Overall retry rate, not per Service: 10 qps, bursts of 100.
+			&workqueue.TypedBucketRateLimiter[string]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
+		),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "endpoint_slice"})
+	c.metrics = newMetrics(c.queue.Len)
+	c.metrics.register(opts.Registerer)
+	c.wireInformers()
+	return c
+}
+
+func withDefaults(opts Options) Options {
+	switch {
+	case opts.MaxEndpointsPerSlice <= 0:
+		opts.MaxEndpointsPerSlice = DefaultMaxEndpointsPerSlice
+	case opts.MaxEndpointsPerSlice > maxEndpointsLimit:
+		opts.MaxEndpointsPerSlice = maxEndpointsLimit
+	}
+	if opts.syncBackoff <= 0 {
+		opts.syncBackoff = defaultSyncBackoff
+	}
+	if opts.sliceEventDelay <= 0 {
+		opts.sliceEventDelay = defaultSliceEventDelay
+	}
+	if opts.now == nil {
+		opts.now = time.Now
+	}
+	return opts
+}
+
+// Run starts the factory's informers that are not running yet (they stop
+// when ctx ends), waits for their caches, and syncs Services with workers
+// goroutines until ctx ends. It returns after every worker has stopped.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	defer utilruntime.HandleCrash()
+	logger := klog.FromContext(ctx)
+	logger.Info("Starting EndpointSlice controller", "workers", workers)
+	defer logger.Info("Stopped EndpointSlice controller")
+	defer c.removeHandlers()
+	defer c.queue.ShutDown()
+
+	c.factory.Start(ctx.Done())
+	if !cache.WaitForNamedCacheSync("endpointslice", ctx.Done(), c.synced...) {
+		return
+	}
+	c.cachesSynced.Store(true)
+	var wg sync.WaitGroup
+	for range max(workers, 1) {
+		wg.Go(func() {
+			for c.processNext(ctx) {
+			}
+		})
+	}
+	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
+}
+
+func (c *Controller) removeHandlers() {
+	for _, h := range c.handlers {
+		if err := h.informer.RemoveEventHandler(h.reg); err != nil {
+			utilruntime.HandleError(err)
+		}
+	}
+}
+
+// processNext syncs one Service from the queue; false means stop.
+func (c *Controller) processNext(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	if ctx.Err() != nil {
+		return false
+	}
+	start := c.now()
+	err := c.sync(ctx, key)
+	result := syncResult(err)
+	c.metrics.syncDuration.WithLabelValues(result).Observe(c.now().Sub(start).Seconds())
+	c.metrics.syncs.WithLabelValues(result).Inc()
+	c.handleErr(ctx, key, err)
+	return true
+}
+
+func syncResult(err error) string {
+	switch {
+	case err == nil:
+		return "success"
+	case errors.Is(err, errStale):
+		return "stale"
+	default:
+		return "error"
+	}
+}
+
+// handleErr retries a failed Service with backoff, up to maxRetries.
+func (c *Controller) handleErr(ctx context.Context, key string, err error) {
+	logger := klog.FromContext(ctx)
+	switch {
+	case err == nil:
+		c.queue.Forget(key)
+	case c.queue.NumRequeues(key) < maxRetries:
+		logger.V(2).Info("Syncing EndpointSlices failed, will retry", "service", key, "err", err)
+		c.queue.AddRateLimited(key)
+	default:
+		logger.Info("Syncing EndpointSlices failed too often, dropping until the next change", "service", key, "err", err)
+		c.queue.Forget(key)
+		utilruntime.HandleError(err)
+	}
+}
+
+// enqueue queues a Service, remembering when the first event not yet
+// synced arrived; that time stands in for the trigger time of changes that
+// carry none of their own.
+func (c *Controller) enqueue(key string, delay time.Duration) {
+	c.pendingMu.Lock()
+	if _, ok := c.pending[key]; !ok {
+		c.pending[key] = c.now()
+	}
+	c.pendingMu.Unlock()
+	if delay > 0 {
+		c.queue.AddAfter(key, delay)
+		return
+	}
+	c.queue.Add(key)
+}
+
+// takePending returns and clears key's earliest unsynced event time.
+func (c *Controller) takePending(key string) time.Time {
+	c.pendingMu.Lock()
+	defer c.pendingMu.Unlock()
+	t := c.pending[key]
+	delete(c.pending, key)
+	return t
+}
+
+// restorePending puts back an event time a failed sync did not consume.
+func (c *Controller) restorePending(key string, t time.Time) {
+	if t.IsZero() {
+		return
+	}
+	c.pendingMu.Lock()
+	defer c.pendingMu.Unlock()
+	c.pending[key] = earlier(c.pending[key], t)
+}
+
+// topology returns the Node snapshot, rebuilt if a Node event made it old.
+func (c *Controller) topology() (*topology, error) {
+	c.topoMu.Lock()
+	defer c.topoMu.Unlock()
+	if !c.topoDirty {
+		return c.topo, nil
+	}
+	nodes, err := c.nodes.List(everything)
+	if err != nil {
+		return nil, err
+	}
+	c.topo, c.topoDirty = newTopology(nodes), false
+	return c.topo, nil
+}
+
+func (c *Controller) markTopologyDirty() {
+	c.topoMu.Lock()
+	c.topoDirty = true
+	c.topoMu.Unlock()
+}

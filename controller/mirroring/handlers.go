@@ -1,0 +1,125 @@
+package mirroring
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Informer event handlers: every event becomes the key (namespace/name,
+// shared by an Endpoints and its Service) it may affect, and nothing else
+// happens on the informer's goroutine.
+
+func (c *Controller) add(key string) {
+	c.queue.Add(key)
+	queueDepth.Set(float64(c.queue.Len()))
+}
+
+func (c *Controller) enqueueObject(obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		utilruntime.HandleError(fmt.Errorf("%s: key of %T: %w", controllerName, obj, err))
+		return
+	}
+	c.add(key)
+}
+
+// onEndpoints handles adds and deletes. Endpoints that are not mirrored
+// have no slices to create or remove (skip-mirror removed them when set).
+func (c *Controller) onEndpoints(obj any) {
+	if ep, ok := fromTombstone[*corev1.Endpoints](obj); ok && ShouldMirror(ep) {
+		c.enqueueObject(obj)
+	}
+}
+
+func (c *Controller) onEndpointsUpdate(oldObj, newObj any) {
+	old, ok1 := oldObj.(*corev1.Endpoints)
+	cur, ok2 := newObj.(*corev1.Endpoints)
+	if ok1 && ok2 && (ShouldMirror(old) || ShouldMirror(cur)) {
+		c.enqueueObject(cur)
+	}
+}
+
+// onService handles adds and deletes: only selector-less Services can
+// have mirrored slices.
+func (c *Controller) onService(obj any) {
+	if svc, ok := fromTombstone[*corev1.Service](obj); ok && svc.Spec.Selector == nil {
+		c.enqueueObject(obj)
+	}
+}
+
+// onServiceUpdate reacts to a selector being added or removed, which
+// ends or starts mirroring.
+func (c *Controller) onServiceUpdate(oldObj, newObj any) {
+	old, ok1 := oldObj.(*corev1.Service)
+	cur, ok2 := newObj.(*corev1.Service)
+	if ok1 && ok2 && (old.Spec.Selector == nil) != (cur.Spec.Selector == nil) {
+		c.enqueueObject(cur)
+	}
+}
+
+// onSliceAddOrDelete notes that a created slice has reached the cache and
+// resyncs its Endpoints, so that a slice deleted or added by someone else
+// is put right.
+func (c *Controller) onSliceAddOrDelete(obj any) {
+	s, ok := fromTombstone[*discoveryv1.EndpointSlice](obj)
+	if !ok || !managedByUs(s) {
+		return
+	}
+	if key, ok := endpointsKey(s); ok {
+		c.creations.observe(key, s.Name)
+		c.queue.AddAfter(key, c.opts.BatchPeriod)
+	}
+}
+
+func (c *Controller) onSliceUpdate(oldObj, newObj any) {
+	old, ok1 := oldObj.(*discoveryv1.EndpointSlice)
+	cur, ok2 := newObj.(*discoveryv1.EndpointSlice)
+	if !ok1 || !ok2 || (cur.ResourceVersion != "" && cur.ResourceVersion == old.ResourceVersion) {
+		return
+	}
+	if !managedByUs(old) && !managedByUs(cur) {
+		return
+	}
+	// A slice relabelled to another service or manager matters to the
+	// Endpoints it mirrored before as well as to the one it names now.
+	oldKey, okOld := endpointsKey(old)
+	curKey, okCur := endpointsKey(cur)
+	if okOld && oldKey != curKey {
+		c.queue.AddAfter(oldKey, c.opts.BatchPeriod)
+	}
+	if okCur {
+		c.queue.AddAfter(curKey, c.opts.BatchPeriod)
+	}
+}
+
+func managedByUs(s *discoveryv1.EndpointSlice) bool {
+	return s.Labels[discoveryv1.LabelManagedBy] == ControllerName
+}
+
+// endpointsKey is the key of the Endpoints a slice mirrors, from its
+// kubernetes.io/service-name label.
+func endpointsKey(s *discoveryv1.EndpointSlice) (string, bool) {
+	name := s.Labels[discoveryv1.LabelServiceName]
+	if name == "" {
+		return "", false
+	}
+	return s.Namespace + "/" + name, true
+}
+
+// fromTombstone returns the object of a delete event, which may come
+// wrapped in a DeletedFinalStateUnknown when the watch missed the delete.
+func fromTombstone[T any](obj any) (T, bool) {
+	if t, ok := obj.(T); ok {
+		return t, true
+	}
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		t, ok := tomb.Obj.(T)
+		return t, ok
+	}
+	var zero T
+	return zero, false
+}
