@@ -29,6 +29,9 @@ func newControllerManagerCommand() *cobra.Command {
 		Short: "Run the controllers (EndpointSlices, Endpoints, mirroring, garbage collection, LoadBalancer IPs), leader-elected",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
 			if kubeconfig == "" {
 				return fmt.Errorf("--kubeconfig is required")
 			}

@@ -61,6 +61,9 @@ func runServer(ctx context.Context, o apiserver.Options, mo manager.Options, ena
 	defer cancel()
 	errs := make(chan error, 2)
 	if enabled("controllers") {
+		if err := mo.Validate(); err != nil {
+			return err
+		}
 		cfg, err := apiserver.ComponentConfig(o, "system:kube-controller-manager")
 		if err != nil {
 			return err

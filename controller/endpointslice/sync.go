@@ -52,6 +52,18 @@ func (c *Controller) syncGone(ctx context.Context, key, ns, name string) error {
 	if err != nil {
 		return err
 	}
+	// Only slices a Service owned: an ownerless one (the kubernetes
+	// Service's, kept by the API server) is not ours to delete.
+	owned := existing[:0:0]
+	for _, sl := range existing {
+		for _, ref := range sl.OwnerReferences {
+			if ref.Kind == "Service" {
+				owned = append(owned, sl)
+				break
+			}
+		}
+	}
+	existing = owned
 	// The tracker keeps the deletions until their events arrive, so that
 	// those events are known as ours.
 	return c.deleteSlices(ctx, key, existing)
@@ -60,13 +72,24 @@ func (c *Controller) syncGone(ctx context.Context, key, ns, name string) error {
 // syncNoSelector removes the slices this controller wrote for a Service
 // that no longer selects Pods (now ExternalName or selector-less, whose
 // endpoints, if any, someone else manages). Upstream leaves them in place.
+// Only slices owned by the Service go: the API server keeps the kubernetes
+// Service's slice under this controller's label, without an owner.
 func (c *Controller) syncNoSelector(ctx context.Context, key string, svc *corev1.Service) error {
 	c.metrics.setDesired(key, 0)
 	existing, err := c.managedSlices(svc.Namespace, svc.Name)
 	if err != nil {
 		return err
 	}
-	return c.deleteSlices(ctx, key, existing)
+	owned := existing[:0:0]
+	for _, sl := range existing {
+		for _, ref := range sl.OwnerReferences {
+			if ref.UID == svc.UID {
+				owned = append(owned, sl)
+				break
+			}
+		}
+	}
+	return c.deleteSlices(ctx, key, owned)
 }
 
 // syncService reconciles a Service with a selector.

@@ -2,6 +2,12 @@ package manager
 
 import (
 	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
@@ -12,7 +18,9 @@ import (
 
 	"portal.dev/portal/controller/endpoints"
 	"portal.dev/portal/controller/endpointslice"
+	"portal.dev/portal/controller/gc"
 	"portal.dev/portal/controller/mirroring"
+	"portal.dev/portal/controller/servicelb"
 )
 
 // controllerContext is what a controller needs to start.
@@ -51,6 +59,36 @@ var starters = []starter{
 		go ctrl.Run(ctx, c.opts.Workers)
 		return nil
 	}},
+	{"garbagecollector", func(ctx context.Context, c controllerContext) error {
+		ctrl, err := gc.New(c.metadata, c.discovery, gc.Options{Registerer: legacyregistry.Registerer()})
+		if err != nil {
+			return err
+		}
+		go ctrl.Run(ctx, c.opts.Workers)
+		return nil
+	}},
+	{"servicelb", startServiceLB},
+}
+
+// startServiceLB runs the LoadBalancer IP controller when pools are given.
+func startServiceLB(ctx context.Context, c controllerContext) error {
+	if c.opts.LoadBalancerIPPools == "" {
+		return nil
+	}
+	pools, err := servicelb.ParsePools(c.opts.LoadBalancerIPPools)
+	if err != nil {
+		return fmt.Errorf("--loadbalancer-ip-pools: %w", err)
+	}
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")})
+	go func() { <-ctx.Done(); broadcaster.Shutdown() }()
+	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "servicelb-controller"})
+	ctrl, err := servicelb.New(c.client, c.informers, recorder, servicelb.Options{Pools: pools})
+	if err != nil {
+		return err
+	}
+	go ctrl.Run(ctx, c.opts.Workers)
+	return nil
 }
 
 func startControllers(ctx context.Context, c controllerContext) ([]string, error) {

@@ -22,6 +22,8 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
+
+	"portal.dev/portal/controller/servicelb"
 )
 
 // Options configure the controllers; flag names follow kube-controller-manager.
@@ -173,5 +175,19 @@ func (m *Manager) runControllers(ctx context.Context) error {
 	klog.InfoS("Controllers running", "controllers", started)
 	<-ctx.Done()
 	factory.Shutdown()
+	return nil
+}
+
+// Validate checks the options before anything starts, so a bad flag fails
+// the command instead of a controller later.
+func (o Options) Validate() error {
+	if o.LoadBalancerIPPools != "" {
+		if _, err := servicelb.ParsePools(o.LoadBalancerIPPools); err != nil {
+			return fmt.Errorf("--loadbalancer-ip-pools: %w", err)
+		}
+	}
+	if o.MaxEndpointsPerSlice < 1 || o.MaxEndpointsPerSlice > 1000 {
+		return fmt.Errorf("--max-endpoints-per-slice must be between 1 and 1000, got %d", o.MaxEndpointsPerSlice)
+	}
 	return nil
 }

@@ -1,0 +1,49 @@
+package gc
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/klog/v2"
+)
+
+// metricsSubsystem prefixes the collector's series.
+const metricsSubsystem = "garbage_collector"
+
+// metrics are one Collector's Prometheus collectors.
+type metrics struct {
+	deletions  prometheus.Counter
+	orphanings prometheus.Counter
+	queueDepth prometheus.GaugeFunc
+}
+
+func newMetrics(queueLen func() int) *metrics {
+	return &metrics{
+		deletions: prometheus.NewCounter(prometheus.CounterOpts{
+			Subsystem: metricsSubsystem,
+			Name:      "deletions_total",
+			Help:      "Dependents the garbage collector deleted.",
+		}),
+		orphanings: prometheus.NewCounter(prometheus.CounterOpts{
+			Subsystem: metricsSubsystem,
+			Name:      "orphanings_total",
+			Help:      "Owner references removed from dependents of owners deleted with propagationPolicy Orphan.",
+		}),
+		queueDepth: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Subsystem: metricsSubsystem,
+			Name:      "queue_depth",
+			Help:      "Objects waiting in the garbage collector's work queue.",
+		}, func() float64 { return float64(queueLen()) }),
+	}
+}
+
+// register adds the collectors to reg (nil: nowhere). A collector the
+// registry already has is logged and skipped; the collector runs anyway.
+func (m *metrics) register(reg prometheus.Registerer) {
+	if reg == nil {
+		return
+	}
+	for _, c := range []prometheus.Collector{m.deletions, m.orphanings, m.queueDepth} {
+		if err := reg.Register(c); err != nil {
+			klog.ErrorS(err, "Registering garbage collector metric")
+		}
+	}
+}

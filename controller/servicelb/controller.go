@@ -1,0 +1,275 @@
+// Package servicelb gives LoadBalancer Services addresses on bare metal:
+// Services of type LoadBalancer with no spec.loadBalancerClass, or with
+// class "portal.dev/servicelb", get one address per IP family from
+// configured pools in status.loadBalancer.ingress (ipMode VIP). A Service
+// may ask for addresses with spec.loadBalancerIP or the annotation
+// "portal.dev/loadbalancer-ips"; addresses are never shared.
+//
+// The controller owns the ingress list and the condition
+// "portal.dev/LoadBalancerIPAllocated" of the Services it serves, written
+// through the status subresource, and nothing else: it does not announce
+// the addresses (ARP, BGP) or program any data path, which is the proxy's
+// business. Its only state is the allocation, rebuilt at start from the
+// Services' status, so a restart or a new leader keeps every assignment.
+// Only one copy may run at a time; the caller elects it.
+package servicelb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+)
+
+const (
+	// Class is the spec.loadBalancerClass this controller serves, besides
+	// Services with no class.
+	Class = "portal.dev/servicelb"
+	// AnnotationIPs requests addresses: a comma-separated list, at most one
+	// per IP family of the Service. It wins over spec.loadBalancerIP, which
+	// must then be one of its addresses.
+	AnnotationIPs = "portal.dev/loadbalancer-ips"
+	// ConditionAllocated is the status condition telling whether the Service
+	// has its addresses.
+	ConditionAllocated = "portal.dev/LoadBalancerIPAllocated"
+	// EventAllocationFailed is the reason of the Warning Event of a Service
+	// left without addresses.
+	EventAllocationFailed = "AllocationFailed"
+	// EventIPAllocated is the reason of the Normal Event of a Service given
+	// new addresses.
+	EventIPAllocated = "IPAllocated"
+)
+
+// Options configure the controller.
+type Options struct {
+	// Pools are the addresses to hand out (see ParsePools); at least one.
+	Pools Pools
+}
+
+// Controller assigns pool addresses to LoadBalancer Services.
+type Controller struct {
+	client   kubernetes.Interface
+	services corelisters.ServiceLister
+	synced   cache.InformerSynced
+	recorder record.EventRecorder
+	alloc    *Allocator
+	queue    workqueue.TypedRateLimitingInterface[string]
+
+	mu sync.Mutex
+	// pending are the Services refused their addresses, with the reason
+	// told in their last Warning; they are retried whenever an address is
+	// freed.
+	pending map[string]string
+}
+
+// New returns a controller that watches Services through factory, which
+// the caller starts, and writes their status and Events through client and
+// recorder. It refuses empty pools: without them the controller has
+// nothing to do and should not run.
+func New(client kubernetes.Interface, factory informers.SharedInformerFactory, recorder record.EventRecorder, opts Options) (*Controller, error) {
+	if len(opts.Pools) == 0 {
+		return nil, errors.New("servicelb: no load balancer IP pools")
+	}
+	if client == nil || factory == nil || recorder == nil {
+		return nil, errors.New("servicelb: a client, an informer factory and an event recorder are required")
+	}
+	inf := factory.Core().V1().Services()
+	c := &Controller{
+		client:   client,
+		services: inf.Lister(),
+		synced:   inf.Informer().HasSynced,
+		recorder: recorder,
+		alloc:    NewAllocator(opts.Pools),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "servicelb"}),
+		pending: map[string]string{},
+	}
+	_, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: c.enqueueIfRelevant,
+		UpdateFunc: func(old, cur any) {
+			if relevant(old) || relevant(cur) {
+				c.enqueue(cur)
+			}
+		},
+		DeleteFunc: c.enqueue,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("servicelb: watch services: %w", err)
+	}
+	return c, nil
+}
+
+// Run rebuilds the allocation from the Services once the informer has
+// synced, then reconciles with the given number of workers until ctx ends.
+// Every goroutine it starts has stopped when it returns.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	defer utilruntime.HandleCrash()
+	defer c.queue.ShutDown()
+	klog.InfoS("Starting service load balancer controller", "workers", workers)
+	defer klog.InfoS("Stopped service load balancer controller")
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
+		return
+	}
+	keys, err := c.rebuild()
+	if err != nil {
+		utilruntime.HandleErrorWithContext(ctx, err, "Rebuilding load balancer IP allocation")
+		return
+	}
+	// One pass in age order before the workers, so that after a restart or
+	// a failover the oldest waiting Services get the free addresses, not
+	// whichever the informer listed first.
+	for _, k := range keys {
+		c.handle(ctx, k)
+	}
+	var wg sync.WaitGroup
+	for range max(workers, 1) {
+		wg.Go(func() {
+			for c.processNext(ctx) {
+			}
+		})
+	}
+	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
+}
+
+// rebuild records the addresses in the status of every Service this
+// controller serves, oldest Service first, so that of two Services showing
+// the same address the older keeps it and the other gets a new one. It
+// returns the keys of those Services in that order.
+func (c *Controller) rebuild() ([]string, error) {
+	svcs, err := c.services.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(svcs, func(a, b *corev1.Service) int {
+		if d := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); d != 0 {
+			return d
+		}
+		return strings.Compare(key(a), key(b))
+	})
+	var as []Assignment
+	var keys []string
+	for _, svc := range svcs {
+		if served(svc) {
+			as = append(as, Assignment{Owner: key(svc), IPs: ingressIPs(svc)})
+			keys = append(keys, key(svc))
+		}
+	}
+	for _, r := range c.alloc.Rebuild(as) {
+		klog.InfoS("Address in a Service's status not kept; it will get another", "service", r.Owner, "ips", r.IPs)
+	}
+	klog.V(2).InfoS("Rebuilt load balancer IP allocation", "services", len(as))
+	return keys, nil
+}
+
+func (c *Controller) processNext(ctx context.Context) bool {
+	k, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(k)
+	c.handle(ctx, k)
+	return true
+}
+
+// handle reconciles Service k, retrying later with backoff on error.
+func (c *Controller) handle(ctx context.Context, k string) {
+	if err := c.reconcile(ctx, k); err != nil {
+		// A conflict only means the informer has not caught up with a
+		// write; the retry sees the new version.
+		if apierrors.IsConflict(err) {
+			klog.V(2).InfoS("Assigning load balancer IPs: conflict; will retry", "service", k, "err", err)
+		} else {
+			klog.ErrorS(err, "Assigning load balancer IPs; will retry", "service", k)
+		}
+		c.queue.AddRateLimited(k)
+		return
+	}
+	c.queue.Forget(k)
+}
+
+func (c *Controller) enqueueIfRelevant(obj any) {
+	if relevant(obj) {
+		c.enqueue(obj)
+	}
+}
+
+func (c *Controller) enqueue(obj any) {
+	k, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	c.queue.Add(k)
+}
+
+// setPending records that the Service k was refused its addresses for
+// reason, and reports whether that is news (a first refusal, or another
+// reason than last time).
+func (c *Controller) setPending(k, reason string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old, was := c.pending[k]
+	c.pending[k] = reason
+	return !was || old != reason
+}
+
+// clearPending records that the Service k waits for nothing.
+func (c *Controller) clearPending(k string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.pending, k)
+}
+
+// wakePending queues every Service waiting for addresses, after some were
+// freed.
+func (c *Controller) wakePending() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.pending {
+		c.queue.Add(k)
+	}
+}
+
+// relevant reports whether a Service event may concern the controller: a
+// LoadBalancer Service, or one that carries its condition.
+func relevant(obj any) bool {
+	svc, ok := obj.(*corev1.Service)
+	return ok && (svc.Spec.Type == corev1.ServiceTypeLoadBalancer || findCondition(svc) != nil)
+}
+
+// served reports whether the controller gives svc addresses.
+func served(svc *corev1.Service) bool {
+	return svc.Spec.Type == corev1.ServiceTypeLoadBalancer &&
+		(svc.Spec.LoadBalancerClass == nil || *svc.Spec.LoadBalancerClass == Class)
+}
+
+// ingressIPs returns the addresses in svc's status.
+func ingressIPs(svc *corev1.Service) []netip.Addr {
+	var out []netip.Addr
+	for _, ing := range svc.Status.LoadBalancer.Ingress {
+		if a, err := netip.ParseAddr(ing.IP); err == nil {
+			out = append(out, a.Unmap())
+		}
+	}
+	return out
+}
+
+func key(svc *corev1.Service) string { return svc.Namespace + "/" + svc.Name }
