@@ -28,6 +28,9 @@ func installAPIs(s *genericapiserver.GenericAPIServer, opts generic.RESTOptionsG
 		if status != nil {
 			m[k.Resource+"/status"] = status
 		}
+		if k.Resource == "pods" {
+			m[k.Resource+"/binding"] = registry.NewBindingREST(main)
+		}
 		if k.Resource == "namespaces" {
 			m[k.Resource] = &registry.NamespaceREST{REST: main}
 			m[k.Resource+"/finalize"] = registry.NewFinalizeREST(main)

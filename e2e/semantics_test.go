@@ -91,6 +91,32 @@ func TestAPISemantics(t *testing.T) {
 		}
 	})
 
+	t.Run("pods/binding binds once", func(t *testing.T) {
+		pods := client.CoreV1().Pods("default")
+		p, err := pods.Create(ctx, pod("unbound", "", ""), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bind := func(node string) error {
+			return pods.Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: p.Name, UID: p.UID},
+				Target: corev1.ObjectReference{Kind: "Node", Name: node}}, metav1.CreateOptions{})
+		}
+		if err := bind("node-1"); err != nil {
+			t.Fatalf("bind: %v", err)
+		}
+		got, _ := pods.Get(ctx, p.Name, metav1.GetOptions{})
+		scheduled := false
+		for _, c := range got.Status.Conditions {
+			scheduled = scheduled || (c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue)
+		}
+		if got.Spec.NodeName != "node-1" || !scheduled {
+			t.Fatalf("after bind: nodeName %q, PodScheduled %v", got.Spec.NodeName, scheduled)
+		}
+		if err := bind("node-2"); !apierrors.IsConflict(err) {
+			t.Fatalf("second bind: got %v, want 409 Conflict", err)
+		}
+	})
+
 	t.Run("stale resourceVersion conflicts", func(t *testing.T) {
 		cm, err := client.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "occ"}}, metav1.CreateOptions{})
 		if err != nil {
