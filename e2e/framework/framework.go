@@ -289,3 +289,10 @@ func (p *Process) Kill() {
 		p.cmd.Wait()
 	}
 }
+
+// Cleanup removes the binary Binary built; call it from TestMain.
+func Cleanup() {
+	if binary != "" {
+		os.RemoveAll(filepath.Dir(binary))
+	}
+}
