@@ -109,7 +109,9 @@ func eventually(t *testing.T, what string, cond func() (bool, string)) {
 }
 
 func TestEndpointSliceScenarios(t *testing.T) {
-	s := framework.StartServer(t)
+	// The test's nodes renew no Lease; keep node lifecycle from marking
+	// their pods not ready halfway through.
+	s := framework.StartServer(t, "--node-monitor-grace-period", "1h")
 	c := s.Client()
 	ctx := context.Background()
 	ns := "scen"

@@ -29,7 +29,8 @@ func TestControllerManagerFailover(t *testing.T) {
 	}
 	procs := map[string]*framework.Process{}
 	for _, id := range []string{"cm-1", "cm-2"} {
-		procs[id] = framework.StartProcess(t, dir, "controller-manager", "--kubeconfig", kc, "--identity", id)
+		procs[id] = framework.StartProcess(t, dir, "controller-manager", "--kubeconfig", kc, "--identity", id,
+			"--node-monitor-grace-period", "1h")
 	}
 	holder := func() string {
 		lease, err := c.CoordinationV1().Leases("kube-system").Get(ctx, "portal-controller-manager", metav1.GetOptions{})

@@ -175,3 +175,19 @@ func TestKubectl(t *testing.T) {
 		}
 	})
 }
+
+// TestBuiltInKubectl: `portal kubectl` works with no kubectl installed and
+// finds the admin kubeconfig of the data directory by itself.
+func TestBuiltInKubectl(t *testing.T) {
+	s := framework.StartServer(t)
+	cmd := exec.Command(framework.Binary(t), "kubectl", "get", "namespaces", "-o", "name")
+	env := []string{"PORTAL_DATA_DIR=" + s.DataDir, "PATH=/usr/sbin:/sbin", "HOME=" + t.TempDir()}
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("portal kubectl: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "namespace/kube-system") {
+		t.Fatalf("got %q, want the system namespaces", out)
+	}
+}

@@ -18,6 +18,7 @@ func addControllerFlags(fs *pflag.FlagSet, o *manager.Options) {
 	fs.StringVar(&o.Identity, "identity", o.Identity, "this replica's name in the leader Lease (default: host name and a random suffix)")
 	fs.IntVar(&o.MaxEndpointsPerSlice, "max-endpoints-per-slice", o.MaxEndpointsPerSlice, "most endpoints in one EndpointSlice")
 	fs.StringVar(&o.LoadBalancerIPPools, "loadbalancer-ip-pools", o.LoadBalancerIPPools, "CIDRs and ranges (192.0.2.10-192.0.2.20) LoadBalancer Services take IPs from")
+	fs.DurationVar(&o.NodeMonitorGracePeriod, "node-monitor-grace-period", o.NodeMonitorGracePeriod, "how long a node may miss Lease renewals before it is marked Unknown and its pods not ready")
 	fs.IntVar(&o.Workers, "concurrent-syncs", o.Workers, "workers per controller")
 }
 

@@ -20,6 +20,8 @@ import (
 	"portal.dev/portal/controller/endpointslice"
 	"portal.dev/portal/controller/gc"
 	"portal.dev/portal/controller/mirroring"
+	"portal.dev/portal/controller/nodelifecycle"
+	"portal.dev/portal/controller/scheduler"
 	"portal.dev/portal/controller/servicelb"
 )
 
@@ -30,6 +32,7 @@ type controllerContext struct {
 	discovery discovery.DiscoveryInterface
 	informers informers.SharedInformerFactory
 	opts      Options
+	recorder  func(component string) record.EventRecorder
 }
 
 // starter builds a controller on the shared informers and starts it in the
@@ -68,6 +71,33 @@ var starters = []starter{
 		return nil
 	}},
 	{"servicelb", startServiceLB},
+	{"nodelifecycle", func(ctx context.Context, c controllerContext) error {
+		ctrl := nodelifecycle.New(c.client, c.informers, nodelifecycle.Options{
+			NodeMonitorGracePeriod: c.opts.NodeMonitorGracePeriod,
+			Registerer:             legacyregistry.Registerer(),
+		})
+		go ctrl.Run(ctx, c.opts.Workers)
+		return nil
+	}},
+	{"scheduler", func(ctx context.Context, c controllerContext) error {
+		ctrl := scheduler.New(c.client, c.informers, c.recorder("default-scheduler"), scheduler.Options{
+			Registerer: legacyregistry.Registerer(),
+		})
+		go ctrl.Run(ctx, c.opts.Workers)
+		return nil
+	}},
+}
+
+// newRecorders returns a function giving each controller an event
+// recorder under its own name, all writing through one broadcaster that
+// stops with ctx.
+func newRecorders(ctx context.Context, client kubernetes.Interface) func(string) record.EventRecorder {
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	go func() { <-ctx.Done(); broadcaster.Shutdown() }()
+	return func(component string) record.EventRecorder {
+		return broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component})
+	}
 }
 
 // startServiceLB runs the LoadBalancer IP controller when pools are given.
@@ -79,11 +109,7 @@ func startServiceLB(ctx context.Context, c controllerContext) error {
 	if err != nil {
 		return fmt.Errorf("--loadbalancer-ip-pools: %w", err)
 	}
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")})
-	go func() { <-ctx.Done(); broadcaster.Shutdown() }()
-	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "servicelb-controller"})
-	ctrl, err := servicelb.New(c.client, c.informers, recorder, servicelb.Options{Pools: pools})
+	ctrl, err := servicelb.New(c.client, c.informers, c.recorder("servicelb-controller"), servicelb.Options{Pools: pools})
 	if err != nil {
 		return err
 	}

@@ -40,7 +40,10 @@ type Options struct {
 	MaxEndpointsPerSlice int
 	// LoadBalancerIPPools is --loadbalancer-ip-pools: CIDRs and ranges.
 	LoadBalancerIPPools string
-	Workers             int
+	// NodeMonitorGracePeriod is how long a node may go without renewing
+	// its Lease before it is marked Unknown and its pods not ready.
+	NodeMonitorGracePeriod time.Duration
+	Workers                int
 }
 
 // DefaultOptions fail over within 15 s: a leader that stops renewing loses
@@ -48,13 +51,14 @@ type Options struct {
 // RetryPeriod.
 func DefaultOptions() Options {
 	return Options{
-		LeaderElect:          true,
-		LeaseName:            "portal-controller-manager",
-		LeaseDuration:        10 * time.Second,
-		RenewDeadline:        7 * time.Second,
-		RetryPeriod:          2 * time.Second,
-		MaxEndpointsPerSlice: 100,
-		Workers:              4,
+		LeaderElect:            true,
+		LeaseName:              "portal-controller-manager",
+		LeaseDuration:          10 * time.Second,
+		RenewDeadline:          7 * time.Second,
+		RetryPeriod:            2 * time.Second,
+		MaxEndpointsPerSlice:   100,
+		NodeMonitorGracePeriod: 40 * time.Second,
+		Workers:                4,
 	}
 }
 
@@ -161,6 +165,7 @@ func (m *Manager) runControllers(ctx context.Context) error {
 	factory := informers.NewSharedInformerFactory(client, 0)
 	started, err := startControllers(ctx, controllerContext{
 		client: client, metadata: meta, discovery: disc, informers: factory, opts: m.opts,
+		recorder: newRecorders(ctx, client),
 	})
 	if err != nil {
 		return fmt.Errorf("start controllers: %w", err)
