@@ -38,6 +38,7 @@ var (
 	services = flag.Int("services", 1000, "Services")
 	podsPer  = flag.Int("pods-per-service", 10, "ready Pods per Service")
 	flips    = flag.Int("flips", 200, "readiness changes to time")
+	keep     = flag.Bool("keep", false, "keep the data directory and logs")
 )
 
 func main() {
@@ -64,7 +65,11 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	if *keep {
+		fmt.Println("# data and logs in", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
 	srv, err := start(filepath.Join(dir, "server.log"), "server", "--data-dir", dir, "--secure-port", "16998",
 		"--disable", "controllers")
 	if err != nil {
@@ -119,6 +124,7 @@ func run() error {
 	fmt.Printf("RESULT controller-manager rss_mib=%.1f services=%d pods=%d\n", rssMiB(cm.Process.Pid), *services, len(pods))
 
 	// Restart: changes made while it was down are written within ...
+	before := writeCounts(ctx, client)
 	cm.Process.Kill()
 	cm.Wait()
 	for _, p := range pods[:10] {
@@ -136,6 +142,13 @@ func run() error {
 	}
 	fmt.Printf("RESULT resync-after-restart took=%s (process start to the 10 changes made while down being written)\n",
 		time.Since(t0).Round(time.Millisecond))
+	time.Sleep(5 * time.Second)
+	after := writeCounts(ctx, client)
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			fmt.Printf("# writes after restart: %s %d\n", k, d)
+		}
+	}
 	return nil
 }
 
@@ -326,4 +339,29 @@ func rssMiB(pid int) float64 {
 		}
 	}
 	return 0
+}
+
+// writeCounts reads the API server's request counters for writes to
+// endpoints and endpointslices, to see what a restart rewrites.
+func writeCounts(ctx context.Context, c kubernetes.Interface) map[string]int {
+	raw, err := c.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	out := map[string]int{}
+	if err != nil {
+		return out
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		for _, res := range []string{"endpoints", "endpointslices"} {
+			for _, verb := range []string{"POST", "PUT", "PATCH", "DELETE"} {
+				if strings.Contains(line, `resource="`+res+`"`) && strings.Contains(line, `verb="`+verb+`"`) {
+					var n float64
+					fmt.Sscan(line[strings.LastIndex(line, " ")+1:], &n)
+					out[res+" "+verb] += int(n)
+				}
+			}
+		}
+	}
+	return out
 }

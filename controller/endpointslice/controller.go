@@ -31,6 +31,9 @@ const (
 	// defaultSliceEventDelay batches the syncs that slice events cause, so
 	// that a burst of edits to a Service's slices costs one sync.
 	defaultSliceEventDelay = time.Second
+	// staleRetryDelay is how soon a Service whose slices the cache does
+	// not show as written yet is looked at again.
+	staleRetryDelay = 20 * time.Millisecond
 )
 
 // errStale is returned by a sync that found the slice cache behind this
@@ -214,6 +217,12 @@ func (c *Controller) handleErr(ctx context.Context, key string, err error) {
 	switch {
 	case err == nil:
 		c.queue.Forget(key)
+	case errors.Is(err, errStale):
+		// Our own write is on its way to the cache: look again soon, not
+		// after the failure backoff (a second), which would show up as
+		// programming latency. The tracker gives up on a write it never
+		// sees, so this cannot loop forever.
+		c.queue.AddAfter(key, staleRetryDelay)
 	case c.queue.NumRequeues(key) < maxRetries:
 		logger.V(2).Info("Syncing EndpointSlices failed, will retry", "service", key, "err", err)
 		c.queue.AddRateLimited(key)

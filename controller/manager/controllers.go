@@ -42,6 +42,11 @@ type starter struct {
 	start func(ctx context.Context, c controllerContext) error
 }
 
+// late controllers start once the others' caches have synced: the garbage
+// collector lists every resource, and competing with the endpoint
+// controllers' first lists would delay what users wait for.
+var late = map[string]bool{"garbagecollector": true}
+
 // starters lists the controllers, in start order.
 var starters = []starter{
 	{"endpointslice", func(ctx context.Context, c controllerContext) error {
@@ -117,9 +122,12 @@ func startServiceLB(ctx context.Context, c controllerContext) error {
 	return nil
 }
 
-func startControllers(ctx context.Context, c controllerContext) ([]string, error) {
+func startControllers(ctx context.Context, c controllerContext, lateOnes bool) ([]string, error) {
 	var names []string
 	for _, s := range starters {
+		if late[s.name] != lateOnes {
+			continue
+		}
 		if err := s.start(ctx, c); err != nil {
 			return names, err
 		}

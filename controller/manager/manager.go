@@ -150,7 +150,12 @@ func (m *Manager) Run(ctx context.Context) error {
 func (m *Manager) runControllers(ctx context.Context) error {
 	cfg := rest.CopyConfig(m.cfg)
 	cfg.QPS, cfg.Burst = 200, 400
-	client, err := kubernetes.NewForConfig(cfg)
+	// Typed clients speak protobuf, as upstream's controllers do: lists of
+	// ten thousand pods decode several times faster than JSON.
+	typed := rest.CopyConfig(cfg)
+	typed.ContentType = "application/vnd.kubernetes.protobuf"
+	typed.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	client, err := kubernetes.NewForConfig(typed)
 	if err != nil {
 		return err
 	}
@@ -163,10 +168,11 @@ func (m *Manager) runControllers(ctx context.Context) error {
 		return err
 	}
 	factory := informers.NewSharedInformerFactory(client, 0)
-	started, err := startControllers(ctx, controllerContext{
+	cc := controllerContext{
 		client: client, metadata: meta, discovery: disc, informers: factory, opts: m.opts,
 		recorder: newRecorders(ctx, client),
-	})
+	}
+	started, err := startControllers(ctx, cc, false)
 	if err != nil {
 		return fmt.Errorf("start controllers: %w", err)
 	}
@@ -176,6 +182,11 @@ func (m *Manager) runControllers(ctx context.Context) error {
 			return fmt.Errorf("informer for %v did not sync", typ)
 		}
 	}
+	late, err := startControllers(ctx, cc, true)
+	if err != nil {
+		return fmt.Errorf("start controllers: %w", err)
+	}
+	started = append(started, late...)
 	m.synced.Store(true)
 	klog.InfoS("Controllers running", "controllers", started)
 	<-ctx.Done()
