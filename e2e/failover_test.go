@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -28,9 +30,11 @@ func TestControllerManagerFailover(t *testing.T) {
 		t.Fatalf("kubeconfig: %v\n%s", err, out)
 	}
 	procs := map[string]*framework.Process{}
+	metrics := map[string]string{}
 	for _, id := range []string{"cm-1", "cm-2"} {
+		metrics[id] = fmt.Sprintf("127.0.0.1:%d", framework.FreePort(t))
 		procs[id] = framework.StartProcess(t, dir, "controller-manager", "--kubeconfig", kc, "--identity", id,
-			"--node-monitor-grace-period", "1h")
+			"--node-monitor-grace-period", "1h", "--metrics-bind-address", metrics[id])
 	}
 	holder := func() string {
 		lease, err := c.CoordinationV1().Leases("kube-system").Get(ctx, "portal-controller-manager", metav1.GetOptions{})
@@ -59,6 +63,18 @@ func TestControllerManagerFailover(t *testing.T) {
 			rv = sl[0].ResourceVersion
 		}
 		return len(eps) == 1, fmt.Sprint(len(eps))
+	})
+
+	// The leader's metrics show its controllers at work.
+	eventually(t, "controller metrics", func() (bool, string) {
+		resp, err := http.Get("http://" + metrics[leader] + "/metrics")
+		if err != nil {
+			return false, err.Error()
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return strings.Contains(string(body), "endpoint_slice_controller_changes") &&
+			strings.Contains(string(body), "endpoint_slice_controller_sync_duration_seconds"), "metrics missing"
 	})
 
 	procs[leader].Kill()

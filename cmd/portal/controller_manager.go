@@ -1,11 +1,16 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"net"
+	"net/http"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/component-base/metrics/legacyregistry"
 
 	"portal.dev/portal/controller/manager"
 )
@@ -25,6 +30,7 @@ func addControllerFlags(fs *pflag.FlagSet, o *manager.Options) {
 func newControllerManagerCommand() *cobra.Command {
 	o := manager.DefaultOptions()
 	var kubeconfig string
+	metricsAddr := "127.0.0.1:10257"
 	cmd := &cobra.Command{
 		Use:   "controller-manager",
 		Short: "Run the controllers (EndpointSlices, Endpoints, mirroring, garbage collection, LoadBalancer IPs), leader-elected",
@@ -40,10 +46,43 @@ func newControllerManagerCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return manager.New(cfg, o).Run(cmd.Context())
+			mgr := manager.New(cfg, o)
+			if metricsAddr != "" {
+				if err := serveMetrics(cmd.Context(), metricsAddr, mgr); err != nil {
+					return err
+				}
+			}
+			return mgr.Run(cmd.Context())
 		},
 	}
+	cmd.Flags().StringVar(&metricsAddr, "metrics-bind-address", metricsAddr, "address for /metrics and /healthz (plain HTTP; empty disables)")
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the API server (e.g. from `portal kubeconfig --user system:kube-controller-manager`)")
 	addControllerFlags(cmd.Flags(), &o)
 	return cmd
+}
+
+// serveMetrics serves the controllers' Prometheus metrics and a health
+// check until ctx ends. Plain HTTP, so keep it on loopback or a trusted
+// network (kube-controller-manager serves the same over HTTPS).
+func serveMetrics(ctx context.Context, addr string, mgr *manager.Manager) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("--metrics-bind-address: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", legacyregistry.Handler())
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		if !mgr.Ready() {
+			http.Error(w, "controllers not synced", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprint(w, "ok")
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(l)
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
+	return nil
 }

@@ -46,16 +46,17 @@ type Options struct {
 	Workers                int
 }
 
-// DefaultOptions fail over within 15 s: a leader that stops renewing loses
-// the Lease after LeaseDuration, and a waiting replica retries every
-// RetryPeriod.
+// DefaultOptions fail over within 15 s. A follower takes the Lease once it
+// has seen no renewal for LeaseDuration; it looks every RetryPeriod, which
+// client-go stretches by up to 2.2x with jitter. Worst case: the renewal
+// it last saw was a RetryPeriod old, so 1 + 8 + 2.2 s, about 11 s.
 func DefaultOptions() Options {
 	return Options{
 		LeaderElect:            true,
 		LeaseName:              "portal-controller-manager",
-		LeaseDuration:          10 * time.Second,
-		RenewDeadline:          7 * time.Second,
-		RetryPeriod:            2 * time.Second,
+		LeaseDuration:          8 * time.Second,
+		RenewDeadline:          5 * time.Second,
+		RetryPeriod:            1 * time.Second,
 		MaxEndpointsPerSlice:   100,
 		NodeMonitorGracePeriod: 40 * time.Second,
 		Workers:                4,
