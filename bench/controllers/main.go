@@ -39,6 +39,7 @@ var (
 	podsPer  = flag.Int("pods-per-service", 10, "ready Pods per Service")
 	flips    = flag.Int("flips", 200, "readiness changes to time")
 	keep     = flag.Bool("keep", false, "keep the data directory and logs")
+	hold     = flag.Duration("hold", 0, "keep the server running this long after the runs, to look at it")
 )
 
 func main() {
@@ -144,6 +145,7 @@ func run() error {
 		time.Since(t0).Round(time.Millisecond))
 	time.Sleep(5 * time.Second)
 	after := writeCounts(ctx, client)
+	defer time.Sleep(*hold)
 	for k, v := range after {
 		if d := v - before[k]; d > 0 {
 			fmt.Printf("# writes after restart: %s %d\n", k, d)

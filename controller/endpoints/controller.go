@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -41,6 +42,10 @@ type Options struct {
 // Controller keeps the Endpoints of Services with a selector in step with
 // their pods. Build it with New, start the informer factory, then Run it.
 type Controller struct {
+	// cachesSynced is set once the informers have synced; pod events
+	// before that are redundant with the Services' own add events.
+	cachesSynced atomic.Bool
+
 	client    kubernetes.Interface
 	opts      Options
 	services  corelisters.ServiceLister
@@ -122,6 +127,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	if !cache.WaitForNamedCacheSync(controllerName, ctx.Done(), c.synced()...) {
 		return
 	}
+	c.cachesSynced.Store(true)
 	for range max(workers, 1) {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.worker, time.Second) })
 	}

@@ -53,6 +53,11 @@ func (c *Controller) onEndpointsUpdate(oldObj, newObj any) {
 }
 
 func (c *Controller) onPodAddOrDelete(obj any) {
+	// Before the caches sync every Service is queued by its own add event;
+	// mapping the first list's pods to Services would be wasted work.
+	if !c.cachesSynced.Load() {
+		return
+	}
 	pod, ok := fromTombstone[*corev1.Pod](obj)
 	if !ok {
 		return
@@ -65,6 +70,9 @@ func (c *Controller) onPodAddOrDelete(obj any) {
 // onPodUpdate queues the Services that selected the pod before and after
 // the update, if the update changed anything an Endpoints shows.
 func (c *Controller) onPodUpdate(oldObj, newObj any) {
+	if !c.cachesSynced.Load() {
+		return
+	}
 	old, ok1 := oldObj.(*corev1.Pod)
 	cur, ok2 := newObj.(*corev1.Pod)
 	if !ok1 || !ok2 || !podChanged(old, cur) {

@@ -89,6 +89,13 @@ func (c *Controller) onService(obj any) {
 // onPod queues the Services a Pod change matters to: those whose selector
 // matches the Pod now or, when its labels changed, matched it before.
 func (c *Controller) onPod(oldObj, curObj any) {
+	// Until the caches have synced, every Service is queued by its own
+	// add event and will read its pods from the synced lister; mapping each
+	// of the first list's pods to Services would cost pods x Services
+	// selector matches for nothing (seconds with 10,000 pods).
+	if !c.cachesSynced.Load() {
+		return
+	}
 	cur, old := podOf(curObj), podOf(oldObj)
 	if cur == nil {
 		return
