@@ -9,7 +9,6 @@ import (
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +21,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"portal.dev/portal/allocator"
+	"portal.dev/portal/apiserver/embeddedetcd"
 	"portal.dev/portal/apiserver/scheme"
 	"portal.dev/portal/apiserver/svcconfig"
 )
@@ -42,7 +42,7 @@ func newAllocator(o Options, cfg svcconfig.ServiceConfig) (*allocator.Allocator,
 		Endpoints:   o.EtcdServers,
 		TLS:         tlsConfig,
 		DialTimeout: 10 * time.Second,
-		Logger:      quietEtcdClientLogger(),
+		Logger:      embeddedetcd.QuietLogger(zapcore.ErrorLevel),
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("etcd client for the allocator: %w", err)
@@ -111,14 +111,4 @@ func allocatorReady(alloc *allocator.Allocator) healthz.HealthChecker {
 		}
 		return nil
 	})
-}
-
-func quietEtcdClientLogger() *zap.Logger {
-	cfg := zap.NewProductionConfig()
-	cfg.Level = zap.NewAtomicLevelAt(zapcore.ErrorLevel)
-	l, err := cfg.Build()
-	if err != nil {
-		return zap.NewNop()
-	}
-	return l
 }

@@ -80,9 +80,11 @@ func TestControllerManagerFailover(t *testing.T) {
 	procs[leader].Kill()
 	killed := time.Now()
 	eventually(t, "a new leader", func() (bool, string) { h := holder(); return h != "" && h != leader, h })
-	if took := time.Since(killed); took > 15*time.Second {
+	took := time.Since(killed)
+	if took > 15*time.Second {
 		t.Fatalf("failover took %v, want at most 15s", took)
 	}
+	t.Logf("failover took %v", took.Round(100*time.Millisecond))
 	serve("after", "10.9.0.2")
 	eventually(t, "slice from the new leader", func() (bool, string) {
 		eps, _ := endpointsOf(t, c, "default", "after")
@@ -91,8 +93,5 @@ func TestControllerManagerFailover(t *testing.T) {
 	_, sl := endpointsOf(t, c, "default", "before")
 	if len(sl) != 1 || sl[0].ResourceVersion != rv {
 		t.Fatalf("the new leader rewrote an unchanged slice (resourceVersion %s -> %s)", rv, sl[0].ResourceVersion)
-	}
-	if !strings.HasPrefix(holder(), "cm-") {
-		t.Fatalf("holder %q", holder())
 	}
 }

@@ -39,7 +39,7 @@ func TestScheduler(t *testing.T) {
 	readyNode(t, c, "small", nil)
 	pods := c.CoreV1().Pods("default")
 	for i := range 4 {
-		if _, err := pods.Create(ctx, pod(fmt.Sprintf("spread-%d", i), "", ""), metav1.CreateOptions{}); err != nil {
+		if _, err := pods.Create(ctx, pod(fmt.Sprintf("spread-%d", i), ""), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -51,9 +51,9 @@ func TestScheduler(t *testing.T) {
 		}
 		return per["big"] == 2 && per["small"] == 2, fmt.Sprint(per)
 	})
-	ssd := pod("wants-ssd", "", "")
+	ssd := pod("wants-ssd", "")
 	ssd.Spec.NodeSelector = map[string]string{"disk": "ssd"}
-	nowhere := pod("wants-gpu", "", "")
+	nowhere := pod("wants-gpu", "")
 	nowhere.Spec.NodeSelector = map[string]string{"gpu": "yes"}
 	for _, p := range []*corev1.Pod{ssd, nowhere} {
 		if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {

@@ -15,7 +15,7 @@ import (
 	"portal.dev/portal/e2e/framework"
 )
 
-func pod(name, node string, phase corev1.PodPhase) *corev1.Pod {
+func pod(name, node string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": "web", "name": name}},
 		Spec: corev1.PodSpec{NodeName: node,
@@ -56,7 +56,7 @@ func TestAPISemantics(t *testing.T) {
 	t.Run("field and label selectors", func(t *testing.T) {
 		pods := client.CoreV1().Pods("default")
 		for i, node := range []string{"node-a", "node-b", "node-a"} {
-			p, err := pods.Create(ctx, pod(fmt.Sprintf("p%d", i), node, ""), metav1.CreateOptions{})
+			p, err := pods.Create(ctx, pod(fmt.Sprintf("p%d", i), node), metav1.CreateOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -93,7 +93,7 @@ func TestAPISemantics(t *testing.T) {
 
 	t.Run("pods/binding binds once", func(t *testing.T) {
 		pods := client.CoreV1().Pods("default")
-		p, err := pods.Create(ctx, pod("unbound", "", ""), metav1.CreateOptions{})
+		p, err := pods.Create(ctx, pod("unbound", ""), metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

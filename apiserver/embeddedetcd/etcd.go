@@ -72,7 +72,7 @@ func Start(ctx context.Context, dataDir string) (*Server, error) {
 	// The watch cache relies on progress notifications.
 	cfg.WatchProgressNotifyInterval = 5 * time.Second
 	cfg.QuotaBackendBytes = 8 << 30
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(quietLogger())
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(QuietLogger(zapcore.WarnLevel))
 
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
@@ -148,9 +148,13 @@ func loadPorts(path string) ([2]int, error) {
 	}
 	return ports, nil
 }
-func quietLogger() *zap.Logger {
+
+// QuietLogger is a zap logger for etcd's server and client libraries that
+// writes only records at level or above to stderr: their info logs are
+// noise in Portal's.
+func QuietLogger(level zapcore.Level) *zap.Logger {
 	cfg := zap.NewProductionConfig()
-	cfg.Level = zap.NewAtomicLevelAt(zapcore.WarnLevel)
+	cfg.Level = zap.NewAtomicLevelAt(level)
 	cfg.OutputPaths, cfg.ErrorOutputPaths = []string{"stderr"}, []string{"stderr"}
 	l, err := cfg.Build()
 	if err != nil {

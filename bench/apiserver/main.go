@@ -96,7 +96,7 @@ func run(portal, core string, d time.Duration, nServices, nWatchers int) error {
 	if err := fill(ctx, client, nServices); err != nil {
 		return err
 	}
-	listLatency(ctx, client, nServices)
+	listLatency(ctx, client)
 	watchLatency(ctx, client, nWatchers)
 	fmt.Printf("RESULT rss services=%d rss_mib=%.1f (portal apiserver process, embedded etcd included)\n",
 		nServices, float64(srv.rss())/(1<<20))
@@ -309,7 +309,7 @@ func fill(ctx context.Context, client kubernetes.Interface, n int) error {
 	return nil
 }
 
-func listLatency(ctx context.Context, client kubernetes.Interface, n int) {
+func listLatency(ctx context.Context, client kubernetes.Interface) {
 	var lat []time.Duration
 	count := 0
 	for range 20 {
@@ -325,7 +325,6 @@ func listLatency(ctx context.Context, client kubernetes.Interface, n int) {
 	slices.Sort(lat)
 	fmt.Printf("RESULT list services=%d p50=%s p99=%s (resourceVersion=0: watch cache; protobuf)\n",
 		count, lat[len(lat)/2], lat[len(lat)-1])
-	_ = n
 }
 
 // watchLatency opens nWatchers watches on one namespace, then updates a
