@@ -73,7 +73,12 @@ type Server struct {
 	DataDir string
 	Port    int
 	Args    []string
-	cmd     *exec.Cmd
+	// Wrap prefixes the command line, e.g. `ip netns exec NODE` to run
+	// the server inside a network namespace; Dial then reaches it there.
+	Wrap []string
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+
+	cmd *exec.Cmd
 	log     *os.File
 }
 
@@ -99,7 +104,8 @@ func (s *Server) Start() {
 		s.t.Fatal(err)
 	}
 	s.log = log
-	s.cmd = exec.Command(Binary(s.t), args...)
+	argv := append(append(append([]string{}, s.Wrap...), Binary(s.t)), args...)
+	s.cmd = exec.Command(argv[0], argv[1:]...)
 	s.cmd.Stdout, s.cmd.Stderr = log, log
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := s.cmd.Start(); err != nil {
@@ -132,7 +138,7 @@ func (s *Server) WaitReady(timeout time.Duration) {
 	s.t.Helper()
 	deadline := time.Now().Add(timeout)
 	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DialContext: s.Dial}}
 	for time.Now().Before(deadline) {
 		if s.cmd.ProcessState != nil {
 			s.t.Fatalf("portal %s exited: %v", s.Command, s.cmd.ProcessState)
@@ -188,6 +194,7 @@ func (s *Server) RESTConfig() *rest.Config {
 		s.t.Fatal(err)
 	}
 	cfg.QPS, cfg.Burst = 1000, 1000
+	cfg.Dial = s.Dial
 	return cfg
 }
 
@@ -211,12 +218,13 @@ func (s *Server) Kubectl(args ...string) (string, error) {
 func (s *Server) KubectlStdin(stdin string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	var cmd *exec.Cmd
+	argv := append([]string{}, s.Wrap...)
 	if path, err := exec.LookPath("kubectl"); err == nil {
-		cmd = exec.CommandContext(ctx, path, args...)
+		argv = append(append(argv, path), args...)
 	} else {
-		cmd = exec.CommandContext(ctx, Binary(s.t), append([]string{"kubectl"}, args...)...)
+		argv = append(append(argv, Binary(s.t), "kubectl"), args...)
 	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.Kubeconfig())
 	cmd.Stdin = strings.NewReader(stdin)
 	var out bytes.Buffer
