@@ -79,7 +79,7 @@ type Server struct {
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 
 	cmd *exec.Cmd
-	log     *os.File
+	log *os.File
 }
 
 // StartServer runs `portal server` with a fresh data directory on a free
