@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -36,6 +37,8 @@ func installAPIs(s *genericapiserver.GenericAPIServer, opts generic.RESTOptionsG
 			m[k.Resource+"/finalize"] = registry.NewFinalizeREST(main)
 		}
 	}
+	core := storages[corev1.SchemeGroupVersion]
+	core["pods/log"] = registry.NewLogREST(core["pods"].(*registry.REST), core["nodes"].(*registry.REST), cfg.AgentTransport)
 	var groups []*genericapiserver.APIGroupInfo
 	for _, g := range scheme.Groups {
 		info := genericapiserver.NewDefaultAPIGroupInfo(g.Version.Group, scheme.Scheme, scheme.ParameterCodec, scheme.Codecs)

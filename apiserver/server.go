@@ -6,6 +6,7 @@ package apiserver
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -189,7 +190,11 @@ func newServer(o Options, ca *pki.CA, cidrs []netip.Prefix) (*genericapiserver.G
 	if err != nil {
 		return nil, err
 	}
-	if err := installAPIs(server, config.RESTOptionsGetter, registry.Config{Service: svcCfg, Allocator: alloc}); err != nil {
+	agents, err := agentTransport(ca)
+	if err != nil {
+		return nil, err
+	}
+	if err := installAPIs(server, config.RESTOptionsGetter, registry.Config{Service: svcCfg, Allocator: alloc, AgentTransport: agents}); err != nil {
 		return nil, err
 	}
 	if err := addAllocatorHooks(server, alloc, etcdClient, o.ServiceRepairInterval, o.ServiceLeakGrace); err != nil {
@@ -319,4 +324,24 @@ func defaultAdvertiseAddress(bind net.IP) net.IP {
 	}
 	klog.InfoS("No host interface found; advertising loopback")
 	return net.IPv4(127, 0, 0, 1)
+}
+
+// agentTransport is how the API server calls node agents (pods/log): with a
+// client certificate from the cluster CA, which agents require. Agents
+// serve with self-signed certificates, so, like kube-apiserver without
+// --kubelet-certificate-authority, the agent's certificate is not verified.
+func agentTransport(ca *pki.CA) (http.RoundTripper, error) {
+	certPEM, keyPEM, err := ca.IssueClient("system:kube-apiserver", nil)
+	if err != nil {
+		return nil, fmt.Errorf("agent client certificate: %w", err)
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, err
+	}
+	return &http.Transport{
+		TLSClientConfig:     &tls.Config{Certificates: []tls.Certificate{cert}, InsecureSkipVerify: true, MinVersion: tls.VersionTLS12},
+		TLSHandshakeTimeout: 10 * time.Second,
+		IdleConnTimeout:     90 * time.Second,
+	}, nil
 }

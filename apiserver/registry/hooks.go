@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"net/http"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -29,6 +30,9 @@ type Config struct {
 	// Allocator reserves Service cluster IPs and node ports; nil leaves
 	// them as the client wrote them (tests of the strategies alone).
 	Allocator *allocator.Allocator
+	// AgentTransport reaches node agents for pods/log, with the API
+	// server's client certificate.
+	AgentTransport http.RoundTripper
 }
 
 // typed adapts validation functions of one kind to Hooks.

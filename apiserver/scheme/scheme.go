@@ -54,7 +54,7 @@ var Groups = []Group{
 		&corev1.ConfigMap{}, &corev1.ConfigMapList{},
 		&corev1.Event{}, &corev1.EventList{},
 		&corev1.ServiceAccount{}, &corev1.ServiceAccountList{},
-		&corev1.Binding{},
+		&corev1.Binding{}, &corev1.PodLogOptions{},
 	}},
 	{Version: discoveryv1.SchemeGroupVersion, Types: []runtime.Object{
 		&discoveryv1.EndpointSlice{}, &discoveryv1.EndpointSliceList{},
@@ -97,6 +97,9 @@ func addAll(s *runtime.Scheme, internal bool) error {
 	for _, g := range Groups {
 		internalGV := schema.GroupVersion{Group: g.Version.Group, Version: runtime.APIVersionInternal}
 		s.AddKnownTypes(internalGV, g.Types...)
+	}
+	if err := addParameterConversions(s); err != nil {
+		return err
 	}
 	if err := addFieldSelectors(s); err != nil {
 		return err
