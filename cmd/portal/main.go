@@ -39,6 +39,7 @@ func newRootCommand() *cobra.Command {
 		newServerCommand(),
 		newAPIServerCommand(),
 		newControllerManagerCommand(),
+		newAgentCommand(),
 		newKubeconfigCommand(),
 		newVersionCommand(),
 		&cobra.Command{

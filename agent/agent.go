@@ -1,0 +1,334 @@
+// Package agent is Portal's node agent, kubelet's job done with plain
+// processes: it registers the Node and renews its Lease, runs the pods
+// bound to the node as processes in their own network namespaces (see
+// agent/container and agent/podnet), probes them, and writes their status
+// through the API. It talks to nothing but the API server and this node's
+// kernel; other components learn of pods only through pod status.
+//
+// State under Options.RootDir:
+//
+//	ipam/<cidr>/<ip>                 address allocations (owner: pod UID)
+//	pods/<uid>/state.json            sandbox and container PIDs, restart counts
+//	pods/<uid>/etc/{resolv.conf,hosts,hostname}  bind-mounted into the pod
+//	pods/<uid>/logs/<container>/<n>.log  output of the container's n-th run
+//
+// An agent that restarts re-adopts the processes listed in the state files
+// (PID plus start time, so a reused PID is not mistaken for the pod).
+//
+// Logs are served over HTTPS on Options.Port (10250), to clients whose
+// certificate the cluster CA signed:
+//
+//	GET /containerLogs/{namespace}/{pod}/{container}?follow=true&previous=true&tailLines=N
+//
+// the output of the container's current run (previous: the run before),
+// as kubelet serves it to the API server's pods/log.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"portal.dev/portal/agent/podnet"
+	"portal.dev/portal/agent/resolvconf"
+)
+
+// Agent is one node's agent.
+type Agent struct {
+	client  kubernetes.Interface
+	opts    Options
+	nodeIPs []netip.Addr
+
+	lease      *coordinationv1.Lease
+	lastReport time.Time
+
+	factory    informers.SharedInformerFactory // nodes, services
+	podFactory informers.SharedInformerFactory // this node's pods
+	nodes      corelisters.NodeLister
+	services   corelisters.ServiceLister
+	pods       corelisters.PodLister
+
+	net      *podnet.Network
+	podCIDRs []netip.Prefix
+	dnsNode  resolvconf.File
+
+	mu        sync.Mutex
+	workers   map[types.UID]*podWorker
+	adopted   map[types.UID]*podRuntime
+	peersKick chan struct{}
+	wg        sync.WaitGroup
+
+	ready atomic.Bool
+}
+
+// New returns an agent that works through client. Options are validated
+// here.
+func New(client kubernetes.Interface, opts Options) (*Agent, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	a := &Agent{client: client, opts: opts, nodeIPs: opts.NodeIPs, workers: map[types.UID]*podWorker{}}
+	if len(a.nodeIPs) == 0 {
+		a.nodeIPs = defaultNodeIPs()
+	}
+	if len(a.nodeIPs) == 0 {
+		return nil, fmt.Errorf("no node IP: the host has no non-loopback address; set --node-ip")
+	}
+	a.factory = informers.NewSharedInformerFactory(client, 0)
+	a.podFactory = informers.NewSharedInformerFactoryWithOptions(client, 0,
+		informers.WithTweakListOptions(func(o *metav1ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", opts.NodeName).String()
+		}))
+	a.nodes = a.factory.Core().V1().Nodes().Lister()
+	a.services = a.factory.Core().V1().Services().Lister()
+	a.pods = a.podFactory.Core().V1().Pods().Lister()
+	return a, nil
+}
+
+// Ready says whether the node is registered, its pod network built and
+// its caches synced.
+func (a *Agent) Ready() bool { return a.ready.Load() }
+
+// Run registers the node and runs its pods until ctx ends. Pods keep
+// running when the agent stops: the next agent adopts them.
+func (a *Agent) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx).WithValues("node", a.opts.NodeName)
+	ctx = klog.NewContext(ctx, logger)
+	defer utilruntime.HandleCrash()
+	for _, d := range []string{"pods", "ipam"} {
+		if err := os.MkdirAll(filepath.Join(a.opts.RootDir, d), 0o700); err != nil {
+			return fmt.Errorf("agent root dir: %w", err)
+		}
+	}
+	a.dnsNode = resolvconf.Parse([]byte(readFile(a.opts.ResolvConf)))
+	if a.opts.HealthzBindAddress != "" {
+		if err := a.serveHealthz(ctx); err != nil {
+			return err
+		}
+	}
+	var node *corev1.Node
+	for {
+		var err error
+		if node, err = a.registerNode(ctx); err == nil {
+			break
+		}
+		logger.Error(err, "Register node; retrying")
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(2 * time.Second):
+		}
+	}
+	if err := a.renewLease(ctx, node); err != nil {
+		logger.Error(err, "Create node lease")
+	}
+	if err := a.syncNodeStatus(ctx, true); err != nil {
+		logger.Error(err, "Update node status")
+	}
+	a.wg.Add(1)
+	go func() { defer a.wg.Done(); a.heartbeat(ctx, node) }()
+	defer a.wg.Wait()
+
+	nodeInf := a.factory.Core().V1().Nodes().Informer()
+	nodeInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { a.kickPeers() },
+		UpdateFunc: func(any, any) { a.kickPeers() },
+		DeleteFunc: func(any) { a.kickPeers() },
+	})
+	a.factory.Core().V1().Services().Informer()
+	a.factory.Start(ctx.Done())
+	defer a.factory.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), nodeInf.HasSynced, a.factory.Core().V1().Services().Informer().HasSynced) {
+		return nil
+	}
+	cidrs, err := a.waitPodCIDRs(ctx)
+	if err != nil || ctx.Err() != nil {
+		return err
+	}
+	a.podCIDRs = cidrs
+	a.net = podnet.New(podnet.Config{PodCIDRs: cidrs, ClusterCIDRs: a.opts.ClusterCIDRs, StateDir: filepath.Join(a.opts.RootDir, "ipam")})
+	if err := a.net.Setup(ctx); err != nil {
+		return fmt.Errorf("pod network: %w", err)
+	}
+	logger.Info("Pod network ready", "podCIDRs", cidrs, "bridge", podnet.DefaultBridge)
+	a.wg.Add(1)
+	go func() { defer a.wg.Done(); a.syncPeersLoop(ctx) }()
+
+	adopted := a.loadStates(ctx)
+	podInf := a.podFactory.Core().V1().Pods().Informer()
+	podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { a.podEvent(ctx, obj) },
+		UpdateFunc: func(_, obj any) { a.podEvent(ctx, obj) },
+		DeleteFunc: func(obj any) { a.podEvent(ctx, obj) },
+	})
+	a.podFactory.Start(ctx.Done())
+	defer a.podFactory.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), podInf.HasSynced) {
+		return nil
+	}
+	// Pods an earlier agent ran that are gone from the API: stop them.
+	for uid, rt := range adopted {
+		a.mu.Lock()
+		_, known := a.workers[uid]
+		a.mu.Unlock()
+		if !known {
+			logger.Info("Pod of an earlier run is gone; stopping it", "pod", rt.key(), "uid", uid)
+			a.startWorker(ctx, uid, rt)
+		}
+	}
+	a.cleanOrphanAddresses(ctx)
+	if a.opts.Port != 0 {
+		if err := a.serveLogs(ctx); err != nil {
+			logger.Error(err, "Log endpoint not served")
+		}
+	}
+	a.ready.Store(true)
+	logger.Info("Node agent ready", "pods", len(a.workers))
+	<-ctx.Done()
+	return nil
+}
+
+// waitPodCIDRs returns --pod-cidr, else waits for spec.podCIDRs.
+func (a *Agent) waitPodCIDRs(ctx context.Context) ([]netip.Prefix, error) {
+	if len(a.opts.PodCIDRs) > 0 {
+		return a.opts.PodCIDRs, nil
+	}
+	logged := false
+	for {
+		if n, err := a.nodes.Get(a.opts.NodeName); err == nil && len(n.Spec.PodCIDRs) > 0 {
+			var out []netip.Prefix
+			for _, s := range n.Spec.PodCIDRs {
+				p, err := netip.ParsePrefix(s)
+				if err != nil {
+					return nil, fmt.Errorf("node %s spec.podCIDRs: %w", n.Name, err)
+				}
+				out = append(out, p.Masked())
+			}
+			return out, nil
+		}
+		if !logged {
+			klog.FromContext(ctx).Info("Waiting for the node's pod CIDR (node IPAM, or --pod-cidr)")
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+var errNoNetwork = errors.New("pod network not set up")
+
+// kickPeers asks for a route sync; node events coalesce into one.
+func (a *Agent) kickPeers() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.peersKick == nil {
+		a.peersKick = make(chan struct{}, 1)
+	}
+	select {
+	case a.peersKick <- struct{}{}:
+	default:
+	}
+}
+
+func (a *Agent) syncPeersLoop(ctx context.Context) {
+	a.kickPeers()
+	a.mu.Lock()
+	kick := a.peersKick
+	a.mu.Unlock()
+	retry := time.NewTimer(time.Hour)
+	defer retry.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-kick:
+		case <-retry.C:
+		}
+		if err := a.syncPeers(ctx); err != nil && ctx.Err() == nil {
+			klog.FromContext(ctx).Error(err, "Sync routes to other nodes")
+			retry.Reset(5 * time.Second)
+		}
+	}
+}
+
+func (a *Agent) syncPeers(ctx context.Context) error {
+	if a.net == nil {
+		return errNoNetwork
+	}
+	nodes, err := a.nodes.List(everything)
+	if err != nil {
+		return err
+	}
+	var peers []podnet.Peer
+	for _, n := range nodes {
+		if n.Name == a.opts.NodeName {
+			continue
+		}
+		p := podnet.Peer{Name: n.Name}
+		for _, s := range n.Spec.PodCIDRs {
+			if c, err := netip.ParsePrefix(s); err == nil {
+				p.PodCIDRs = append(p.PodCIDRs, c.Masked())
+			}
+		}
+		for _, addr := range n.Status.Addresses {
+			if addr.Type != corev1.NodeInternalIP {
+				continue
+			}
+			if ip, err := netip.ParseAddr(addr.Address); err == nil {
+				p.IPs = append(p.IPs, ip)
+			}
+		}
+		if len(p.PodCIDRs) > 0 && len(p.IPs) > 0 {
+			peers = append(peers, p)
+		}
+	}
+	slices.SortFunc(peers, func(x, y podnet.Peer) int {
+		if x.Name < y.Name {
+			return -1
+		}
+		return 1
+	})
+	return a.net.SyncPeers(ctx, peers)
+}
+
+func (a *Agent) serveHealthz(ctx context.Context) error {
+	l, err := net.Listen("tcp", a.opts.HealthzBindAddress)
+	if err != nil {
+		return fmt.Errorf("--healthz-bind-address: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		if !a.Ready() {
+			http.Error(w, "agent not ready", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprint(w, "ok")
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(l)
+	go func() { <-ctx.Done(); srv.Close() }()
+	return nil
+}

@@ -1,0 +1,120 @@
+package container
+
+import (
+	"context"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestParseStat(t *testing.T) {
+	cases := []struct {
+		line      string
+		wantState string
+		wantStart uint64
+		wantOK    bool
+	}{
+		{"42 (sleep) S 1 42 42 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 123456 5000 100", "S", 123456, true},
+		{"42 (a b) c)) Z 1 42 42 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 99 5000 100", "Z", 99, true},
+		{"garbage", "", 0, false},
+	}
+	for _, tc := range cases {
+		state, start, ok := parseStat(tc.line)
+		if state != tc.wantState || start != tc.wantStart || ok != tc.wantOK {
+			t.Errorf("parseStat(%q): got %q %d %v, want %q %d %v", tc.line, state, start, ok, tc.wantState, tc.wantStart, tc.wantOK)
+		}
+	}
+}
+
+func TestLookPath(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(dir+"/tool", []byte("#!/bin/sh\n"), 0o755)
+	os.WriteFile(dir+"/data", nil, 0o644)
+	cases := []struct {
+		file, path string
+		want       string
+		wantErr    bool
+	}{
+		{"tool", "/nonexistent:" + dir, dir + "/tool", false},
+		{"data", dir, "", true},
+		{"missing", dir, "", true},
+		{dir + "/tool", "", dir + "/tool", false},
+	}
+	for _, tc := range cases {
+		got, err := LookPath(tc.file, tc.path, "")
+		if got != tc.want || (err != nil) != tc.wantErr {
+			t.Errorf("LookPath(%q, %q): got %q, %v, want %q (error %v)", tc.file, tc.path, got, err, tc.want, tc.wantErr)
+		}
+	}
+}
+
+// TestProcessesInNewNamespaces starts a sandbox-like process in a new
+// network and UTS namespace (never touching the host's), runs a command
+// inside them, signals the group and adopts a live process.
+func TestProcessesInNewNamespaces(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create namespaces (CI runs as root)")
+	}
+	sleep, err := LookPath("sleep", os.Getenv("PATH"), "")
+	if err != nil {
+		t.Skip("no sleep binary")
+	}
+	sb, err := Start(Spec{Path: sleep, Args: []string{"sleep", "60"}, NewNamespaces: syscall.CLONE_NEWNET | syscall.CLONE_NEWUTS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Signal(syscall.SIGKILL)
+	own, _ := os.Readlink("/proc/self/ns/net")
+	theirs, _ := os.Readlink(Of(sb.Pid).Net)
+	if own == theirs || theirs == "" {
+		t.Fatalf("sandbox network namespace: got %q, want a new one (ours is %q)", theirs, own)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	cat, err := LookPath("cat", os.Getenv("PATH"), "")
+	if err != nil {
+		t.Skip("no cat binary")
+	}
+	code, out, err := Run(ctx, Spec{Path: cat, Args: []string{"cat", "/proc/net/dev"}, Namespaces: Namespaces{Net: Of(sb.Pid).Net}}, nil)
+	if err != nil || code != 0 {
+		t.Fatalf("run in the sandbox: %v, exit %d: %s", err, code, out)
+	}
+	if lines := strings.Count(strings.TrimSpace(string(out)), "\n"); lines != 2 || !strings.Contains(string(out), "lo:") {
+		t.Errorf("interfaces in the new namespace: got\n%s\nwant only lo", out)
+	}
+	if after, _ := os.Readlink("/proc/thread-self/ns/net"); after != own {
+		t.Errorf("test thread's namespace after Run: got %q, want %q", after, own)
+	}
+	short, cancelShort := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancelShort()
+	if _, _, err := Run(short, Spec{Path: sleep, Args: []string{"sleep", "10"}}, nil); err != context.DeadlineExceeded {
+		t.Errorf("command past its deadline: got %v, want %v", err, context.DeadlineExceeded)
+	}
+
+	adopted, ok := Adopt(sb.Pid, sb.StartTime)
+	if !ok {
+		t.Fatal("Adopt of a live process: got false")
+	}
+	if _, ok := Adopt(sb.Pid, sb.StartTime+1); ok {
+		t.Error("Adopt with another start time (a reused PID): got true, want false")
+	}
+	sb.Signal(syscall.SIGTERM)
+	select {
+	case <-sb.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("sandbox did not exit on SIGTERM")
+	}
+	if code, known := sb.ExitCode(); code != 128+int(syscall.SIGTERM) || !known {
+		t.Errorf("exit code after SIGTERM: got %d (known %v), want %d", code, known, 128+int(syscall.SIGTERM))
+	}
+	select {
+	case <-adopted.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("adopted process: exit not noticed")
+	}
+	if _, known := adopted.ExitCode(); known {
+		t.Error("adopted process: got a known exit code, want unknown")
+	}
+}

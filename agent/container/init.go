@@ -1,0 +1,127 @@
+package container
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// InitMain is the init helper, `portal agent init [--mount SRC:DST]...
+// [--hostname NAME] [--uid N] [--gid N] (--pause | -- PATH ARGV...)`. It
+// runs as the first program in a process's fresh mount namespace: it
+// stops mount propagation back to the node, bind-mounts each SRC over DST,
+// sets the host name (in a sandbox's new UTS namespace), drops to the
+// user, then execs the command, or with --pause holds the namespaces until
+// killed. It returns only on error.
+func InitMain(args []string) error {
+	var (
+		mounts   [][2]string
+		hostname string
+		uid, gid = -1, -1
+		pause    bool
+		argv     []string
+	)
+	for i := 0; i < len(args); i++ {
+		next := func() (string, error) {
+			if i+1 >= len(args) {
+				return "", fmt.Errorf("%s needs a value", args[i])
+			}
+			i++
+			return args[i], nil
+		}
+		var v string
+		var err error
+		switch a := args[i]; a {
+		case "--mount":
+			if v, err = next(); err == nil {
+				src, dst, ok := strings.Cut(v, ":")
+				if !ok {
+					return fmt.Errorf("--mount %q: want SRC:DST", v)
+				}
+				mounts = append(mounts, [2]string{src, dst})
+			}
+		case "--hostname":
+			hostname, err = next()
+		case "--uid":
+			if v, err = next(); err == nil {
+				uid, err = strconv.Atoi(v)
+			}
+		case "--gid":
+			if v, err = next(); err == nil {
+				gid, err = strconv.Atoi(v)
+			}
+		case "--pause":
+			pause = true
+		case "--":
+			argv = args[i+1:]
+			i = len(args)
+		default:
+			return fmt.Errorf("unknown argument %q", a)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if len(mounts) > 0 {
+		// The new mount namespace is a copy whose mounts still propagate
+		// to the node's; make it a receiver only before mounting.
+		if err := unix.Mount("", "/", "", unix.MS_SLAVE|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("make / a slave mount: %w", err)
+		}
+	}
+	for _, m := range mounts {
+		if err := unix.Mount(m[0], m[1], "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind-mount %s over %s: %w", m[0], m[1], err)
+		}
+	}
+	if hostname != "" {
+		if err := unix.Sethostname([]byte(hostname)); err != nil {
+			return fmt.Errorf("set host name %q: %w", hostname, err)
+		}
+	}
+	if pause {
+		return holdNamespaces()
+	}
+	if len(argv) < 2 {
+		return fmt.Errorf("no command after --")
+	}
+	if gid >= 0 {
+		if err := syscall.Setgroups(nil); err != nil {
+			return err
+		}
+		if err := syscall.Setgid(gid); err != nil {
+			return fmt.Errorf("setgid %d: %w", gid, err)
+		}
+	}
+	if uid >= 0 {
+		if err := syscall.Setuid(uid); err != nil {
+			return fmt.Errorf("setuid %d: %w", uid, err)
+		}
+	}
+	err := syscall.Exec(argv[0], argv[1:], os.Environ())
+	return fmt.Errorf("exec %s: %w", argv[0], err)
+}
+
+// holdNamespaces keeps the sandbox's namespaces alive: as `sleep infinity`
+// when the node has sleep (a few hundred kilobytes instead of a Go
+// runtime), else by waiting here for a signal.
+func holdNamespaces() error {
+	for _, p := range []string{"/usr/bin/sleep", "/bin/sleep"} {
+		if _, err := os.Stat(p); err == nil {
+			return syscall.Exec(p, []string{"sleep", "infinity"}, nil)
+		}
+	}
+	if p, err := exec.LookPath("sleep"); err == nil {
+		return syscall.Exec(p, []string{"sleep", "infinity"}, nil)
+	}
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, syscall.SIGTERM, syscall.SIGINT)
+	<-c
+	return nil
+}

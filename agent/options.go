@@ -1,0 +1,151 @@
+package agent
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"time"
+)
+
+// Options configure an Agent. DefaultOptions fills in what kubelet
+// defaults.
+type Options struct {
+	// NodeName is the Node this agent is (--hostname-override; default
+	// the host name, lower case).
+	NodeName string
+	// NodeIPs are the node's addresses, at most one per family (--node-ip;
+	// default: the first non-loopback address).
+	NodeIPs []netip.Addr
+	// NodeLabels are added to the Node's labels (--node-labels).
+	NodeLabels map[string]string
+	// PodCIDRs are the node's pod ranges (--pod-cidr); empty waits for
+	// spec.podCIDRs from node IPAM.
+	PodCIDRs []netip.Prefix
+	// ClusterCIDRs are the cluster's pod ranges (--cluster-cidr); traffic
+	// to them is not masqueraded. Empty: every Node's pod CIDRs.
+	ClusterCIDRs []netip.Prefix
+	// ClusterDomain and ClusterDNS make the pods' resolv.conf.
+	ClusterDomain string
+	ClusterDNS    []netip.Addr
+	// RootDir holds the agent's state: address allocations, the pods'
+	// files and logs, the processes to re-adopt after a restart.
+	RootDir string
+	// HealthzBindAddress serves /healthz over plain HTTP; "" disables it.
+	HealthzBindAddress string
+	// Port is the HTTPS port of the log endpoint (kubelet's 10250); 0
+	// disables it.
+	Port int
+	// ClientCAData are the PEM certificates that sign the clients the log
+	// endpoint accepts (the cluster CA, from the kubeconfig).
+	ClientCAData []byte
+	// MaxPods is the node's pod capacity.
+	MaxPods int
+	// LeaseDuration is the node Lease's duration; it is renewed every
+	// quarter of it (40s and 10s, as kubelet).
+	LeaseDuration time.Duration
+	// StatusReportFrequency is how often an unchanged node status is
+	// written again.
+	StatusReportFrequency time.Duration
+	// ResolvConf is the node's resolver configuration, for dnsPolicy
+	// Default and the search path of ClusterFirst.
+	ResolvConf string
+	// InitPath is the init helper binary (this portal binary).
+	InitPath string
+}
+
+// DefaultOptions returns kubelet's defaults.
+func DefaultOptions() Options {
+	host, _ := os.Hostname()
+	root := "/var/lib/portal/agent"
+	if os.Geteuid() != 0 {
+		if d, err := os.UserCacheDir(); err == nil {
+			root = d + "/portal/agent"
+		}
+	}
+	self, _ := os.Executable()
+	return Options{
+		NodeName:              strings.ToLower(host),
+		ClusterDomain:         "cluster.local",
+		ClusterDNS:            []netip.Addr{netip.MustParseAddr("10.96.0.10")},
+		RootDir:               root,
+		HealthzBindAddress:    "127.0.0.1:10248",
+		Port:                  10250,
+		MaxPods:               110,
+		LeaseDuration:         40 * time.Second,
+		StatusReportFrequency: time.Minute,
+		ResolvConf:            "/etc/resolv.conf",
+		InitPath:              self,
+	}
+}
+
+// Validate reports options that cannot work.
+func (o *Options) Validate() error {
+	if o.NodeName == "" {
+		return fmt.Errorf("no node name: set --hostname-override")
+	}
+	if o.RootDir == "" {
+		return fmt.Errorf("--root-dir is required")
+	}
+	if err := oneEach(o.NodeIPs, func(a netip.Addr) bool { return a.Is4() }); err != nil {
+		return fmt.Errorf("--node-ip: %w", err)
+	}
+	if err := oneEach(o.PodCIDRs, func(p netip.Prefix) bool { return p.Addr().Is4() }); err != nil {
+		return fmt.Errorf("--pod-cidr: %w", err)
+	}
+	if o.LeaseDuration <= 0 {
+		o.LeaseDuration = 40 * time.Second
+	}
+	if o.StatusReportFrequency <= 0 {
+		o.StatusReportFrequency = time.Minute
+	}
+	if o.MaxPods <= 0 {
+		o.MaxPods = 110
+	}
+	return nil
+}
+
+func oneEach[T any](xs []T, is4 func(T) bool) error {
+	switch {
+	case len(xs) > 2:
+		return fmt.Errorf("at most one IPv4 and one IPv6 value")
+	case len(xs) == 2 && is4(xs[0]) == is4(xs[1]):
+		return fmt.Errorf("two values of the same family")
+	}
+	return nil
+}
+
+// defaultNodeIPs is the first global unicast address of an up, non-loopback
+// interface, IPv4 first.
+func defaultNodeIPs() []netip.Addr {
+	ifaces, _ := net.Interfaces()
+	var v6 netip.Addr
+	for _, ifc := range ifaces {
+		if ifc.Flags&net.FlagUp == 0 || ifc.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		addrs, _ := ifc.Addrs()
+		for _, a := range addrs {
+			ipn, ok := a.(*net.IPNet)
+			if !ok {
+				continue
+			}
+			ip, ok := netip.AddrFromSlice(ipn.IP)
+			if !ok || !ip.IsGlobalUnicast() {
+				continue
+			}
+			ip = ip.Unmap()
+			if ip.Is4() {
+				return []netip.Addr{ip}
+			}
+			if !v6.IsValid() {
+				v6 = ip
+			}
+		}
+	}
+	if v6.IsValid() {
+		return []netip.Addr{v6}
+	}
+	return nil
+}

@@ -1,0 +1,797 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+
+	"portal.dev/portal/agent/container"
+	"portal.dev/portal/agent/envvars"
+	"portal.dev/portal/agent/probe"
+	"portal.dev/portal/agent/resolvconf"
+)
+
+// podWorker serializes everything done to one pod, as kubelet's pod
+// workers: informer events and process exits only wake it.
+type podWorker struct {
+	uid  types.UID
+	wake chan struct{}
+
+	mu      sync.Mutex
+	pod     *corev1.Pod
+	deleted bool
+	rt      *podRuntime
+}
+
+func (w *podWorker) kick() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (w *podWorker) get() (*corev1.Pod, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.pod, w.deleted
+}
+
+func (a *Agent) podEvent(ctx context.Context, obj any) {
+	deleted := false
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj, deleted = t.Obj, true
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	if !deleted {
+		// A delete event carries the last state; the lister no longer has it.
+		if _, err := a.pods.Pods(pod.Namespace).Get(pod.Name); apierrors.IsNotFound(err) {
+			deleted = true
+		}
+	}
+	a.mu.Lock()
+	w, ok := a.workers[pod.UID]
+	if !ok && deleted {
+		a.mu.Unlock()
+		return
+	}
+	if !ok {
+		w = &podWorker{uid: pod.UID, wake: make(chan struct{}, 1), rt: a.adopted[pod.UID]}
+		delete(a.adopted, pod.UID)
+		a.workers[pod.UID] = w
+		a.wg.Add(1)
+		go a.runWorker(ctx, w)
+	}
+	a.mu.Unlock()
+	w.mu.Lock()
+	w.pod, w.deleted = pod, deleted
+	w.mu.Unlock()
+	w.kick()
+}
+
+// startWorker runs a worker for a runtime without a pod: it stops it.
+func (a *Agent) startWorker(ctx context.Context, uid types.UID, rt *podRuntime) {
+	a.mu.Lock()
+	w := &podWorker{uid: uid, wake: make(chan struct{}, 1), rt: rt, deleted: true}
+	delete(a.adopted, uid)
+	a.workers[uid] = w
+	a.wg.Add(1)
+	a.mu.Unlock()
+	go a.runWorker(ctx, w)
+	w.kick()
+}
+
+func (a *Agent) runWorker(ctx context.Context, w *podWorker) {
+	defer a.wg.Done()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.wake:
+		case <-timer.C:
+		}
+		next, done := a.syncPod(ctx, w)
+		if done {
+			a.mu.Lock()
+			if a.workers[w.uid] == w {
+				delete(a.workers, w.uid)
+			}
+			a.mu.Unlock()
+			return
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		if next <= 0 {
+			next = time.Hour
+		}
+		timer.Reset(next)
+	}
+}
+
+// syncPod brings the pod's processes to what its spec and deletion state
+// ask and writes its status. It returns when to look again, and done when
+// the pod is gone and cleaned up.
+func (a *Agent) syncPod(ctx context.Context, w *podWorker) (time.Duration, bool) {
+	pod, deleted := w.get()
+	logger := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod), "uid", w.uid)
+	ctx = klog.NewContext(ctx, logger)
+	rt := w.rt
+	if deleted || pod == nil {
+		if rt != nil && !rt.cleaned {
+			a.killPod(ctx, rt, nil, time.Duration(rt.st.Grace)*time.Second)
+			a.cleanup(ctx, rt)
+		}
+		return 0, true
+	}
+	if rt == nil {
+		rt = a.newRuntime(pod)
+		w.rt = rt
+		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			// Finished before this agent started (its state is gone with
+			// its sandbox): never run it again.
+			rt.cleaned = true
+		}
+	}
+	rt.st.Grace = gracePeriod(pod)
+	if pod.DeletionTimestamp != nil {
+		return a.syncTerminating(ctx, pod, rt)
+	}
+	if rt.cleaned {
+		// Finished pod, torn down: nothing runs any more.
+		return 0, false
+	}
+	if !rt.sandboxUp {
+		if err := a.startSandbox(ctx, pod, rt); err != nil {
+			logger.Error(err, "Create pod sandbox")
+			a.writeStatus(ctx, pod, rt)
+			return 2 * time.Second, false
+		}
+	}
+	next := time.Duration(0)
+	for i := range pod.Spec.Containers {
+		if d := a.syncContainer(ctx, w, pod, rt, &pod.Spec.Containers[i]); d > 0 && (next == 0 || d < next) {
+			next = d
+		}
+	}
+	if err := rt.save(); err != nil {
+		logger.Error(err, "Save pod state")
+	}
+	st := a.writeStatus(ctx, pod, rt)
+	if st != nil && (st.Phase == corev1.PodSucceeded || st.Phase == corev1.PodFailed) {
+		// kubelet tears a finished pod's sandbox down and keeps its status.
+		a.killPod(ctx, rt, pod, 0)
+		a.cleanup(ctx, rt)
+	}
+	return next, false
+}
+
+// syncTerminating stops a pod that is being deleted, then deletes it for
+// good (kubelet's final delete with grace 0).
+func (a *Agent) syncTerminating(ctx context.Context, pod *corev1.Pod, rt *podRuntime) (time.Duration, bool) {
+	logger := klog.FromContext(ctx)
+	if !rt.cleaned {
+		rt.terminating = true
+		a.writeStatus(ctx, pod, rt) // not ready at once: endpoints stop sending new traffic
+		grace := time.Duration(rt.st.Grace) * time.Second
+		if pod.DeletionGracePeriodSeconds != nil {
+			grace = time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
+		}
+		logger.Info("Stopping pod", "gracePeriod", grace)
+		a.killPod(ctx, rt, pod, grace)
+		a.cleanup(ctx, rt)
+		a.writeStatus(ctx, pod, rt)
+	}
+	if rt.deleteSent {
+		return 5 * time.Second, false
+	}
+	err := a.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+		GracePeriodSeconds: ptr.To[int64](0), Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		logger.Error(err, "Delete stopped pod")
+		return time.Second, false
+	}
+	rt.deleteSent = true
+	return 5 * time.Second, false
+}
+
+func gracePeriod(pod *corev1.Pod) int64 {
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		return *pod.Spec.TerminationGracePeriodSeconds
+	}
+	return corev1.DefaultTerminationGracePeriodSeconds
+}
+
+// startSandbox creates the pod's namespaces, network and files.
+func (a *Agent) startSandbox(ctx context.Context, pod *corev1.Pod, rt *podRuntime) error {
+	etc := filepath.Join(rt.dir, "etc")
+	if err := os.MkdirAll(etc, 0o755); err != nil {
+		return err
+	}
+	hostname, _ := resolvconf.Hostname(pod, a.opts.ClusterDomain)
+	if rt.st.StartTime.IsZero() {
+		rt.st.StartTime = time.Now().Truncate(time.Second)
+	}
+	if pod.Spec.HostNetwork {
+		rt.st.IPs = a.hostIPs()
+		hostname, _ = os.Hostname()
+	} else {
+		if rt.sandbox != nil {
+			rt.sandbox.Signal(syscall.SIGKILL)
+		}
+		devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		sb, err := container.Start(container.Spec{Init: a.opts.InitPath, Pause: true, Hostname: hostname,
+			NewNamespaces: syscall.CLONE_NEWNET | syscall.CLONE_NEWUTS | syscall.CLONE_NEWIPC,
+			Stdout:        devnull, Stderr: devnull})
+		devnull.Close()
+		if err != nil {
+			return fmt.Errorf("start sandbox: %w", err)
+		}
+		waitPaused(sb)
+		rt.sandbox = sb
+		rt.st.SandboxPid, rt.st.SandboxStart = sb.Pid, sb.StartTime
+		if err := rt.save(); err != nil {
+			return err
+		}
+		ips, err := a.net.Attach(ctx, string(pod.UID), sb.Pid)
+		if err != nil {
+			sb.Signal(syscall.SIGKILL)
+			return err
+		}
+		rt.st.IPs = nil
+		for _, ip := range ips {
+			rt.st.IPs = append(rt.st.IPs, ip.String())
+		}
+	}
+	var dns []string
+	for _, ip := range a.opts.ClusterDNS {
+		dns = append(dns, ip.String())
+	}
+	files := map[string][]byte{
+		"resolv.conf": resolvconf.ForPod(pod, resolvconf.Config{ClusterDomain: a.opts.ClusterDomain, ClusterDNS: dns, Node: a.dnsNode}).Bytes(),
+		"hosts":       resolvconf.Hosts(pod, rt.st.IPs, a.opts.ClusterDomain, []byte(readFile("/etc/hosts"))),
+		"hostname":    []byte(hostname + "\n"),
+	}
+	rt.st.Mounts = nil
+	for name, data := range files {
+		p := filepath.Join(etc, name)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			return err
+		}
+		if _, err := os.Stat("/etc/" + name); err == nil {
+			rt.st.Mounts = append(rt.st.Mounts, container.Mount{Source: p, Target: "/etc/" + name})
+		}
+	}
+	rt.sandboxUp = true
+	klog.FromContext(ctx).V(2).Info("Pod sandbox ready", "ips", rt.st.IPs)
+	return rt.save()
+}
+
+// waitPaused waits (briefly) until the sandbox's init helper has set the
+// host name and become `sleep`, so containers see the pod's host name.
+func waitPaused(sb *container.Process) {
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", sb.Pid))
+		if strings.TrimSpace(string(comm)) == "sleep" {
+			return
+		}
+		select {
+		case <-sb.Done():
+			return
+		default:
+		}
+	}
+}
+
+func (rt *podRuntime) namespaces() container.Namespaces {
+	if rt.st.HostNetwork || rt.sandbox == nil {
+		return container.Namespaces{}
+	}
+	return container.Of(rt.sandbox.Pid)
+}
+
+// syncContainer notices a container's exit, restarts it when its policy and
+// back-off allow, and starts it the first time. It returns when to look
+// again (a back-off ending), or 0.
+func (a *Agent) syncContainer(ctx context.Context, w *podWorker, pod *corev1.Pod, rt *podRuntime, c *corev1.Container) time.Duration {
+	cr := rt.ctr(c.Name)
+	now := time.Now()
+	if cr.proc != nil {
+		select {
+		case <-cr.proc.Done():
+			a.recordExit(rt, pod, cr, now)
+		default:
+			if cr.cancel == nil {
+				// Adopted from an earlier agent: probe it again, from
+				// the results it had.
+				a.startProbes(ctx, w, pod, rt, c, cr)
+			}
+			if why, _ := cr.liveFailed.Load().(string); why != "" && !cr.killing {
+				klog.FromContext(ctx).Info("Restarting container", "container", c.Name, "reason", why)
+				cr.killing = true
+				go a.stopContainer(ctx, rt, pod, c, cr, time.Duration(rt.st.Grace)*time.Second)
+			}
+			return 0
+		}
+	}
+	st := cr.st
+	if st.Exited != nil {
+		if !restarts(pod.Spec.RestartPolicy, st.Exited.ExitCode) {
+			return 0
+		}
+		if wait := st.BackOffUntil.Sub(now); wait > 0 {
+			return wait
+		}
+		st.Last, st.Exited = st.Exited, nil
+		st.RestartCount++
+	} else if st.Ran {
+		return 0
+	}
+	a.startContainer(ctx, w, pod, rt, c, cr)
+	if cr.st.Exited != nil {
+		return max(cr.st.BackOffUntil.Sub(now), time.Millisecond)
+	}
+	if cr.waitReason != "" {
+		return 5 * time.Second // a missing ConfigMap may appear
+	}
+	return 0
+}
+
+func (a *Agent) recordExit(rt *podRuntime, pod *corev1.Pod, cr *ctrRuntime, now time.Time) {
+	code, known := cr.proc.ExitCode()
+	st := cr.st
+	if known {
+		reason := "Completed"
+		if code != 0 {
+			reason = "Error"
+		}
+		st.Exited = &corev1.ContainerStateTerminated{ExitCode: int32(code), Reason: reason,
+			StartedAt: metaTime(st.StartedAt), FinishedAt: metaTime(now), ContainerID: st.ID}
+	} else {
+		st.Exited = unknownExit(st)
+	}
+	if why, _ := cr.liveFailed.Load().(string); why != "" {
+		st.Exited.Message = why
+	}
+	st.Pid, st.Start = 0, 0
+	cr.proc, cr.killing = nil, false
+	cr.liveFailed.Store("")
+	if cr.cancel != nil {
+		cr.cancel()
+		cr.cancel = nil
+	}
+	cr.ready.Store(false)
+	delay := st.BackOff.next(now.Sub(st.StartedAt))
+	st.BackOffUntil = now.Add(delay)
+}
+
+// startContainer starts c's next run, or records why it cannot.
+func (a *Agent) startContainer(ctx context.Context, w *podWorker, pod *corev1.Pod, rt *podRuntime, c *corev1.Container, cr *ctrRuntime) {
+	logger := klog.FromContext(ctx).WithValues("container", c.Name)
+	cr.waitReason, cr.waitMessage = "", ""
+	if len(c.Command) == 0 {
+		cr.waitReason = "NoCommand"
+		cr.waitMessage = "Portal runs processes, not images: the container needs a command (the image is not pulled)"
+		return
+	}
+	env, err := a.containerEnv(pod, rt, c)
+	if err != nil {
+		cr.waitReason, cr.waitMessage = "CreateContainerConfigError", err.Error()
+		return
+	}
+	argv := envvars.ExpandArgs(append(append([]string{}, c.Command...), c.Args...), env)
+	cr.env = processEnv(env, rt, pod)
+	st := cr.st
+	now := time.Now().Truncate(time.Second)
+	st.Ran = true
+	st.ID = ctrID(pod.UID, c.Name, st.RestartCount)
+	st.StartedAt = now
+	path, err := container.LookPath(argv[0], lookupEnv(cr.env, "PATH"), c.WorkingDir)
+	var proc *container.Process
+	if err == nil {
+		proc, err = a.spawn(rt, pod, c, cr, path, argv)
+	}
+	if err != nil {
+		logger.Info("Container failed to start", "err", err)
+		st.Exited = &corev1.ContainerStateTerminated{ExitCode: 128, Reason: "StartError", Message: err.Error(),
+			StartedAt: metaTime(now), FinishedAt: metaTime(now), ContainerID: st.ID}
+		st.BackOffUntil = now.Add(st.BackOff.next(0))
+		return
+	}
+	cr.proc = proc
+	st.Pid, st.Start = proc.Pid, proc.StartTime
+	cr.started.Store(c.StartupProbe == nil)
+	cr.ready.Store(false)
+	logger.V(2).Info("Started container", "pid", proc.Pid, "restartCount", st.RestartCount)
+	a.startProbes(ctx, w, pod, rt, c, cr)
+	go func() { <-proc.Done(); w.kick() }()
+}
+
+// spawn starts the process with its log file.
+func (a *Agent) spawn(rt *podRuntime, pod *corev1.Pod, c *corev1.Container, cr *ctrRuntime, path string, argv []string) (*container.Process, error) {
+	logDir := filepath.Join(rt.dir, "logs", c.Name)
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return nil, err
+	}
+	n := cr.st.RestartCount
+	os.Remove(filepath.Join(logDir, fmt.Sprintf("%d.log", n-2)))
+	log, err := os.OpenFile(filepath.Join(logDir, fmt.Sprintf("%d.log", n)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer log.Close()
+	spec := container.Spec{Path: path, Args: argv, Env: cr.env, Dir: c.WorkingDir, Stdout: log, Stderr: log,
+		Namespaces: rt.namespaces(), Mounts: rt.st.Mounts, Init: a.opts.InitPath}
+	if sc := c.SecurityContext; sc != nil {
+		spec.UID, spec.GID = sc.RunAsUser, sc.RunAsGroup
+	}
+	if psc := pod.Spec.SecurityContext; psc != nil {
+		if spec.UID == nil {
+			spec.UID = psc.RunAsUser
+		}
+		if spec.GID == nil {
+			spec.GID = psc.RunAsGroup
+		}
+	}
+	return container.Start(spec)
+}
+
+// containerEnv is the container's environment as kubelet makes it.
+func (a *Agent) containerEnv(pod *corev1.Pod, rt *podRuntime, c *corev1.Container) ([]envvars.Var, error) {
+	services, err := a.services.List(everything)
+	if err != nil {
+		return nil, err
+	}
+	links := pod.Spec.EnableServiceLinks == nil || *pod.Spec.EnableServiceLinks
+	svcEnv := envvars.ServiceMap(services, pod.Namespace, links)
+	vars, invalid, err := envvars.Container(envvars.Pod{Pod: pod, PodIPs: rt.st.IPs, HostIPs: a.hostIPs(),
+		Allocatable: a.allocatable()}, c, svcEnv, apiSources{a})
+	if len(invalid) > 0 {
+		klog.Background().Info("Skipped invalid environment variable names", "pod", klog.KObj(pod), "container", c.Name, "names", invalid)
+	}
+	return vars, err
+}
+
+// processEnv is the container's environment plus what a container runtime
+// adds when the image does not say: PATH (the agent's, as there is no
+// image), HOSTNAME and HOME.
+func processEnv(vars []envvars.Var, rt *podRuntime, pod *corev1.Pod) []string {
+	out := make([]string, 0, len(vars)+3)
+	has := map[string]bool{}
+	for _, v := range vars {
+		out = append(out, v.Name+"="+v.Value)
+		has[v.Name] = true
+	}
+	if !has["PATH"] {
+		path := os.Getenv("PATH")
+		if path == "" {
+			path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+		}
+		out = append(out, "PATH="+path)
+	}
+	if !has["HOSTNAME"] {
+		h, _ := resolvconf.Hostname(pod, "")
+		if rt.st.HostNetwork {
+			h, _ = os.Hostname()
+		}
+		out = append(out, "HOSTNAME="+h)
+	}
+	if !has["HOME"] {
+		out = append(out, "HOME=/root")
+	}
+	return out
+}
+
+func lookupEnv(env []string, name string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+type apiSources struct{ a *Agent }
+
+func (s apiSources) ConfigMap(ns, name string) (*corev1.ConfigMap, error) {
+	return s.a.client.CoreV1().ConfigMaps(ns).Get(context.Background(), name, metav1.GetOptions{})
+}
+
+func (s apiSources) Secret(ns, name string) (*corev1.Secret, error) {
+	return s.a.client.CoreV1().Secrets(ns).Get(context.Background(), name, metav1.GetOptions{})
+}
+
+func (a *Agent) allocatable() corev1.ResourceList {
+	return a.nodeStatus(nil, time.Now()).Allocatable
+}
+
+// startProbes starts c's probe workers for its current run.
+func (a *Agent) startProbes(ctx context.Context, w *podWorker, pod *corev1.Pod, rt *podRuntime, c *corev1.Container, cr *ctrRuntime) {
+	pctx, cancel := context.WithCancel(ctx)
+	cr.cancel = cancel
+	host := ""
+	if len(rt.st.IPs) > 0 {
+		host = rt.st.IPs[0]
+	}
+	env, ns, mounts := cr.env, rt.namespaces(), rt.st.Mounts
+	target := probe.Target{Host: host, Ports: c.Ports, Exec: func(ctx context.Context, cmd []string) (int, []byte, error) {
+		return a.execIn(ctx, env, ns, mounts, cmd)
+	}}
+	startedAt := cr.st.StartedAt
+	started := func() bool { return cr.started.Load() }
+	logger := klog.FromContext(ctx).WithValues("container", c.Name)
+	from := probe.Unknown
+	if cr.ready.Load() {
+		from = probe.Success
+	}
+	run := func(k probe.Kind, p *corev1.Probe, gate func() bool, on func(probe.Result, string)) {
+		wk := &probe.Worker{Kind: k, Probe: p, Target: target, StartedAt: startedAt, Gate: gate, OnResult: func(r probe.Result, msg string) {
+			logger.V(2).Info("Probe result changed", "probe", k, "result", r, "message", msg)
+			on(r, msg)
+			w.kick()
+		}}
+		if k == probe.Readiness {
+			wk.From = from
+		}
+		go wk.Run(pctx)
+	}
+	if p := c.StartupProbe; p != nil && !cr.started.Load() {
+		run(probe.Startup, p, nil, func(r probe.Result, msg string) {
+			switch r {
+			case probe.Success:
+				cr.started.Store(true)
+			case probe.Failure:
+				cr.liveFailed.Store(fmt.Sprintf("Container %s failed startup probe, will be restarted: %s", c.Name, msg))
+			}
+		})
+	}
+	if p := c.ReadinessProbe; p != nil {
+		run(probe.Readiness, p, started, func(r probe.Result, _ string) { cr.ready.Store(r == probe.Success) })
+	}
+	if p := c.LivenessProbe; p != nil {
+		run(probe.Liveness, p, started, func(r probe.Result, msg string) {
+			if r == probe.Failure {
+				cr.liveFailed.Store(fmt.Sprintf("Container %s failed liveness probe, will be restarted: %s", c.Name, msg))
+			}
+		})
+	}
+}
+
+// execIn runs cmd inside a pod's namespaces with the container's
+// environment (exec probes and hooks).
+func (a *Agent) execIn(ctx context.Context, env []string, ns container.Namespaces, mounts []container.Mount, cmd []string) (int, []byte, error) {
+	if len(cmd) == 0 {
+		return 0, nil, fmt.Errorf("empty command")
+	}
+	path, err := container.LookPath(cmd[0], lookupEnv(env, "PATH"), "")
+	if err != nil {
+		return 0, nil, err
+	}
+	return container.Run(ctx, container.Spec{Path: path, Args: cmd, Env: env, Namespaces: ns, Mounts: mounts, Init: a.opts.InitPath}, nil)
+}
+
+// stopContainer runs c's preStop hook, sends SIGTERM, and SIGKILL once
+// grace has passed, then waits until the process group is gone.
+func (a *Agent) stopContainer(ctx context.Context, rt *podRuntime, pod *corev1.Pod, c *corev1.Container, cr *ctrRuntime, grace time.Duration) {
+	proc := cr.proc
+	if proc == nil {
+		return
+	}
+	deadline := time.Now().Add(grace)
+	hctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	if c != nil && c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
+		a.runHook(hctx, rt, c, cr, c.Lifecycle.PreStop)
+	}
+	proc.Signal(syscall.SIGTERM)
+	select {
+	case <-proc.Done():
+	case <-hctx.Done():
+	}
+	proc.Signal(syscall.SIGKILL)
+	<-proc.Done()
+	for i := 0; i < 100 && !proc.GroupGone(); i++ {
+		proc.Signal(syscall.SIGKILL)
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (a *Agent) runHook(ctx context.Context, rt *podRuntime, c *corev1.Container, cr *ctrRuntime, h *corev1.LifecycleHandler) {
+	logger := klog.FromContext(ctx).WithValues("container", c.Name)
+	switch {
+	case h.Exec != nil:
+		code, out, err := a.execIn(ctx, cr.env, rt.namespaces(), rt.st.Mounts, h.Exec.Command)
+		if err != nil || code != 0 {
+			logger.Info("PreStop hook failed", "exitCode", code, "err", err, "output", string(out))
+		}
+	case h.HTTPGet != nil || h.TCPSocket != nil:
+		host := ""
+		if len(rt.st.IPs) > 0 {
+			host = rt.st.IPs[0]
+		}
+		timeout := time.Until(deadlineOr(ctx, time.Now().Add(30*time.Second)))
+		r, msg := probe.Run(ctx, corev1.ProbeHandler{HTTPGet: h.HTTPGet, TCPSocket: h.TCPSocket}, timeout, probe.Target{Host: host, Ports: c.Ports})
+		if r != probe.Success {
+			logger.Info("PreStop hook failed", "message", msg)
+		}
+	case h.Sleep != nil:
+		t := time.NewTimer(time.Duration(h.Sleep.Seconds) * time.Second)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+	}
+}
+
+func deadlineOr(ctx context.Context, d time.Time) time.Time {
+	if dl, ok := ctx.Deadline(); ok {
+		return dl
+	}
+	return d
+}
+
+// killPod stops every container at once (preStop, SIGTERM, SIGKILL after
+// grace) and waits for them.
+func (a *Agent) killPod(ctx context.Context, rt *podRuntime, pod *corev1.Pod, grace time.Duration) {
+	var wg sync.WaitGroup
+	for name, cr := range rt.ctrs {
+		if cr.proc == nil {
+			continue
+		}
+		var spec *corev1.Container
+		if pod != nil {
+			for i := range pod.Spec.Containers {
+				if pod.Spec.Containers[i].Name == name {
+					spec = &pod.Spec.Containers[i]
+				}
+			}
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); a.stopContainer(ctx, rt, pod, spec, cr, grace) }()
+	}
+	wg.Wait()
+	now := time.Now()
+	for _, cr := range rt.ctrs {
+		if cr.proc != nil {
+			a.recordExit(rt, pod, cr, now)
+		}
+	}
+}
+
+// cleanup removes the pod's sandbox, network and files.
+func (a *Agent) cleanup(ctx context.Context, rt *podRuntime) {
+	if rt.sandbox != nil {
+		rt.sandbox.Signal(syscall.SIGKILL)
+		select {
+		case <-rt.sandbox.Done():
+		case <-time.After(5 * time.Second):
+		}
+	}
+	if a.net != nil && !rt.st.HostNetwork {
+		if err := a.net.Detach(ctx, string(rt.st.UID)); err != nil {
+			klog.FromContext(ctx).Error(err, "Free pod addresses")
+		}
+	}
+	rt.cleaned = true
+	rt.sandboxUp = false
+	for _, cr := range rt.ctrs {
+		if cr.cancel != nil {
+			cr.cancel()
+		}
+	}
+	// Logs stay readable until the pod object is gone; state goes now so
+	// a restarted agent does not adopt the pod again.
+	os.Remove(filepath.Join(rt.dir, "state.json"))
+	os.RemoveAll(filepath.Join(rt.dir, "etc"))
+	if rt.terminating {
+		os.RemoveAll(rt.dir)
+	}
+}
+
+// podStatus is the pod's status as the agent sees it now.
+func (a *Agent) podStatus(pod *corev1.Pod, rt *podRuntime) *corev1.PodStatus {
+	st := pod.Status.DeepCopy()
+	var statuses []corev1.ContainerStatus
+	for _, c := range pod.Spec.Containers {
+		cr := rt.ctr(c.Name)
+		v := containerView{Name: c.Name, Image: c.Image, ID: cr.st.ID, RestartCount: cr.st.RestartCount,
+			Running: cr.proc != nil, StartedAt: cr.st.StartedAt, Exited: cr.st.Exited, Last: cr.st.Last,
+			WaitingReason: cr.waitReason, WaitingMessage: cr.waitMessage, Started: cr.started.Load()}
+		v.Ready = v.Running && v.Started && (c.ReadinessProbe == nil || cr.ready.Load()) && !rt.terminating
+		if v.Exited != nil && !rt.terminating && !rt.cleaned && restarts(pod.Spec.RestartPolicy, v.Exited.ExitCode) {
+			if d := time.Until(cr.st.BackOffUntil); d > 0 {
+				v.BackOff = cr.st.BackOff.Delay / 2
+				if v.BackOff < backOffInitial {
+					v.BackOff = backOffInitial
+				}
+			}
+		}
+		statuses = append(statuses, containerStatus(v, pod))
+	}
+	phase := podPhase(pod.Spec.RestartPolicy, pod.Spec.Containers, statuses)
+	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		phase = pod.Status.Phase // a finished pod stays finished
+	}
+	st.Phase = phase
+	st.Conditions = podConditions(pod, statuses, phase, rt.sandboxUp, rt.terminating, time.Now())
+	st.ContainerStatuses = statuses
+	st.HostIP, st.HostIPs = "", nil
+	for i, ip := range a.hostIPs() {
+		if i == 0 {
+			st.HostIP = ip
+		}
+		st.HostIPs = append(st.HostIPs, corev1.HostIP{IP: ip})
+	}
+	st.PodIP, st.PodIPs = "", nil
+	for i, ip := range rt.st.IPs {
+		if i == 0 {
+			st.PodIP = ip
+		}
+		st.PodIPs = append(st.PodIPs, corev1.PodIP{IP: ip})
+	}
+	if !rt.st.StartTime.IsZero() {
+		st.StartTime = ptr.To(metaTime(rt.st.StartTime))
+	}
+	return st
+}
+
+// writeStatus writes the pod's status when it changed, through the status
+// subresource, retrying on conflict with the latest pod.
+func (a *Agent) writeStatus(ctx context.Context, pod *corev1.Pod, rt *podRuntime) *corev1.PodStatus {
+	st := a.podStatus(pod, rt)
+	if equality.Semantic.DeepEqual(*st, pod.Status) || (rt.lastWritten != nil && equality.Semantic.DeepEqual(st, rt.lastWritten)) {
+		return st
+	}
+	pods := a.client.CoreV1().Pods(pod.Namespace)
+	cur := pod
+	for attempt := 0; attempt < 5; attempt++ {
+		upd := cur.DeepCopy()
+		upd.Status = *st
+		_, err := pods.UpdateStatus(ctx, upd, metav1.UpdateOptions{})
+		switch {
+		case err == nil:
+			rt.lastWritten = st
+			return st
+		case apierrors.IsNotFound(err):
+			return st
+		case apierrors.IsConflict(err):
+			fresh, gerr := pods.Get(ctx, pod.Name, metav1.GetOptions{})
+			if gerr != nil || fresh.UID != pod.UID {
+				return st
+			}
+			cur = fresh
+			st = a.podStatus(fresh, rt)
+		default:
+			klog.FromContext(ctx).Error(err, "Update pod status")
+			return st
+		}
+	}
+	return st
+}
+
+func metaTime(t time.Time) metav1.Time { return metav1.NewTime(t.Truncate(time.Second)) }

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"portal.dev/portal/agent"
+	"portal.dev/portal/agent/container"
+)
+
+// addAgentFlags adds the node agent's flags, kubelet's names where the
+// concept is the same.
+func addAgentFlags(fs *pflag.FlagSet, o *agent.Options) {
+	fs.StringVar(&o.NodeName, "hostname-override", o.NodeName, "the Node's name (default: the host name)")
+	fs.Var(addrList{&o.NodeIPs}, "node-ip", "the node's addresses, IPv4 and/or IPv6, comma-separated (default: the first non-loopback address)")
+	fs.Var(labelMap{&o.NodeLabels}, "node-labels", "labels added to the Node: key=value,...")
+	fs.Var(prefixList{&o.PodCIDRs}, "pod-cidr", "the node's pod CIDRs, IPv4 and/or IPv6 (default: wait for spec.podCIDRs from the controller-manager's node IPAM)")
+	fs.Var(prefixList{&o.ClusterCIDRs}, "cluster-cidr", "the cluster's pod CIDRs; pod traffic to elsewhere is masqueraded (default: every Node's pod CIDRs)")
+	fs.StringVar(&o.ClusterDomain, "cluster-domain", o.ClusterDomain, "the cluster zone, for the pods' DNS search path")
+	fs.Var(addrList{&o.ClusterDNS}, "cluster-dns", "the cluster DNS Service's addresses, the pods' nameservers for dnsPolicy ClusterFirst")
+	fs.StringVar(&o.RootDir, "root-dir", o.RootDir, "the agent's state: pod files, logs, address allocations, processes to re-adopt")
+	fs.StringVar(&o.HealthzBindAddress, "healthz-bind-address", o.HealthzBindAddress, "address for /healthz (plain HTTP; empty disables)")
+	fs.IntVar(&o.Port, "port", o.Port, "HTTPS port of the container log endpoint (0 disables)")
+	fs.IntVar(&o.MaxPods, "max-pods", o.MaxPods, "pods the node reports it can run")
+	fs.StringVar(&o.ResolvConf, "resolv-conf", o.ResolvConf, "the node's resolver configuration, for dnsPolicy Default and the ClusterFirst search path")
+}
+
+func newAgentCommand() *cobra.Command {
+	o := agent.DefaultOptions()
+	var kubeconfig string
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Run the node agent: register the Node, run its pods as processes with their own network, probe them, report their status",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if kubeconfig == "" {
+				return fmt.Errorf("--kubeconfig is required")
+			}
+			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			if err != nil {
+				return err
+			}
+			o.ClientCAData = cfg.TLSClientConfig.CAData
+			if len(o.ClientCAData) == 0 && cfg.TLSClientConfig.CAFile != "" {
+				if o.ClientCAData, err = os.ReadFile(cfg.TLSClientConfig.CAFile); err != nil {
+					return err
+				}
+			}
+			cfg.ContentType = "application/vnd.kubernetes.protobuf"
+			cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+			client, err := kubernetes.NewForConfig(cfg)
+			if err != nil {
+				return err
+			}
+			a, err := agent.New(client, o)
+			if err != nil {
+				return err
+			}
+			return a.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the API server (e.g. from `portal kubeconfig --user system:node:NAME --group system:nodes`)")
+	addAgentFlags(cmd.Flags(), &o)
+	cmd.AddCommand(newAgentInitCommand())
+	return cmd
+}
+
+// newAgentInitCommand is the hidden init helper the agent starts every pod
+// process through (see agent/container.InitMain).
+func newAgentInitCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:                "init",
+		Short:              "internal: set up a pod process's mounts, then exec its command",
+		Hidden:             true,
+		DisableFlagParsing: true,
+		Run: func(cmd *cobra.Command, args []string) {
+			err := container.InitMain(args)
+			fmt.Fprintf(os.Stderr, "portal agent init: %v\n", err)
+			// As a container runtime reports a process it could not start.
+			os.Exit(128)
+		},
+	}
+}
+
+type addrList struct{ p *[]netip.Addr }
+
+func (l addrList) String() string {
+	var s []string
+	for _, a := range *l.p {
+		s = append(s, a.String())
+	}
+	return strings.Join(s, ",")
+}
+func (l addrList) Set(v string) error {
+	*l.p = nil
+	for _, f := range strings.Split(v, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		a, err := netip.ParseAddr(f)
+		if err != nil {
+			return err
+		}
+		*l.p = append(*l.p, a)
+	}
+	return nil
+}
+func (addrList) Type() string { return "ips" }
+
+type prefixList struct{ p *[]netip.Prefix }
+
+func (l prefixList) String() string {
+	var s []string
+	for _, a := range *l.p {
+		s = append(s, a.String())
+	}
+	return strings.Join(s, ",")
+}
+func (l prefixList) Set(v string) error {
+	*l.p = nil
+	for _, f := range strings.Split(v, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			return err
+		}
+		*l.p = append(*l.p, p.Masked())
+	}
+	return nil
+}
+func (prefixList) Type() string { return "cidrs" }
+
+type labelMap struct{ p *map[string]string }
+
+func (m labelMap) String() string {
+	var s []string
+	for k, v := range *m.p {
+		s = append(s, k+"="+v)
+	}
+	return strings.Join(s, ",")
+}
+func (m labelMap) Set(v string) error {
+	if *m.p == nil {
+		*m.p = map[string]string{}
+	}
+	for _, f := range strings.Split(v, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		k, val, ok := strings.Cut(f, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("label %q: want key=value", f)
+		}
+		(*m.p)[k] = val
+	}
+	return nil
+}
+func (labelMap) Type() string { return "mapStringString" }

@@ -1,0 +1,517 @@
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+
+	"portal.dev/portal/e2e/framework"
+	"portal.dev/portal/e2e/testbed"
+)
+
+// The agent test bed: one node namespace running `portal server` (API and
+// controllers only) and `portal agent` for node1, whose pods get
+// 10.244.1.0/24 behind portal0; a client namespace reaches the node over a
+// veth and routes the pod range through it.
+//
+// node2 runs a second agent (pods in 10.244.2.0/24), joined to node1 by
+// the link 10.100.1.0/24, which the nodes' InternalIPs are on; it reaches
+// the API through a forwarder the test runs.
+const (
+	agentNodeIP   = "10.100.1.1"
+	agentNode2IP  = "10.100.1.2"
+	agentClientIP = "10.100.0.2"
+	agentPodCIDR  = "10.244.1.0/24"
+	agentPod2CIDR = "10.244.2.0/24"
+)
+
+type agentBed struct {
+	t       *testing.T
+	node    *testbed.NS
+	node2   *testbed.NS
+	client  *testbed.NS
+	server  *framework.Server
+	c       kubernetes.Interface
+	rootDir string
+	log     *os.File
+	agent   *exec.Cmd
+}
+
+func newAgentBed(t *testing.T) *agentBed {
+	b := testbed.New(t)
+	ab := &agentBed{t: t, rootDir: t.TempDir()}
+	// Registered after the bed's, so it runs first: pod processes live in
+	// their own namespaces, out of the bed's reach.
+	t.Cleanup(ab.killPods)
+	ab.node = b.Namespace("node")
+	ab.client = b.Namespace("client")
+	ab.node2 = b.Namespace("node2")
+	b.Link(ab.node, "10.100.0.1/24", ab.client, agentClientIP+"/24")
+	b.Link(ab.node, agentNodeIP+"/24", ab.node2, agentNode2IP+"/24")
+	ab.node.MustRun("ip", "route", "add", "default", "via", agentClientIP)
+	ab.node2.MustRun("ip", "route", "add", "default", "via", agentNodeIP)
+	ab.client.MustRun("ip", "route", "add", "10.244.0.0/16", "via", "10.100.0.1")
+	s := &framework.Server{Command: "server", DataDir: t.TempDir(), Port: 6443,
+		Args: []string{"--disable", "dns,proxy,agent,ingress", "--node-monitor-grace-period", "1h"},
+		Wrap: []string{"ip", "netns", "exec", ab.node.Name},
+		Dial: ab.node.DialContext,
+	}
+	framework.Attach(t, s)
+	s.Start()
+	ab.server, ab.c = s, s.Client()
+	var err error
+	if ab.log, err = os.Create(filepath.Join(ab.rootDir, "agent.log")); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() || os.Getenv("PORTAL_E2E_AGENT_LOG") != "" {
+			data, _ := os.ReadFile(ab.log.Name())
+			lines := strings.Split(string(data), "\n")
+			if len(lines) > 80 {
+				lines = lines[len(lines)-80:]
+			}
+			t.Logf("last lines of the agent log:\n%s", strings.Join(lines, "\n"))
+		}
+	})
+	ab.startAgent()
+	ab.forwardAPI()
+	log2, err := os.Create(filepath.Join(ab.rootDir, "agent2.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ab.node2.Start(log2, framework.Binary(t), "agent", "--kubeconfig", ab.server.Kubeconfig(),
+		"--hostname-override", "node2", "--node-ip", agentNode2IP, "--pod-cidr", agentPod2CIDR,
+		"--root-dir", filepath.Join(ab.rootDir, "agent2"), "-v=2")
+	return ab
+}
+
+func (ab *agentBed) startAgent() {
+	ab.t.Helper()
+	ab.agent = ab.node.Start(ab.log, framework.Binary(ab.t), "agent", "--kubeconfig", ab.server.Kubeconfig(),
+		"--hostname-override", "node1", "--node-ip", agentNodeIP, "--pod-cidr", agentPodCIDR,
+		"--node-labels", "topology.kubernetes.io/zone=zone-a", "--root-dir", filepath.Join(ab.rootDir, "agent"), "-v=2")
+}
+
+// forwardAPI makes node1's API port (on its loopback) answer on node2's
+// loopback too, so node2's agent uses the same kubeconfig.
+func (ab *agentBed) forwardAPI() {
+	l, err := ab.node2.Listen(fmt.Sprintf("127.0.0.1:%d", ab.server.Port))
+	if err != nil {
+		ab.t.Fatal(err)
+	}
+	ab.t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				up, err := ab.node.DialContext(context.Background(), "tcp", fmt.Sprintf("127.0.0.1:%d", ab.server.Port))
+				if err != nil {
+					return
+				}
+				defer up.Close()
+				go io.Copy(up, c)
+				io.Copy(c, up)
+			}()
+		}
+	}()
+}
+
+func (ab *agentBed) killAgent() {
+	ab.agent.Process.Kill()
+	ab.agent.Wait()
+}
+
+// killPods kills every process the agent's state files list.
+func (ab *agentBed) killPods() {
+	dirs, _ := filepath.Glob(filepath.Join(ab.rootDir, "agent*", "pods", "*", "state.json"))
+	for _, f := range dirs {
+		var st struct {
+			SandboxPid int `json:"sandboxPid"`
+			Containers map[string]struct {
+				Pid int `json:"pid"`
+			} `json:"containers"`
+		}
+		data, _ := os.ReadFile(f)
+		if json.Unmarshal(data, &st) != nil {
+			continue
+		}
+		for _, c := range st.Containers {
+			if c.Pid > 0 {
+				syscall.Kill(-c.Pid, syscall.SIGKILL)
+			}
+		}
+		if st.SandboxPid > 0 {
+			syscall.Kill(-st.SandboxPid, syscall.SIGKILL)
+		}
+	}
+}
+
+func (ab *agentBed) create(pod *corev1.Pod) {
+	ab.t.Helper()
+	if pod.Spec.NodeName == "" {
+		pod.Spec.NodeName = "node1"
+	}
+	if _, err := ab.c.CoreV1().Pods("default").Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+		ab.t.Fatalf("create pod %s: %v", pod.Name, err)
+	}
+}
+
+func (ab *agentBed) get(name string) *corev1.Pod {
+	p, err := ab.c.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	return p
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// waitPod waits until cond holds for the pod, and returns it.
+func (ab *agentBed) waitPod(name string, timeout time.Duration, what string, cond func(*corev1.Pod) bool) *corev1.Pod {
+	ab.t.Helper()
+	deadline := time.Now().Add(timeout)
+	var p *corev1.Pod
+	for time.Now().Before(deadline) {
+		if p = ab.get(name); p != nil && cond(p) {
+			return p
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	status := "gone"
+	if p != nil {
+		data, _ := json.MarshalIndent(p.Status, "", "  ")
+		status = string(data)
+	}
+	ab.t.Fatalf("pod %s: not %s after %v; status:\n%s", name, what, timeout, status)
+	return nil
+}
+
+func (ab *agentBed) logOf(p *corev1.Pod, container string) string {
+	dir := "agent"
+	if p.Spec.NodeName == "node2" {
+		dir = "agent2"
+	}
+	data, _ := os.ReadFile(filepath.Join(ab.rootDir, dir, "pods", string(p.UID), "logs", container,
+		fmt.Sprintf("%d.log", p.Status.ContainerStatuses[0].RestartCount)))
+	return string(data)
+}
+
+func sh(name, script string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": name}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "debian", Command: []string{"sh", "-c", script}}}}}
+}
+
+func TestAgent(t *testing.T) {
+	start := time.Now()
+	ab := newAgentBed(t)
+	ctx := context.Background()
+
+	// 1. Node registration and heartbeat.
+	var node *corev1.Node
+	waitFor(t, 30*time.Second, func() bool {
+		n, err := ab.c.CoreV1().Nodes().Get(ctx, "node1", metav1.GetOptions{})
+		node = n
+		return err == nil && len(n.Status.Conditions) > 0
+	})
+	if got := node.Labels["topology.kubernetes.io/zone"]; got != "zone-a" {
+		t.Errorf("node zone label: got %q, want zone-a", got)
+	}
+	if got := node.Labels["kubernetes.io/hostname"]; got != "node1" {
+		t.Errorf("node hostname label: got %q, want node1", got)
+	}
+	if len(node.Status.Addresses) == 0 || node.Status.Addresses[0].Address != agentNodeIP {
+		t.Errorf("node addresses: got %v, want InternalIP %s first", node.Status.Addresses, agentNodeIP)
+	}
+	if got := node.Spec.PodCIDR; got != agentPodCIDR {
+		t.Errorf("node podCIDR: got %q, want %s", got, agentPodCIDR)
+	}
+	if _, ok := node.Status.Capacity[corev1.ResourcePods]; !ok {
+		t.Errorf("node capacity: got %v, want pods", node.Status.Capacity)
+	}
+	lease, err := ab.c.CoordinationV1().Leases("kube-node-lease").Get(ctx, "node1", metav1.GetOptions{})
+	if err != nil || lease.Spec.RenewTime == nil {
+		t.Fatalf("node lease: got %v, %v, want one with a renew time", lease, err)
+	}
+
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "my-service"}, Spec: corev1.ServiceSpec{
+		Selector: map[string]string{"app": "web"},
+		Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}}}}
+	if svc, err = ab.c.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// 2. Pods as processes, each with an address of the pod CIDR.
+	readyFile := filepath.Join(t.TempDir(), "ready")
+	python, _ := exec.LookPath("python3")
+	pods := []*corev1.Pod{
+		sh("sleeper", "exec sleep 3600"),
+		func() *corev1.Pod { p := sh("hostnet", "exec sleep 3600"); p.Spec.HostNetwork = true; return p }(),
+		func() *corev1.Pod {
+			p := sh("env", "env; echo hostname=$(hostname); cat /etc/resolv.conf /etc/hosts; exec sleep 3600")
+			p.Spec.Containers[0].Env = []corev1.EnvVar{
+				{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+				{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+				{Name: "URL", Value: "http://$(MY_SERVICE_SERVICE_HOST):$(MY_SERVICE_SERVICE_PORT)"},
+			}
+			return p
+		}(),
+		func() *corev1.Pod {
+			p := sh("flappy", "exec sleep 3600")
+			p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{PeriodSeconds: 1, FailureThreshold: 1, SuccessThreshold: 1, TimeoutSeconds: 1,
+				ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"test", "-e", readyFile}}}}
+			return p
+		}(),
+		func() *corev1.Pod {
+			p := sh("liveness", "exec sleep 3600")
+			p.Spec.Containers[0].LivenessProbe = &corev1.Probe{PeriodSeconds: 1, FailureThreshold: 2, SuccessThreshold: 1, TimeoutSeconds: 1,
+				ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(9)}}}
+			return p
+		}(),
+		sh("crasher", "echo crashing; exit 3"),
+		func() *corev1.Pod {
+			p := sh("done", "echo finished")
+			p.Spec.RestartPolicy = corev1.RestartPolicyNever
+			return p
+		}(),
+		func() *corev1.Pod { p := sh("nocmd", ""); p.Spec.Containers[0].Command = nil; return p }(),
+		func() *corev1.Pod {
+			p := sh("graceful", `trap 'echo got TERM; exit 0' TERM; while true; do sleep 0.1; done`)
+			p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](20)
+			return p
+		}(),
+		func() *corev1.Pod {
+			p := sh("stubborn", `trap '' TERM; while true; do sleep 0.1; done`)
+			p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](2)
+			return p
+		}(),
+	}
+	if python != "" {
+		web := sh("web", "exec python3 -m http.server 8080 --bind 0.0.0.0")
+		web.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}}
+		web.Spec.Containers[0].ReadinessProbe = &corev1.Probe{PeriodSeconds: 1, FailureThreshold: 1, SuccessThreshold: 1, TimeoutSeconds: 1,
+			ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromString("http")}}}
+		pods = append(pods, web)
+	} else {
+		t.Log("python3 not found: the http.server pod is left out")
+	}
+	for _, p := range pods {
+		ab.create(p)
+	}
+	cidr := netip.MustParsePrefix(agentPodCIDR)
+	running := func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodRunning && podReady(p) && p.Status.PodIP != ""
+	}
+	seen := map[string]bool{}
+	for _, name := range []string{"sleeper", "env", "graceful", "stubborn"} {
+		p := ab.waitPod(name, 20*time.Second, "Running and Ready", running)
+		ip, err := netip.ParseAddr(p.Status.PodIP)
+		if err != nil || !cidr.Contains(ip) || seen[p.Status.PodIP] {
+			t.Errorf("pod %s: got pod IP %q, want a unique address of %s", name, p.Status.PodIP, cidr)
+		}
+		seen[p.Status.PodIP] = true
+		if p.Status.HostIP != agentNodeIP {
+			t.Errorf("pod %s: got host IP %q, want %s", name, p.Status.HostIP, agentNodeIP)
+		}
+	}
+	if p := ab.waitPod("hostnet", 10*time.Second, "Running", running); p.Status.PodIP != agentNodeIP {
+		t.Errorf("hostNetwork pod: got pod IP %s, want the node's %s", p.Status.PodIP, agentNodeIP)
+	}
+	t.Logf("pods running after %v", time.Since(start))
+
+	// The pod network: the client reaches a pod through the node.
+	if python != "" {
+		web := ab.waitPod("web", 20*time.Second, "Ready (HTTP readiness probe)", running)
+		if code, _ := httpGet(ab.client, "http://"+net.JoinHostPort(web.Status.PodIP, "8080")+"/"); code != 200 {
+			t.Errorf("GET the web pod from the client: got status %d, want 200", code)
+		}
+		// Pod to pod across nodes, by pod IP, without NAT: node2's pod
+		// reaches node1's through the route to node1's pod CIDR, and the
+		// client reaches node2's pod through node1's route to node2's.
+		fetch := sh("fetch", fmt.Sprintf(`python3 -c 'import urllib.request; print("status", urllib.request.urlopen("http://%s:8080/", timeout=5).status)'; exec python3 -m http.server 8080`, web.Status.PodIP))
+		fetch.Spec.NodeName = "node2"
+		ab.create(fetch)
+		f := ab.waitPod("fetch", 20*time.Second, "Running on node2", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" })
+		if ip := netip.MustParseAddr(f.Status.PodIP); !netip.MustParsePrefix(agentPod2CIDR).Contains(ip) {
+			t.Errorf("pod on node2: got IP %s, want one of %s", ip, agentPod2CIDR)
+		}
+		waitFor(t, 10*time.Second, func() bool { return strings.Contains(ab.logOf(f, "main"), "status 200") })
+		waitFor(t, 10*time.Second, func() bool {
+			code, _ := httpGet(ab.client, "http://"+net.JoinHostPort(f.Status.PodIP, "8080")+"/")
+			return code == 200
+		})
+	}
+
+	// 4. Environment and 7. DNS, read back from the pod's own output.
+	env := ab.waitPod("env", 5*time.Second, "running", running)
+	out := ""
+	waitFor(t, 5*time.Second, func() bool { out = ab.logOf(env, "main"); return strings.Contains(out, "hostname=") })
+	for _, want := range []string{
+		"MY_SERVICE_SERVICE_HOST=" + svc.Spec.ClusterIP,
+		"MY_SERVICE_SERVICE_PORT=80",
+		"MY_SERVICE_SERVICE_PORT_HTTP=80",
+		"MY_SERVICE_PORT=tcp://" + svc.Spec.ClusterIP + ":80",
+		"MY_SERVICE_PORT_80_TCP_ADDR=" + svc.Spec.ClusterIP,
+		"URL=http://" + svc.Spec.ClusterIP + ":80",
+		"KUBERNETES_SERVICE_HOST=",
+		"POD_NAME=env",
+		"POD_IP=" + env.Status.PodIP,
+		"hostname=env",
+		"search default.svc.cluster.local svc.cluster.local cluster.local",
+		"nameserver 10.96.0.10",
+		"options ndots:5",
+		env.Status.PodIP + "\tenv",
+	} {
+		if !strings.Contains(out, want+"\n") && !strings.Contains(out, want) {
+			t.Errorf("env pod output: no %q in:\n%s", want, out)
+		}
+	}
+
+	// The log endpoint, with a client certificate of the cluster CA.
+	if logs := ab.fetchLogs(t, "env", "main", "tailLines=1"); !strings.Contains(out, logs) || strings.Count(logs, "\n") != 1 {
+		t.Errorf("log endpoint tailLines=1: got %q, want the last line of the output", logs)
+	}
+
+	// 5. Readiness follows the exec probe both ways.
+	ab.waitPod("flappy", 10*time.Second, "Running, not Ready", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning && !podReady(p) })
+	os.WriteFile(readyFile, nil, 0o644)
+	ab.waitPod("flappy", 10*time.Second, "Ready once the probe passes", podReady)
+	os.Remove(readyFile)
+	ab.waitPod("flappy", 10*time.Second, "not Ready once the probe fails", func(p *corev1.Pod) bool { return !podReady(p) })
+
+	// Liveness failure restarts; a crashing container backs off.
+	ab.waitPod("liveness", 20*time.Second, "restarted by its liveness probe", func(p *corev1.Pod) bool {
+		s := p.Status.ContainerStatuses
+		return len(s) == 1 && s[0].RestartCount >= 1 && s[0].LastTerminationState.Terminated != nil &&
+			strings.Contains(s[0].LastTerminationState.Terminated.Message, "liveness")
+	})
+	ab.waitPod("crasher", 20*time.Second, "in CrashLoopBackOff", func(p *corev1.Pod) bool {
+		s := p.Status.ContainerStatuses
+		return len(s) == 1 && s[0].RestartCount >= 1 && s[0].State.Waiting != nil && s[0].State.Waiting.Reason == "CrashLoopBackOff" &&
+			s[0].LastTerminationState.Terminated != nil && s[0].LastTerminationState.Terminated.ExitCode == 3
+	})
+	ab.waitPod("done", 10*time.Second, "Succeeded", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
+	ab.waitPod("nocmd", 10*time.Second, "waiting with reason NoCommand", func(p *corev1.Pod) bool {
+		s := p.Status.ContainerStatuses
+		return len(s) == 1 && s[0].State.Waiting != nil && s[0].State.Waiting.Reason == "NoCommand"
+	})
+
+	// 3. Masquerade for traffic leaving the cluster, in the agent's own table.
+	if out := ab.node.MustRun("nft", "list", "table", "inet", "portal-agent"); !strings.Contains(out, "ip saddr "+agentPodCIDR+" ip daddr != @cluster4 masquerade") {
+		t.Errorf("nftables table portal-agent: got\n%s\nwant a masquerade rule for %s", out, agentPodCIDR)
+	}
+
+	// 8. An agent restart leaves the pods running and adopts them.
+	before := ab.get("sleeper")
+	done := ab.get("done")
+	ab.killAgent()
+	ab.startAgent()
+	time.Sleep(2 * time.Second)
+	after := ab.waitPod("sleeper", 10*time.Second, "still Running and Ready", running)
+	if after.Status.ContainerStatuses[0].RestartCount != 0 || after.Status.PodIP != before.Status.PodIP ||
+		!after.Status.ContainerStatuses[0].State.Running.StartedAt.Equal(&before.Status.ContainerStatuses[0].State.Running.StartedAt) {
+		t.Errorf("sleeper after the agent restart: got %+v, want the same run as before %+v", after.Status.ContainerStatuses[0], before.Status.ContainerStatuses[0])
+	}
+	// Probes of adopted containers run again.
+	os.WriteFile(readyFile, nil, 0o644)
+	ab.waitPod("flappy", 10*time.Second, "Ready after the agent restart once its probe passes", podReady)
+	// Regression: a restarted agent ran a Succeeded pod again.
+	if got := ab.get("done"); got.Status.Phase != corev1.PodSucceeded || got.Status.ContainerStatuses[0].State.Terminated == nil ||
+		!got.Status.ContainerStatuses[0].State.Terminated.FinishedAt.Equal(&done.Status.ContainerStatuses[0].State.Terminated.FinishedAt) {
+		t.Errorf("finished pod after the agent restart: got %s %+v, want it left Succeeded as %+v",
+			got.Status.Phase, got.Status.ContainerStatuses[0].State, done.Status.ContainerStatuses[0].State)
+	}
+
+	// 6. Graceful deletion: not Ready at once, SIGTERM, gone; SIGKILL after the grace period.
+	t0 := time.Now()
+	for _, name := range []string{"graceful", "stubborn"} {
+		if err := ab.c.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ab.waitPod("stubborn", time.Second, "not Ready at once when terminating", func(p *corev1.Pod) bool {
+		return p.DeletionTimestamp != nil && !podReady(p)
+	})
+	gone := func(name string) func() bool {
+		return func() bool {
+			_, err := ab.c.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		}
+	}
+	waitFor(t, 10*time.Second, gone("graceful"))
+	if d := time.Since(t0); d > 5*time.Second {
+		t.Errorf("graceful pod took %v to go, want it gone soon after SIGTERM", d)
+	}
+	waitFor(t, 10*time.Second, gone("stubborn"))
+	if d := time.Since(t0); d < 2*time.Second {
+		t.Errorf("stubborn pod went after %v, want the 2s grace period first", d)
+	}
+	t.Logf("agent test done in %v", time.Since(start))
+}
+
+// fetchLogs reads a container's log through the agent's HTTPS endpoint,
+// as the API server would, with the admin client certificate.
+func (ab *agentBed) fetchLogs(t *testing.T, pod, container, query string) string {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", ab.server.Kubeconfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.X509KeyPair(cfg.TLSClientConfig.CertData, cfg.TLSClientConfig.KeyData)
+	if err != nil {
+		t.Skipf("admin kubeconfig has no client certificate (%v): log endpoint not checked", err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(cfg.TLSClientConfig.CAData)
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: ab.node.DialContext,
+		TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{cert}, InsecureSkipVerify: true}}}
+	var body []byte
+	waitFor(t, 10*time.Second, func() bool {
+		resp, err := client.Get(fmt.Sprintf("https://%s:10250/containerLogs/default/%s/%s?%s", agentNodeIP, pod, container, query))
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		body, _ = io.ReadAll(resp.Body)
+		return resp.StatusCode == 200
+	})
+	// Without a client certificate the endpoint refuses.
+	anon := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: ab.node.DialContext,
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	if resp, err := anon.Get(fmt.Sprintf("https://%s:10250/containerLogs/default/%s/%s", agentNodeIP, pod, container)); err == nil {
+		resp.Body.Close()
+		t.Errorf("log endpoint without a client certificate: got status %d, want the TLS handshake refused", resp.StatusCode)
+	}
+	return string(body)
+}
