@@ -110,3 +110,50 @@ func TestNodeLifecycle(t *testing.T) {
 			fmt.Sprintf("node Ready %s, endpoint %+v", ready, ep.Conditions)
 	})
 }
+
+// TestNodeIPAM: the controller manager gives every Node its own podCIDR
+// from --cluster-cidr, keeps one a node already has, and reuses a deleted
+// node's range only after it is released.
+func TestNodeIPAM(t *testing.T) {
+	s := framework.StartServer(t, "--cluster-cidr", "10.250.0.0/22", "--node-monitor-grace-period", "1h")
+	c := s.Client()
+	ctx := context.Background()
+	preset := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "preset"}, Spec: corev1.NodeSpec{
+		PodCIDR: "10.250.2.0/24", PodCIDRs: []string{"10.250.2.0/24"}}}
+	if _, err := c.CoreV1().Nodes().Create(ctx, preset, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"a", "b", "c"} {
+		readyNode(t, c, n, nil)
+	}
+	eventually(t, "every node has its own podCIDR", func() (bool, string) {
+		list, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		seen := map[string]string{}
+		for _, n := range list.Items {
+			if n.Spec.PodCIDR == "" || !strings.HasPrefix(n.Spec.PodCIDR, "10.250.") || !strings.HasSuffix(n.Spec.PodCIDR, "/24") {
+				return false, fmt.Sprintf("node %s: podCIDR %q", n.Name, n.Spec.PodCIDR)
+			}
+			if other, dup := seen[n.Spec.PodCIDR]; dup {
+				return false, fmt.Sprintf("nodes %s and %s share %s", other, n.Name, n.Spec.PodCIDR)
+			}
+			seen[n.Spec.PodCIDR] = n.Name
+		}
+		return seen["10.250.2.0/24"] == "preset" && len(seen) == 4, fmt.Sprint(seen)
+	})
+	// The /22 holds four /24s, all taken: a fifth node waits until one is freed.
+	readyNode(t, c, "d", nil)
+	time.Sleep(time.Second)
+	if n, _ := c.CoreV1().Nodes().Get(ctx, "d", metav1.GetOptions{}); n.Spec.PodCIDR != "" {
+		t.Fatalf("node d got %s from a full range", n.Spec.PodCIDR)
+	}
+	if err := c.CoreV1().Nodes().Delete(ctx, "a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "node d gets the range node a released", func() (bool, string) {
+		n, err := c.CoreV1().Nodes().Get(ctx, "d", metav1.GetOptions{})
+		return err == nil && n.Spec.PodCIDR != "", fmt.Sprint(err)
+	})
+}

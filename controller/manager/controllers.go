@@ -20,6 +20,7 @@ import (
 	"portal.dev/portal/controller/endpointslice"
 	"portal.dev/portal/controller/gc"
 	"portal.dev/portal/controller/mirroring"
+	"portal.dev/portal/controller/nodeipam"
 	"portal.dev/portal/controller/nodelifecycle"
 	"portal.dev/portal/controller/scheduler"
 	"portal.dev/portal/controller/servicelb"
@@ -81,6 +82,16 @@ var starters = []starter{
 			NodeMonitorGracePeriod: c.opts.NodeMonitorGracePeriod,
 			Registerer:             legacyregistry.Registerer(),
 		})
+		go ctrl.Run(ctx, c.opts.Workers)
+		return nil
+	}},
+	{"nodeipam", func(ctx context.Context, c controllerContext) error {
+		cidrs, err := ParseClusterCIDRs(c.opts.ClusterCIDR)
+		if err != nil || len(cidrs) == 0 {
+			return err
+		}
+		ctrl := nodeipam.New(c.client, c.informers, nodeipam.Options{ClusterCIDRs: cidrs,
+			NodeCIDRMaskSizeIPv4: c.opts.NodeCIDRMaskSizeIPv4, NodeCIDRMaskSizeIPv6: c.opts.NodeCIDRMaskSizeIPv6})
 		go ctrl.Run(ctx, c.opts.Workers)
 		return nil
 	}},

@@ -9,7 +9,9 @@ package manager
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -43,7 +45,12 @@ type Options struct {
 	// NodeMonitorGracePeriod is how long a node may go without renewing
 	// its Lease before it is marked Unknown and its pods not ready.
 	NodeMonitorGracePeriod time.Duration
-	Workers                int
+	// ClusterCIDR is --cluster-cidr, the pod ranges (v4, v6) node IPAM
+	// gives each Node a spec.podCIDR from; empty turns node IPAM off.
+	ClusterCIDR string
+	// NodeCIDRMaskSizeIPv4 and IPv6 are the sizes of a node's podCIDR.
+	NodeCIDRMaskSizeIPv4, NodeCIDRMaskSizeIPv6 int
+	Workers                                    int
 }
 
 // DefaultOptions fail over within 15 s. A follower takes the Lease once it
@@ -59,6 +66,9 @@ func DefaultOptions() Options {
 		RetryPeriod:            1 * time.Second,
 		MaxEndpointsPerSlice:   100,
 		NodeMonitorGracePeriod: 40 * time.Second,
+		ClusterCIDR:            "10.244.0.0/16",
+		NodeCIDRMaskSizeIPv4:   24,
+		NodeCIDRMaskSizeIPv6:   64,
 		Workers:                4,
 	}
 }
@@ -203,8 +213,42 @@ func (o Options) Validate() error {
 			return fmt.Errorf("--loadbalancer-ip-pools: %w", err)
 		}
 	}
+	if _, err := ParseClusterCIDRs(o.ClusterCIDR); err != nil {
+		return err
+	}
+	if o.NodeCIDRMaskSizeIPv4 < 8 || o.NodeCIDRMaskSizeIPv4 > 30 {
+		return fmt.Errorf("--node-cidr-mask-size-ipv4 must be between 8 and 30, got %d", o.NodeCIDRMaskSizeIPv4)
+	}
+	if o.NodeCIDRMaskSizeIPv6 < 16 || o.NodeCIDRMaskSizeIPv6 > 126 {
+		return fmt.Errorf("--node-cidr-mask-size-ipv6 must be between 16 and 126, got %d", o.NodeCIDRMaskSizeIPv6)
+	}
 	if o.MaxEndpointsPerSlice < 1 || o.MaxEndpointsPerSlice > 1000 {
 		return fmt.Errorf("--max-endpoints-per-slice must be between 1 and 1000, got %d", o.MaxEndpointsPerSlice)
 	}
 	return nil
+}
+
+// ParseClusterCIDRs parses --cluster-cidr: empty, or one range per IP
+// family, comma-separated.
+func ParseClusterCIDRs(s string) ([]netip.Prefix, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []netip.Prefix
+	seen := map[bool]bool{}
+	for _, f := range strings.Split(s, ",") {
+		p, err := netip.ParsePrefix(strings.TrimSpace(f))
+		if err != nil {
+			return nil, fmt.Errorf("--cluster-cidr: %q is not a CIDR", f)
+		}
+		if p.Masked() != p {
+			return nil, fmt.Errorf("--cluster-cidr: %s has host bits set (did you mean %s?)", p, p.Masked())
+		}
+		if seen[p.Addr().Is4()] {
+			return nil, fmt.Errorf("--cluster-cidr: at most one range per IP family, got %q", s)
+		}
+		seen[p.Addr().Is4()] = true
+		out = append(out, p)
+	}
+	return out, nil
 }
