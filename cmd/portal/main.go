@@ -39,6 +39,7 @@ func newRootCommand() *cobra.Command {
 		newServerCommand(),
 		newAPIServerCommand(),
 		newControllerManagerCommand(),
+		newDNSCommand(),
 		newAgentCommand(),
 		newKubeconfigCommand(),
 		newVersionCommand(),

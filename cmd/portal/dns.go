@@ -1,0 +1,60 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"portal.dev/portal/dns"
+)
+
+func addDNSFlags(fs *pflag.FlagSet, o *dns.Options) {
+	fs.StringSliceVar(&o.BindAddresses, "dns-bind-address", o.BindAddresses, "IPv4 and IPv6 addresses DNS serves UDP and TCP on (repeat or comma-separate)")
+	fs.IntVar(&o.Port, "dns-port", o.Port, "DNS port (UDP and TCP)")
+	fs.StringVar(&o.ClusterDomain, "cluster-domain", o.ClusterDomain, "the cluster zone")
+	fs.StringSliceVar(&o.Upstream, "upstream", o.Upstream, "servers for names outside the cluster zone: IP, IP:port or a resolv.conf file; none answers REFUSED (default: the nameservers of /etc/resolv.conf, never this server)")
+	fs.Var(dns.TTLValue{D: &o.TTL}, "dns-ttl", "TTL of cluster records and of negative answers (seconds, or a duration)")
+	fs.StringVar(&o.Pods, "pods", o.Pods, "pod records <a-b-c-d>.<ns>.pod.<zone>: insecure (any IP in an existing namespace), verified (IPs of pods in that namespace) or disabled")
+	fs.StringVar(&o.HealthBindAddress, "health-bind-address", o.HealthBindAddress, "address for /health and /ready (plain HTTP; empty disables)")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "address for /metrics (plain HTTP; empty disables)")
+	fs.IntVar(&o.CacheSize, "dns-cache-size", o.CacheSize, "upstream answers to cache (negative disables the cache)")
+}
+
+func newDNSCommand() *cobra.Command {
+	o := dns.DefaultOptions()
+	var kubeconfig string
+	cmd := &cobra.Command{
+		Use:   "dns",
+		Short: "Run cluster DNS: the Kubernetes DNS records of the cluster zone, other names forwarded upstream",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			if kubeconfig == "" {
+				return fmt.Errorf("--kubeconfig is required")
+			}
+			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			if err != nil {
+				return err
+			}
+			cfg.ContentType = "application/vnd.kubernetes.protobuf"
+			cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+			client, err := kubernetes.NewForConfig(cfg)
+			if err != nil {
+				return err
+			}
+			s, err := dns.New(client, o)
+			if err != nil {
+				return err
+			}
+			return s.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the API server (for example one written by: portal kubeconfig --user system:kube-dns)")
+	addDNSFlags(cmd.Flags(), &o)
+	return cmd
+}

@@ -1,0 +1,281 @@
+// Package publish makes running DNS servers reachable as the cluster's
+// kube-dns Service. Portal's DNS runs as a process on some nodes, not as
+// pods a selector could find, so each server writes its own EndpointSlice
+// for the Service and holds a Lease that says it is alive; any server
+// removes the slices of servers whose Lease expired. It owns the kube-dns
+// Service only when it created it (no selector): on a cluster where
+// kube-dns selects pods (a real Kubernetes with CoreDNS), it publishes
+// nothing.
+package publish
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+)
+
+// ManagedBy marks the EndpointSlices DNS servers write.
+const ManagedBy = "portal-dns"
+
+// Options say what to publish.
+type Options struct {
+	// Namespace and Name of the Service (kube-system/kube-dns).
+	Namespace, Name string
+	// ServiceIP is the Service's ClusterIP, the pods' nameserver (the
+	// agents' --cluster-dns).
+	ServiceIP netip.Addr
+	// Address and Port are where this server answers.
+	Address netip.Addr
+	Port    int
+	// Identity names this server's slice and Lease (its node name).
+	Identity string
+	// NodeName is set on the endpoint, for traffic policies.
+	NodeName string
+	// LeaseDuration is how long a silent server stays published; renewed
+	// every quarter of it.
+	LeaseDuration time.Duration
+	// Ready says whether the server answers yet.
+	Ready func() bool
+}
+
+// Publisher keeps this server's endpoint of the Service.
+type Publisher struct {
+	client kubernetes.Interface
+	o      Options
+}
+
+// New returns a Publisher; nothing happens before Run.
+func New(client kubernetes.Interface, o Options) *Publisher {
+	if o.Namespace == "" {
+		o.Namespace = "kube-system"
+	}
+	if o.Name == "" {
+		o.Name = "kube-dns"
+	}
+	if o.LeaseDuration == 0 {
+		o.LeaseDuration = 40 * time.Second
+	}
+	if o.Ready == nil {
+		o.Ready = func() bool { return true }
+	}
+	return &Publisher{client: client, o: o}
+}
+
+func (p *Publisher) sliceName() string { return p.o.Name + "-" + p.o.Identity }
+
+// Run publishes until ctx ends, then withdraws this server's endpoint so
+// clients move to the others at once.
+func (p *Publisher) Run(ctx context.Context) error {
+	tick := time.NewTicker(p.o.LeaseDuration / 4)
+	defer tick.Stop()
+	fast := time.NewTicker(200 * time.Millisecond) // until ready
+	defer fast.Stop()
+	published := false
+	for {
+		if err := p.sync(ctx); err != nil {
+			if errors.Is(err, errForeignService) {
+				klog.InfoS("Not publishing DNS: the Service selects pods, so another DNS serves it", "service", p.o.Namespace+"/"+p.o.Name)
+				<-ctx.Done()
+				return nil
+			}
+			if ctx.Err() == nil {
+				klog.ErrorS(err, "Publishing DNS endpoint", "service", p.o.Namespace+"/"+p.o.Name)
+			}
+		} else if !published && p.o.Ready() {
+			published = true
+			fast.Stop()
+			klog.InfoS("DNS endpoint published", "service", p.o.Namespace+"/"+p.o.Name, "address", p.o.Address, "port", p.o.Port)
+		}
+		select {
+		case <-ctx.Done():
+			p.withdraw()
+			return nil
+		case <-tick.C:
+		case <-fast.C:
+		}
+	}
+}
+
+var errForeignService = errors.New("service has a selector")
+
+// sync makes sure the Service exists, renews the Lease, writes this
+// server's slice and removes the slices of dead servers.
+func (p *Publisher) sync(ctx context.Context) error {
+	if err := p.ensureService(ctx); err != nil {
+		return err
+	}
+	if err := p.renewLease(ctx); err != nil {
+		return err
+	}
+	if err := p.writeSlice(ctx); err != nil {
+		return err
+	}
+	return p.removeDead(ctx)
+}
+
+func (p *Publisher) ensureService(ctx context.Context) error {
+	svcs := p.client.CoreV1().Services(p.o.Namespace)
+	cur, err := svcs.Get(ctx, p.o.Name, metav1.GetOptions{})
+	if err == nil {
+		if len(cur.Spec.Selector) > 0 {
+			return errForeignService
+		}
+		return nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return err
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: p.o.Name, Namespace: p.o.Namespace, Labels: map[string]string{
+			"k8s-app": "kube-dns", "kubernetes.io/name": "Portal-DNS", "kubernetes.io/cluster-service": "true"}},
+		Spec: corev1.ServiceSpec{
+			ClusterIP: p.o.ServiceIP.String(),
+			Ports: []corev1.ServicePort{
+				{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53, TargetPort: intstr.FromInt32(int32(p.o.Port))},
+				{Name: "dns-tcp", Protocol: corev1.ProtocolTCP, Port: 53, TargetPort: intstr.FromInt32(int32(p.o.Port))},
+			},
+		},
+	}
+	if !p.o.ServiceIP.IsValid() {
+		svc.Spec.ClusterIP = ""
+	}
+	_, err = svcs.Create(ctx, svc, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("create Service %s/%s: %w", p.o.Namespace, p.o.Name, err)
+	}
+	return nil
+}
+
+func (p *Publisher) renewLease(ctx context.Context) error {
+	leases := p.client.CoordinationV1().Leases(p.o.Namespace)
+	now := metav1.NewMicroTime(time.Now())
+	cur, err := leases.Get(ctx, p.sliceName(), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = leases.Create(ctx, &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: p.sliceName(), Namespace: p.o.Namespace,
+				Labels: map[string]string{discoveryv1.LabelManagedBy: ManagedBy}},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(p.o.Identity),
+				LeaseDurationSeconds: ptr.To(int32(p.o.LeaseDuration / time.Second)), RenewTime: &now},
+		}, metav1.CreateOptions{})
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	cur.Spec.RenewTime = &now
+	cur.Spec.HolderIdentity = ptr.To(p.o.Identity)
+	_, err = leases.Update(ctx, cur, metav1.UpdateOptions{})
+	return err
+}
+
+func (p *Publisher) slice() *discoveryv1.EndpointSlice {
+	at := discoveryv1.AddressTypeIPv4
+	if p.o.Address.Is6() {
+		at = discoveryv1.AddressTypeIPv6
+	}
+	ready := p.o.Ready()
+	ep := discoveryv1.Endpoint{Addresses: []string{p.o.Address.String()},
+		Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(ready), Serving: ptr.To(ready), Terminating: ptr.To(false)}}
+	if p.o.NodeName != "" {
+		ep.NodeName = ptr.To(p.o.NodeName)
+	}
+	port := int32(p.o.Port)
+	return &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: p.sliceName(), Namespace: p.o.Namespace, Labels: map[string]string{
+			discoveryv1.LabelServiceName: p.o.Name, discoveryv1.LabelManagedBy: ManagedBy}},
+		AddressType: at,
+		Endpoints:   []discoveryv1.Endpoint{ep},
+		Ports: []discoveryv1.EndpointPort{
+			{Name: ptr.To("dns"), Protocol: ptr.To(corev1.ProtocolUDP), Port: &port},
+			{Name: ptr.To("dns-tcp"), Protocol: ptr.To(corev1.ProtocolTCP), Port: &port},
+		},
+	}
+}
+
+func (p *Publisher) writeSlice(ctx context.Context) error {
+	slices := p.client.DiscoveryV1().EndpointSlices(p.o.Namespace)
+	want := p.slice()
+	cur, err := slices.Get(ctx, want.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = slices.Create(ctx, want, metav1.CreateOptions{})
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	if sameEndpoints(cur, want) {
+		return nil
+	}
+	want.ResourceVersion = cur.ResourceVersion
+	_, err = slices.Update(ctx, want, metav1.UpdateOptions{})
+	return err
+}
+
+func sameEndpoints(a, b *discoveryv1.EndpointSlice) bool {
+	if len(a.Endpoints) != 1 || len(a.Ports) != len(b.Ports) || a.AddressType != b.AddressType {
+		return false
+	}
+	x, y := a.Endpoints[0], b.Endpoints[0]
+	return fmt.Sprint(x.Addresses, ptr.Deref(x.Conditions.Ready, false), ptr.Deref(x.NodeName, ""), *a.Ports[0].Port) ==
+		fmt.Sprint(y.Addresses, ptr.Deref(y.Conditions.Ready, false), ptr.Deref(y.NodeName, ""), *b.Ports[0].Port)
+}
+
+// removeDead deletes the slices of servers whose Lease expired or vanished:
+// a server killed with -9 cannot withdraw its own.
+func (p *Publisher) removeDead(ctx context.Context) error {
+	sel := discoveryv1.LabelManagedBy + "=" + ManagedBy
+	list, err := p.client.DiscoveryV1().EndpointSlices(p.o.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return err
+	}
+	for _, s := range list.Items {
+		if s.Name == p.sliceName() {
+			continue
+		}
+		lease, err := p.client.CoordinationV1().Leases(p.o.Namespace).Get(ctx, s.Name, metav1.GetOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		if err == nil && !expired(lease, time.Now()) {
+			continue
+		}
+		klog.InfoS("Removing the endpoint of a DNS server that stopped renewing", "slice", s.Name)
+		p.client.DiscoveryV1().EndpointSlices(p.o.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{
+			Preconditions: &metav1.Preconditions{ResourceVersion: &s.ResourceVersion}})
+		if err == nil {
+			p.client.CoordinationV1().Leases(p.o.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{
+				Preconditions: &metav1.Preconditions{ResourceVersion: &lease.ResourceVersion}})
+		}
+	}
+	return nil
+}
+
+func expired(l *coordinationv1.Lease, now time.Time) bool {
+	if l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
+		return true
+	}
+	return now.After(l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second))
+}
+
+// withdraw removes this server's slice and Lease on a clean stop.
+func (p *Publisher) withdraw() {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	p.client.DiscoveryV1().EndpointSlices(p.o.Namespace).Delete(ctx, p.sliceName(), metav1.DeleteOptions{})
+	p.client.CoordinationV1().Leases(p.o.Namespace).Delete(ctx, p.sliceName(), metav1.DeleteOptions{})
+}
