@@ -89,7 +89,7 @@ func New(client kubernetes.Interface, opts Options) (*Agent, error) {
 	}
 	a := &Agent{client: client, opts: opts, nodeIPs: opts.NodeIPs, workers: map[types.UID]*podWorker{}}
 	if len(a.nodeIPs) == 0 {
-		a.nodeIPs = defaultNodeIPs()
+		a.nodeIPs = DefaultNodeIPs()
 	}
 	if len(a.nodeIPs) == 0 {
 		return nil, fmt.Errorf("no node IP: the host has no non-loopback address; set --node-ip")

@@ -116,9 +116,10 @@ func oneEach[T any](xs []T, is4 func(T) bool) error {
 	return nil
 }
 
-// defaultNodeIPs is the first global unicast address of an up, non-loopback
+// DefaultNodeIPs, the node addresses when --node-ip is not given, are the
+// first global unicast address of an up, non-loopback
 // interface, IPv4 first.
-func defaultNodeIPs() []netip.Addr {
+func DefaultNodeIPs() []netip.Addr {
 	ifaces, _ := net.Interfaces()
 	var v6 netip.Addr
 	for _, ifc := range ifaces {

@@ -11,6 +11,8 @@ command -v dig >/dev/null || need+=(dnsutils)
 command -v conntrack >/dev/null || need+=(conntrack)
 command -v ip >/dev/null || need+=(iproute2)
 command -v curl >/dev/null || need+=(curl)
+command -v python3 >/dev/null || need+=(python3)       # pods in the end-to-end tests run python3 -m http.server
+command -v unshare >/dev/null || need+=(util-linux)
 
 if ((${#need[@]})); then
 	sudo=""

@@ -40,6 +40,7 @@ func newRootCommand() *cobra.Command {
 		newAPIServerCommand(),
 		newControllerManagerCommand(),
 		newDNSCommand(),
+		newProxyCommand(),
 		newAgentCommand(),
 		newKubeconfigCommand(),
 		newVersionCommand(),

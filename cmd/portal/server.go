@@ -6,14 +6,23 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
+	"runtime"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/apiserver/pkg/server/healthz"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	"portal.dev/portal/agent"
 	"portal.dev/portal/apiserver"
 	"portal.dev/portal/controller/manager"
+	"portal.dev/portal/dns"
+	"portal.dev/portal/dns/publish"
+	"portal.dev/portal/proxy"
 )
 
 // components are the parts `portal server` can run, in start order. Names
@@ -22,11 +31,14 @@ import (
 var components = []string{"apiserver", "controllers", "dns", "proxy", "agent", "ingress"}
 
 // builtComponents are the ones this binary can run.
-var builtComponents = []string{"apiserver", "controllers"}
+var builtComponents = []string{"apiserver", "controllers", "dns", "proxy", "agent"}
 
 func newServerCommand() *cobra.Command {
 	o := apiserver.DefaultOptions()
 	mo := manager.DefaultOptions()
+	do := dns.DefaultOptions()
+	ao := agent.DefaultOptions()
+	po := proxy.DefaultOptions()
 	var disable []string
 	cmd := &cobra.Command{
 		Use:   "server",
@@ -45,21 +57,155 @@ func newServerCommand() *cobra.Command {
 					klog.V(2).InfoS("Component not built into this version", "component", c)
 				}
 			}
-			return runServer(cmd.Context(), o, mo, enabled)
+			// Flags several components share are registered once; copy them.
+			do.ClusterDomain, ao.ClusterDomain = o.ClusterDomain, o.ClusterDomain
+			clusterCIDRs, err := manager.ParseClusterCIDRs(mo.ClusterCIDR)
+			if err != nil {
+				return err
+			}
+			ao.ClusterCIDRs = clusterCIDRs
+			if !cmd.Flags().Changed("root-dir") {
+				ao.RootDir = filepath.Join(o.DataDir, "agent")
+			}
+			po.HostnameOverride, po.ClusterCIDR = ao.NodeName, mo.ClusterCIDR
+			so := serverOptions{api: o, controllers: mo, dns: do, agent: ao, proxy: po}
+			if enabled("agent") && enabled("dns") && agentPossible() {
+				// Pods reach this DNS as the kube-dns Service: serve on the
+				// node's address too, and publish it as an endpoint.
+				nodeIPs := ao.NodeIPs
+				if len(nodeIPs) == 0 {
+					nodeIPs = agent.DefaultNodeIPs()
+				}
+				if len(nodeIPs) > 0 && len(ao.ClusterDNS) > 0 {
+					if !cmd.Flags().Changed("dns-bind-address") {
+						so.dns.BindAddresses = append(slices.Clone(so.dns.BindAddresses), nodeIPs[0].String())
+					}
+					so.publishDNS = &publish.Options{ServiceIP: ao.ClusterDNS[0], Address: nodeIPs[0],
+						Port: do.Port, Identity: ao.NodeName, NodeName: ao.NodeName}
+				}
+			}
+			return runServer(cmd.Context(), so, enabled)
 		},
 	}
 	addAPIServerFlags(cmd.Flags(), &o)
 	addControllerFlags(cmd.Flags(), &mo)
+	addComponentFlags(cmd.Flags(), "dns", func(fs *pflag.FlagSet) { addDNSFlags(fs, &do) })
+	addComponentFlags(cmd.Flags(), "agent", func(fs *pflag.FlagSet) { addAgentFlags(fs, &ao) })
+	addComponentFlags(cmd.Flags(), "proxy", func(fs *pflag.FlagSet) {
+		addProxyFlags(fs, &po)
+		fs.MarkHidden("cleanup") // `portal proxy --cleanup` is a command of its own
+	})
 	cmd.Flags().StringSliceVar(&disable, "disable", nil, "components to leave out: "+fmt.Sprint(components[1:]))
 	return cmd
 }
 
+// addComponentFlags adds a component's flags to `portal server`. A flag
+// the server already has (the API server's --cluster-domain) is shared; a
+// component's own endpoints (--metrics-bind-address, --health-bind-address,
+// --port) take the component's name as a prefix, as several components
+// have them.
+func addComponentFlags(fs *pflag.FlagSet, component string, add func(*pflag.FlagSet)) {
+	own := pflag.NewFlagSet(component, pflag.ContinueOnError)
+	add(own)
+	own.VisitAll(func(f *pflag.Flag) {
+		switch {
+		case fs.Lookup(f.Name) != nil && !strings.HasSuffix(f.Name, "-bind-address"):
+			return
+		case (f.Name == "port" || strings.HasSuffix(f.Name, "-bind-address")) && !strings.HasPrefix(f.Name, component+"-"):
+			f.Name = component + "-" + f.Name
+			f.Usage = component + ": " + f.Usage
+		}
+		fs.AddFlag(f)
+	})
+}
+
+// serverOptions are the options of every component `portal server` runs.
+type serverOptions struct {
+	api         apiserver.Options
+	controllers manager.Options
+	dns         dns.Options
+	agent       agent.Options
+	proxy       proxy.Options
+	// publishDNS, when set, makes the DNS an endpoint of kube-dns.
+	publishDNS *publish.Options
+}
+
 // runServer runs the API server and, each with its own client as if on
 // another machine, the enabled components; /readyz waits for all of them.
-func runServer(ctx context.Context, o apiserver.Options, mo manager.Options, enabled func(string) bool) error {
+func runServer(ctx context.Context, so serverOptions, enabled func(string) bool) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errs := make(chan error, 2)
+	o, mo := so.api, so.controllers
+	errs := make(chan error, 8)
+	if enabled("dns") {
+		if err := so.dns.Validate(); err != nil {
+			return err
+		}
+		cfg, err := apiserver.ComponentConfig(o, "system:kube-dns")
+		if err != nil {
+			return err
+		}
+		client, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return err
+		}
+		srv, err := dns.New(client, so.dns)
+		if err != nil {
+			return err
+		}
+		o.ExtraReadyChecks = append(o.ExtraReadyChecks, readyCheck("dns", srv.Ready))
+		go func() { errs <- srv.Run(ctx) }()
+		if so.publishDNS != nil {
+			po := *so.publishDNS
+			po.Ready = srv.Ready
+			pub := publish.New(client, po)
+			go func() {
+				if err := pub.Run(ctx); err != nil {
+					errs <- err
+				}
+			}()
+		}
+	}
+	if enabled("proxy") && proxyPossible() {
+		if err := so.proxy.Validate(); err != nil {
+			return err
+		}
+		cfg, err := apiserver.ComponentConfig(o, "system:kube-proxy")
+		if err != nil {
+			return err
+		}
+		client, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return err
+		}
+		p, err := proxy.New(client, so.proxy)
+		if err != nil {
+			return err
+		}
+		o.ExtraReadyChecks = append(o.ExtraReadyChecks, readyCheck("proxy", p.Ready))
+		go func() { errs <- p.Run(ctx) }()
+	}
+	if enabled("agent") && agentPossible() {
+		ao := so.agent
+		if err := ao.Validate(); err != nil {
+			return err
+		}
+		cfg, err := apiserver.ComponentConfig(o, "system:node:"+ao.NodeName)
+		if err != nil {
+			return err
+		}
+		ao.ClientCAData = cfg.TLSClientConfig.CAData
+		client, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return err
+		}
+		a, err := agent.New(client, ao)
+		if err != nil {
+			return err
+		}
+		o.ExtraReadyChecks = append(o.ExtraReadyChecks, readyCheck("agent", a.Ready))
+		go func() { errs <- a.Run(ctx) }()
+	}
 	if enabled("controllers") {
 		if err := mo.Validate(); err != nil {
 			return err
@@ -75,16 +221,42 @@ func runServer(ctx context.Context, o apiserver.Options, mo manager.Options, ena
 			mo.Identity = fmt.Sprintf("%s_%x", host, sha256.Sum256([]byte(o.DataDir)))[:len(host)+17]
 		}
 		mgr := manager.New(cfg, mo)
-		o.ExtraReadyChecks = append(o.ExtraReadyChecks, healthz.NamedCheck("controllers", func(*http.Request) error {
-			if !mgr.Ready() {
-				return fmt.Errorf("controllers not synced")
-			}
-			return nil
-		}))
+		o.ExtraReadyChecks = append(o.ExtraReadyChecks, readyCheck("controllers", mgr.Ready))
 		go func() { errs <- mgr.Run(ctx) }()
 	}
 	go func() { errs <- apiserver.Run(ctx, o) }()
 	err := <-errs
 	cancel()
 	return err
+}
+
+// agentPossible says whether this process can run pods: the agent needs
+// root on Linux for namespaces, bridges and mounts.
+func agentPossible() bool {
+	if runtime.GOOS != "linux" || os.Geteuid() != 0 {
+		klog.V(1).InfoS("Not running the node agent: it needs root on Linux", "os", runtime.GOOS, "uid", os.Geteuid())
+		return false
+	}
+	return true
+}
+
+// proxyPossible says whether this process can run the service proxy: the
+// kernel modes need root on Linux (the userspace mode, which will not,
+// is not built yet).
+func proxyPossible() bool {
+	if runtime.GOOS != "linux" || os.Geteuid() != 0 {
+		klog.InfoS("Not running the service proxy: its kernel modes need root on Linux", "os", runtime.GOOS, "uid", os.Geteuid())
+		return false
+	}
+	return true
+}
+
+// readyCheck is a /readyz check that passes once ready says so.
+func readyCheck(name string, ready func() bool) healthz.HealthChecker {
+	return healthz.NamedCheck(name, func(*http.Request) error {
+		if !ready() {
+			return fmt.Errorf("%s not synced", name)
+		}
+		return nil
+	})
 }

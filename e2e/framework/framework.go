@@ -78,8 +78,9 @@ type Server struct {
 	Wrap []string
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 
-	cmd *exec.Cmd
-	log *os.File
+	cmd      *exec.Cmd
+	log      *os.File
+	hostArgs bool
 }
 
 // StartServer runs `portal server` with a fresh data directory on a free
@@ -98,7 +99,7 @@ func Attach(t testing.TB, s *Server) { s.t = t }
 func (s *Server) Start() {
 	s.t.Helper()
 	args := append([]string{s.Command, "--data-dir", s.DataDir, "--bind-address", "127.0.0.1",
-		"--secure-port", fmt.Sprint(s.Port)}, s.Args...)
+		"--secure-port", fmt.Sprint(s.Port)}, s.serverArgs()...)
 	log, err := os.OpenFile(filepath.Join(s.DataDir, "portal.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		s.t.Fatal(err)
@@ -122,6 +123,50 @@ func (s *Server) Start() {
 		}
 	})
 	s.WaitReady(90 * time.Second)
+}
+
+// serverArgs are the test's arguments plus what keeps `portal server`
+// from touching the host when it runs there: no proxy or agent (they would
+// program the host's kernel), and DNS on a free port with its HTTP
+// endpoints on ephemeral ones, so servers can run side by side. The
+// arguments are fixed at the first start, so a restart keeps the DNS port.
+func (s *Server) serverArgs() []string {
+	if s.Command != "server" || len(s.Wrap) > 0 || s.hostArgs {
+		return s.Args
+	}
+	s.hostArgs = true
+	has := func(flag string) int {
+		for i, a := range s.Args {
+			if a == flag || strings.HasPrefix(a, flag+"=") {
+				return i
+			}
+		}
+		return -1
+	}
+	if i := has("--disable"); i >= 0 && i+1 < len(s.Args) {
+		s.Args[i+1] += ",proxy,agent"
+	} else {
+		s.Args = append(s.Args, "--disable", "proxy,agent")
+	}
+	if has("--dns-port") < 0 {
+		s.Args = append(s.Args, "--dns-port", fmt.Sprint(FreePort(s.t)))
+	}
+	for _, f := range []string{"--dns-health-bind-address", "--dns-metrics-bind-address"} {
+		if has(f) < 0 {
+			s.Args = append(s.Args, f, "127.0.0.1:0")
+		}
+	}
+	return s.Args
+}
+
+// DNSPort is the port of the server's in-process DNS (UDP and TCP).
+func (s *Server) DNSPort() string {
+	for i, a := range s.Args {
+		if a == "--dns-port" && i+1 < len(s.Args) {
+			return s.Args[i+1]
+		}
+	}
+	return ""
 }
 
 func (s *Server) dumpLog() {

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"portal.dev/portal/proxy"
+)
+
+// addProxyFlags adds the proxy's flags (kube-proxy's names) to fs.
+func addProxyFlags(fs *pflag.FlagSet, o *proxy.Options) {
+	fs.StringVar(&o.Mode, "proxy-mode", o.Mode, "how Services are proxied: nftables (userspace and iptables come later)")
+	fs.StringVar(&o.HostnameOverride, "hostname-override", o.HostnameOverride, "this node's name in the API (default: the host name, lower-cased)")
+	fs.StringSliceVar(&o.NodePortAddresses, "nodeport-addresses", o.NodePortAddresses, "addresses that accept NodePort traffic: CIDRs, \"primary\" (the node's primary IPs) or \"all\" (default: all local addresses)")
+	fs.StringVar(&o.ClusterCIDR, "cluster-cidr", o.ClusterCIDR, "pod CIDRs (v4,v6); traffic from outside them to a cluster IP is masqueraded (empty: unknown)")
+	fs.BoolVar(&o.MasqueradeAll, "masquerade-all", o.MasqueradeAll, "masquerade all traffic to cluster IPs")
+	fs.DurationVar(&o.MinSyncPeriod, "min-sync-period", o.MinSyncPeriod, "least time between two syncs of the rules; changes in between are batched")
+	fs.DurationVar(&o.SyncPeriod, "sync-period", o.SyncPeriod, "how often all rules are rewritten whether or not anything changed")
+	fs.StringVar(&o.HealthzBindAddress, "healthz-bind-address", o.HealthzBindAddress, "address of /healthz and /livez (empty disables)")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "address of /metrics (empty disables)")
+	fs.BoolVar(&o.Cleanup, "cleanup", o.Cleanup, "remove every rule any Portal proxy mode wrote, then exit")
+}
+
+func newProxyCommand() *cobra.Command {
+	o := proxy.DefaultOptions()
+	var kubeconfig string
+	cmd := &cobra.Command{
+		Use:   "proxy",
+		Short: "Run the service proxy for this node (nftables mode), or stand in for kube-proxy",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			if o.Cleanup {
+				return proxy.CleanupAll(cmd.Context())
+			}
+			if kubeconfig == "" {
+				return fmt.Errorf("--kubeconfig is required")
+			}
+			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			if err != nil {
+				return err
+			}
+			cfg.ContentType = "application/vnd.kubernetes.protobuf"
+			cfg.UserAgent = "portal-proxy"
+			client, err := kubernetes.NewForConfig(cfg)
+			if err != nil {
+				return err
+			}
+			p, err := proxy.New(client, o)
+			if err != nil {
+				return err
+			}
+			return p.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the API server (one from: portal kubeconfig --user system:kube-proxy)")
+	addProxyFlags(cmd.Flags(), &o)
+	return cmd
+}

@@ -1,0 +1,146 @@
+// Package leftovers removes what Portal's proxy modes leave in the kernel,
+// so switching modes (or `portal proxy --cleanup`) leaves no stale rules:
+// the nftables mode's "portal" tables, and the iptables mode's chains,
+// all named PORTAL-*, in the nat and filter tables. It only deletes those
+// names; every other table, chain and rule is left alone.
+package leftovers
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+
+	"sigs.k8s.io/knftables"
+)
+
+// NFTablesTable is the table the nftables mode owns in families ip and ip6.
+const NFTablesTable = "portal"
+
+// ChainPrefix starts the name of every iptables chain the iptables mode owns.
+const ChainPrefix = "PORTAL-"
+
+// DeleteNFTables deletes the nftables mode's tables, if they exist.
+func DeleteNFTables(ctx context.Context) error {
+	var errs []error
+	for _, family := range []knftables.Family{knftables.IPv4Family, knftables.IPv6Family} {
+		nft, err := knftables.New(family, NFTablesTable)
+		if err != nil {
+			if family == knftables.IPv6Family {
+				continue // no IPv6 nftables, so no table either
+			}
+			return fmt.Errorf("nftables: %w", err)
+		}
+		tx := nft.NewTransaction()
+		tx.Add(&knftables.Table{})
+		tx.Delete(&knftables.Table{})
+		if err := nft.Run(ctx, tx); err != nil {
+			errs = append(errs, fmt.Errorf("delete %s table %s: %w", family, NFTablesTable, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Runner runs a command with stdin and returns its standard output.
+type Runner func(ctx context.Context, name string, args []string, stdin string) (string, error)
+
+// ExecRunner runs commands with os/exec.
+func ExecRunner(ctx context.Context, name string, args []string, stdin string) (string, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return string(out), fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return string(out), nil
+}
+
+// DeleteIPTables removes the PORTAL-* chains, and the rules that jump to
+// them, from the nat and filter tables of iptables and ip6tables (nft
+// backend, which the iptables mode uses). Binaries that are not
+// installed are skipped: then there is nothing of ours to remove.
+func DeleteIPTables(ctx context.Context, run Runner) error {
+	if run == nil {
+		run = ExecRunner
+	}
+	var errs []error
+	for _, tool := range []string{"iptables-nft", "ip6tables-nft"} {
+		if _, err := exec.LookPath(tool + "-save"); err != nil {
+			continue
+		}
+		for _, table := range []string{"nat", "filter"} {
+			save, err := run(ctx, tool+"-save", []string{"-t", table}, "")
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			script := RestoreScript(table, save)
+			if script == "" {
+				continue
+			}
+			if _, err := run(ctx, tool+"-restore", []string{"--noflush"}, script); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// RestoreScript returns the iptables-restore --noflush input that removes
+// the PORTAL-* chains of one table from its iptables-save output: delete
+// the jumps to them from other chains, flush them all (they may jump to
+// each other), then delete them. It returns "" when there are none.
+func RestoreScript(table, save string) string {
+	var chains, jumps []string
+	sc := bufio.NewScanner(strings.NewReader(save))
+	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
+	inTable := false
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "*"):
+			inTable = line[1:] == table
+		case !inTable:
+		case strings.HasPrefix(line, ":"+ChainPrefix):
+			name, _, _ := strings.Cut(line[1:], " ")
+			chains = append(chains, name)
+		case strings.HasPrefix(line, "-A "):
+			fields := strings.Fields(line)
+			if len(fields) > 1 && strings.HasPrefix(fields[1], ChainPrefix) {
+				continue // goes away with its chain
+			}
+			if jumpsToPortal(fields) {
+				jumps = append(jumps, "-D"+line[2:])
+			}
+		}
+	}
+	if len(chains) == 0 && len(jumps) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("*" + table + "\n")
+	for _, j := range jumps {
+		b.WriteString(j + "\n")
+	}
+	for _, c := range chains {
+		b.WriteString("-F " + c + "\n")
+	}
+	for _, c := range chains {
+		b.WriteString("-X " + c + "\n")
+	}
+	b.WriteString("COMMIT\n")
+	return b.String()
+}
+
+func jumpsToPortal(fields []string) bool {
+	for i, f := range fields {
+		if (f == "-j" || f == "-g" || f == "--jump" || f == "--goto") && i+1 < len(fields) && strings.HasPrefix(fields[i+1], ChainPrefix) {
+			return true
+		}
+	}
+	return false
+}

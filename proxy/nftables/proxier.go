@@ -1,0 +1,586 @@
+// Package nftables is the nftables proxy mode: it programs one "portal"
+// table per IP family (ip and ip6) so the kernel sends connections for a
+// Service's cluster IPs, NodePorts, externalIPs and load balancer VIPs to
+// its endpoints. Every sync is one atomic transaction per family; after
+// the first, a sync sends only what changed. It owns those two tables and
+// nothing else: it must not touch other tables, conntrack (the core does
+// that) or anything outside the kernel's nftables. knftables is injected,
+// so tests check the resulting ruleset against knftables' fake.
+package nftables
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"net/netip"
+	"slices"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/knftables"
+
+	"portal.dev/portal/proxy/snapshot"
+)
+
+// Config configures the nftables mode.
+type Config struct {
+	// ClusterCIDRs are the pod CIDRs, at most one per family. Traffic from
+	// outside them to a cluster IP is masqueraded; empty means unknown.
+	ClusterCIDRs []netip.Prefix
+	// MasqueradeAll masquerades all traffic to cluster IPs.
+	MasqueradeAll bool
+	// BeforeFirstSync, if set, runs once before the first transaction;
+	// the proxy uses it to remove the rules other Portal modes left.
+	BeforeFirstSync func(ctx context.Context) error
+}
+
+// Proxier programs the portal tables. It is not safe for concurrent use;
+// the proxy core calls it from one goroutine.
+type Proxier struct {
+	cfg      Config
+	families []*familyProxier
+	started  bool
+}
+
+// New returns a Proxier using the nft binary for IPv4 and IPv6. An IPv6
+// table that cannot be created (IPv6 disabled) leaves the mode IPv4-only.
+func New(cfg Config) (*Proxier, error) {
+	nft4, err := knftables.New(knftables.IPv4Family, tableName)
+	if err != nil {
+		return nil, fmt.Errorf("nftables mode needs nft and CAP_NET_ADMIN: %w", err)
+	}
+	nft6, err := knftables.New(knftables.IPv6Family, tableName)
+	if err != nil {
+		klog.InfoS("IPv6 nftables unavailable; proxying IPv4 only", "err", err)
+		nft6 = nil
+	}
+	return NewWithInterfaces(cfg, nft4, nft6), nil
+}
+
+// NewWithInterfaces returns a Proxier using the given knftables interfaces
+// (either may be nil to leave that family out), which must be for table
+// "portal" of families ip and ip6.
+func NewWithInterfaces(cfg Config, ipv4, ipv6 knftables.Interface) *Proxier {
+	p := &Proxier{cfg: cfg}
+	for _, f := range []struct {
+		nft    knftables.Interface
+		family snapshot.Family
+	}{{ipv4, "IPv4"}, {ipv6, "IPv6"}} {
+		if f.nft == nil {
+			continue
+		}
+		var cidr netip.Prefix
+		for _, c := range cfg.ClusterCIDRs {
+			if snapshot.FamilyOf(c.Addr()) == f.family {
+				cidr = c
+			}
+		}
+		p.families = append(p.families, &familyProxier{
+			b:   newBuilder(f.family, cidr, cfg.MasqueradeAll),
+			nft: f.nft,
+		})
+	}
+	return p
+}
+
+// Sync programs req's snapshot: everything when req.Full or on the first
+// call, else only the Services in req.Changed. Each family is one
+// transaction; a failed one leaves that table as it was.
+func (p *Proxier) Sync(ctx context.Context, req snapshot.Request) error {
+	if !p.started && p.cfg.BeforeFirstSync != nil {
+		if err := p.cfg.BeforeFirstSync(ctx); err != nil {
+			// Other modes' leftovers shadow or duplicate our rules but do
+			// not stop ours from working: log, go on, retry next start.
+			klog.ErrorS(err, "Could not remove other proxy modes' rules")
+		}
+	}
+	p.started = true
+	var errs []error
+	for _, fp := range p.families {
+		if err := fp.sync(ctx, req); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Cleanup deletes the portal tables. The Proxier forgets what it wrote, so
+// a later Sync starts over with a full one.
+func (p *Proxier) Cleanup(ctx context.Context) error {
+	var errs []error
+	for _, fp := range p.families {
+		if err := DeleteTable(ctx, fp.nft); err != nil {
+			errs = append(errs, err)
+		}
+		fp.reset()
+	}
+	return errors.Join(errs...)
+}
+
+// DeleteTable deletes nft's table if it exists.
+func DeleteTable(ctx context.Context, nft knftables.Interface) error {
+	tx := nft.NewTransaction()
+	// nft 1.0.6 has no "destroy": add first so the delete cannot fail.
+	tx.Add(&knftables.Table{})
+	tx.Delete(&knftables.Table{})
+	return nft.Run(ctx, tx)
+}
+
+// familyProxier programs one family's table and remembers what its last
+// successful transaction wrote, which is what partial syncs diff against.
+// A failed transaction changes nothing in the kernel, so that memory
+// stays right.
+type familyProxier struct {
+	b   *builder
+	nft knftables.Interface
+
+	// written is nil until the first successful sync.
+	written map[types.NamespacedName]*writtenService
+	// owners says which Service wrote each element of the shared maps
+	// and sets. Two Services can want one key (the same externalIP and
+	// port, say): the first in name order gets it, in full and partial
+	// syncs alike.
+	owners map[string]types.NamespacedName
+	// contested lists, per element, the other Services that want it.
+	contested map[string]map[types.NamespacedName]struct{}
+	// hairpin counts the Services that use each endpoint address.
+	hairpin map[netip.Addr]int
+	// listed is true once leftovers of an earlier run were looked for.
+	listed bool
+}
+
+// writtenService is what one Service has in the table.
+type writtenService struct {
+	chains map[string]uint64 // name -> hash of its rules
+	sets   map[string]struct{}
+	// wants holds every shared element the Service wants, by id; it
+	// has in the table those whose owner it is.
+	wants   map[string]*elem
+	hairpin []netip.Addr
+}
+
+func (fp *familyProxier) reset() {
+	fp.written, fp.owners, fp.contested, fp.hairpin, fp.listed = nil, nil, nil, nil, false
+}
+
+func (fp *familyProxier) sync(ctx context.Context, req snapshot.Request) error {
+	tx := fp.nft.NewTransaction()
+	var commit func()
+	if req.Full || fp.written == nil {
+		var leftovers map[string][]string
+		if !fp.listed {
+			all, err := fp.nft.ListAll(ctx)
+			if err != nil && !knftables.IsNotFound(err) {
+				return fmt.Errorf("list %s table %s: %w", fp.b.ip, tableName, err)
+			}
+			leftovers = all
+		}
+		commit = fp.full(tx, req.Snapshot, leftovers)
+	} else {
+		commit = fp.partial(tx, req.Snapshot, req.Changed)
+	}
+	if tx.NumOperations() > 0 {
+		if err := fp.nft.Run(ctx, tx); err != nil {
+			return fmt.Errorf("%s %s transaction (%d operations): %w", fp.b.ip, tableName, tx.NumOperations(), err)
+		}
+	}
+	commit()
+	return nil
+}
+
+// full rewrites the whole table: static objects, every Service, and the
+// deletion of whatever is there but no longer wanted. Affinity sets are
+// added, never flushed, so clients keep their endpoints across resyncs.
+func (fp *familyProxier) full(tx *knftables.Transaction, snap *snapshot.Snapshot, leftovers map[string][]string) func() {
+	fp.writeStatic(tx, snap.Node)
+	written := make(map[types.NamespacedName]*writtenService, len(snap.Services))
+	owners := map[string]types.NamespacedName{}
+	contested := map[string]map[types.NamespacedName]struct{}{}
+	hairpin := map[netip.Addr]int{}
+	var elems []*elem
+	for _, nn := range sortedNames(snap.Services) {
+		objs := fp.b.service(snap.Services[nn], snap.Endpoints[nn], snap.Node)
+		ws := newWrittenService()
+		for _, s := range objs.sets {
+			tx.Add(fp.affinitySet(s))
+			ws.sets[s.name] = struct{}{}
+		}
+		for _, c := range objs.chains {
+			writeChain(tx, c)
+			ws.chains[c.name] = hashRules(c.rules)
+		}
+		for i := range objs.elems {
+			e := &objs.elems[i]
+			id := e.id()
+			if _, dup := ws.wants[id]; dup {
+				continue
+			}
+			ws.wants[id] = e
+			if _, taken := owners[id]; taken {
+				addContested(contested, id, nn)
+				continue
+			}
+			owners[id] = nn
+			elems = append(elems, e)
+		}
+		for _, a := range objs.hairpin {
+			hairpin[a]++
+		}
+		ws.hairpin = objs.hairpin
+		if !ws.empty() {
+			written[nn] = ws
+		}
+	}
+	for _, e := range elems {
+		tx.Add(e.knft())
+	}
+	for _, a := range sortedAddrs(hairpin) {
+		tx.Add(fp.hairpinElem(a))
+	}
+
+	// Delete what an earlier run or an earlier sync left behind.
+	staleChains, staleSets := map[string]struct{}{}, map[string]struct{}{}
+	for _, ws := range fp.written {
+		for c := range ws.chains {
+			staleChains[c] = struct{}{}
+		}
+		for s := range ws.sets {
+			staleSets[s] = struct{}{}
+		}
+	}
+	for _, c := range leftovers["chain"] {
+		staleChains[c] = struct{}{}
+	}
+	for _, s := range leftovers["set"] {
+		staleSets[s] = struct{}{}
+	}
+	for _, m := range leftovers["map"] {
+		staleSets[m] = struct{}{}
+	}
+	for _, ws := range written {
+		for c := range ws.chains {
+			delete(staleChains, c)
+		}
+		for s := range ws.sets {
+			delete(staleSets, s)
+		}
+	}
+	for _, name := range staticNames {
+		delete(staleChains, name)
+		delete(staleSets, name)
+	}
+	isMap := map[string]bool{}
+	for _, m := range leftovers["map"] {
+		isMap[m] = true
+	}
+	deleteStale(tx, keys(staleChains), keys(staleSets), isMap)
+
+	return func() {
+		fp.written, fp.owners, fp.contested, fp.hairpin, fp.listed = written, owners, contested, hairpin, true
+	}
+}
+
+// partial rewrites only the Services in changed, diffing each against
+// what the last successful sync wrote for it.
+func (fp *familyProxier) partial(tx *knftables.Transaction, snap *snapshot.Snapshot, changed map[types.NamespacedName]struct{}) func() {
+	type plan struct {
+		nn   types.NamespacedName
+		old  *writtenService
+		objs *serviceObjects
+		ws   *writtenService
+	}
+	names := sortedNames(changed)
+	plans := make([]plan, 0, len(names))
+	planned := make(map[types.NamespacedName]*plan, len(names))
+	for _, nn := range names {
+		pl := plan{nn: nn, old: fp.written[nn], objs: fp.b.service(snap.Services[nn], snap.Endpoints[nn], snap.Node), ws: newWrittenService()}
+		if pl.old == nil {
+			pl.old = newWrittenService()
+		}
+		for i := range pl.objs.elems {
+			e := &pl.objs.elems[i]
+			if _, dup := pl.ws.wants[e.id()]; !dup {
+				pl.ws.wants[e.id()] = e
+			}
+		}
+		plans = append(plans, pl)
+	}
+	for i := range plans {
+		planned[plans[i].nn] = &plans[i]
+	}
+
+	// Shared elements: for every id a changed Service wanted or wants,
+	// work out who should own it now (the first wanter by name) with
+	// which value, and change the table where that differs.
+	wantsOf := func(nn types.NamespacedName) map[string]*elem {
+		if pl := planned[nn]; pl != nil {
+			return pl.ws.wants
+		}
+		if ws := fp.written[nn]; ws != nil {
+			return ws.wants
+		}
+		return nil
+	}
+	affected := map[string]struct{}{}
+	for _, pl := range plans {
+		for id := range pl.old.wants {
+			affected[id] = struct{}{}
+		}
+		for id := range pl.ws.wants {
+			affected[id] = struct{}{}
+		}
+	}
+	type ownership struct {
+		owner     types.NamespacedName
+		hasOwner  bool
+		contested map[types.NamespacedName]struct{}
+	}
+	newOwners := make(map[string]ownership, len(affected))
+	var elemDeletes, elemAdds []*elem
+	for _, id := range keys(affected) {
+		wanters := map[types.NamespacedName]struct{}{}
+		if o, ok := fp.owners[id]; ok {
+			wanters[o] = struct{}{}
+		}
+		for w := range fp.contested[id] {
+			wanters[w] = struct{}{}
+		}
+		for _, pl := range plans {
+			if _, ok := pl.ws.wants[id]; ok {
+				wanters[pl.nn] = struct{}{}
+			} else {
+				delete(wanters, pl.nn)
+			}
+		}
+		var next ownership
+		for w := range wanters {
+			if !next.hasOwner || compareNames(w, next.owner) < 0 {
+				next.owner, next.hasOwner = w, true
+			}
+		}
+		var newElem *elem
+		if next.hasOwner {
+			newElem = wantsOf(next.owner)[id]
+			delete(wanters, next.owner)
+			if len(wanters) > 0 {
+				next.contested = wanters
+			}
+		}
+		var oldElem *elem
+		if o, ok := fp.owners[id]; ok {
+			oldElem = fp.written[o].wants[id]
+		}
+		switch {
+		case oldElem != nil && newElem != nil && oldElem.valueString() == newElem.valueString():
+			// Same key, same value: nothing to do, whoever owns it.
+		default:
+			if oldElem != nil {
+				elemDeletes = append(elemDeletes, oldElem)
+			}
+			if newElem != nil {
+				elemAdds = append(elemAdds, newElem)
+			}
+		}
+		newOwners[id] = next
+	}
+
+	hairpinDelta := map[netip.Addr]int{}
+	var staleChains, staleSets []string
+	for i := range plans {
+		pl := &plans[i]
+		for _, s := range pl.objs.sets {
+			pl.ws.sets[s.name] = struct{}{}
+			if _, had := pl.old.sets[s.name]; !had {
+				tx.Add(fp.affinitySet(s))
+			}
+		}
+		for _, c := range pl.objs.chains {
+			h := hashRules(c.rules)
+			pl.ws.chains[c.name] = h
+			if old, had := pl.old.chains[c.name]; had && old == h {
+				continue
+			}
+			writeChain(tx, c)
+		}
+		for c := range pl.old.chains {
+			if _, keep := pl.ws.chains[c]; !keep {
+				staleChains = append(staleChains, c)
+			}
+		}
+		for s := range pl.old.sets {
+			if _, keep := pl.ws.sets[s]; !keep {
+				staleSets = append(staleSets, s)
+			}
+		}
+		for _, a := range pl.old.hairpin {
+			hairpinDelta[a]--
+		}
+		for _, a := range pl.objs.hairpin {
+			hairpinDelta[a]++
+		}
+		pl.ws.hairpin = pl.objs.hairpin
+	}
+	for _, e := range elemDeletes {
+		tx.Delete(e.knft())
+	}
+	for _, e := range elemAdds {
+		tx.Add(e.knft())
+	}
+	hairpinAfter := map[netip.Addr]int{}
+	for _, a := range sortedAddrs(hairpinDelta) {
+		before := fp.hairpin[a]
+		after := before + hairpinDelta[a]
+		hairpinAfter[a] = after
+		switch {
+		case before == 0 && after > 0:
+			tx.Add(fp.hairpinElem(a))
+		case before > 0 && after <= 0:
+			tx.Delete(fp.hairpinElem(a))
+		}
+	}
+	sort.Strings(staleChains)
+	sort.Strings(staleSets)
+	deleteStale(tx, staleChains, staleSets, nil)
+
+	return func() {
+		for _, pl := range plans {
+			if pl.ws.empty() {
+				delete(fp.written, pl.nn)
+			} else {
+				fp.written[pl.nn] = pl.ws
+			}
+		}
+		for id, o := range newOwners {
+			if o.hasOwner {
+				fp.owners[id] = o.owner
+			} else {
+				delete(fp.owners, id)
+			}
+			if o.contested != nil {
+				fp.contested[id] = o.contested
+			} else {
+				delete(fp.contested, id)
+			}
+		}
+		for a, n := range hairpinAfter {
+			if n <= 0 {
+				delete(fp.hairpin, a)
+			} else {
+				fp.hairpin[a] = n
+			}
+		}
+	}
+}
+
+// deleteStale removes chains and sets no Service wants. The chains are
+// flushed first (stale chains can jump to each other and use the stale
+// sets), then the sets and maps go (a leftover map can point at a stale
+// chain), then the chains.
+func deleteStale(tx *knftables.Transaction, chains, sets []string, isMap map[string]bool) {
+	for _, c := range chains {
+		tx.Flush(&knftables.Chain{Name: c})
+	}
+	for _, s := range sets {
+		if isMap[s] {
+			tx.Delete(&knftables.Map{Name: s})
+		} else {
+			tx.Delete(&knftables.Set{Name: s})
+		}
+	}
+	for _, c := range chains {
+		tx.Delete(&knftables.Chain{Name: c})
+	}
+}
+
+func writeChain(tx *knftables.Transaction, c chain) {
+	tx.Add(&knftables.Chain{Name: c.name})
+	tx.Flush(&knftables.Chain{Name: c.name})
+	for _, r := range c.rules {
+		tx.Add(&knftables.Rule{Chain: c.name, Rule: r})
+	}
+}
+
+func (fp *familyProxier) affinitySet(s affinitySet) *knftables.Set {
+	return &knftables.Set{
+		Name:    s.name,
+		Type:    fp.b.addrType,
+		Flags:   []knftables.SetFlag{knftables.DynamicFlag, knftables.TimeoutFlag},
+		Timeout: &s.timeout,
+	}
+}
+
+func (fp *familyProxier) hairpinElem(a netip.Addr) *knftables.Element {
+	return &knftables.Element{Set: hairpinSet, Key: []string{a.String(), a.String()}}
+}
+
+func (e *elem) knft() *knftables.Element {
+	if e.isMap {
+		return &knftables.Element{Map: e.container, Key: e.key, Value: e.value}
+	}
+	return &knftables.Element{Set: e.container, Key: e.key}
+}
+
+func newWrittenService() *writtenService {
+	return &writtenService{
+		chains: map[string]uint64{},
+		sets:   map[string]struct{}{},
+		wants:  map[string]*elem{},
+	}
+}
+
+func (ws *writtenService) empty() bool {
+	return len(ws.chains) == 0 && len(ws.sets) == 0 && len(ws.wants) == 0 && len(ws.hairpin) == 0
+}
+
+func addContested(m map[string]map[types.NamespacedName]struct{}, id string, nn types.NamespacedName) {
+	if m[id] == nil {
+		m[id] = map[types.NamespacedName]struct{}{}
+	}
+	m[id][nn] = struct{}{}
+}
+
+func hashRules(rules []string) uint64 {
+	h := fnv.New64a()
+	for _, r := range rules {
+		h.Write([]byte(r))
+		h.Write([]byte{'\n'})
+	}
+	return h.Sum64()
+}
+
+func sortedNames[V any](m map[types.NamespacedName]V) []types.NamespacedName {
+	out := make([]types.NamespacedName, 0, len(m))
+	for nn := range m {
+		out = append(out, nn)
+	}
+	slices.SortFunc(out, compareNames)
+	return out
+}
+
+func compareNames(a, b types.NamespacedName) int {
+	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Name, b.Name)
+}
+
+func sortedAddrs(m map[netip.Addr]int) []netip.Addr {
+	out := make([]netip.Addr, 0, len(m))
+	for a := range m {
+		out = append(out, a)
+	}
+	slices.SortFunc(out, func(a, b netip.Addr) int { return a.Compare(b) })
+	return out
+}
+
+func keys(m map[string]struct{}) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
