@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"portal.dev/portal/proxy/userspace"
 )
 
 // Proxy modes (--proxy-mode).
@@ -46,6 +48,13 @@ type Options struct {
 	// MetricsBindAddress is --metrics-bind-address, serving /metrics
 	// (default 127.0.0.1:10249).
 	MetricsBindAddress string
+	// Scheduler is --scheduler: the userspace mode's default scheduler
+	// (rr, random, lc, sh, dh, sed, nq, maglev; default rr). A Service
+	// overrides it with the portal.dev/scheduler annotation.
+	Scheduler string
+	// DrainTimeout is --drain-timeout: in userspace mode, how long the
+	// connections of an endpoint that left may go on (default 30s).
+	DrainTimeout time.Duration
 	// Cleanup is --cleanup: remove what any Portal proxy mode wrote into
 	// the kernel, then exit.
 	Cleanup bool
@@ -80,11 +89,15 @@ func (o Options) withDefaults() Options {
 func (o Options) Validate() error {
 	o = o.withDefaults()
 	switch o.Mode {
-	case ModeNFTables:
-	case ModeIPTables, ModeUserspace:
-		return fmt.Errorf("--proxy-mode: %q is not built yet (it comes with the next proxy issue); use %q", o.Mode, ModeNFTables)
+	case ModeNFTables, ModeIPTables, ModeUserspace:
 	default:
-		return fmt.Errorf("--proxy-mode: unknown mode %q (want %s)", o.Mode, ModeNFTables)
+		return fmt.Errorf("--proxy-mode: unknown mode %q (want %s, %s or %s)", o.Mode, ModeUserspace, ModeNFTables, ModeIPTables)
+	}
+	if o.Scheduler != "" && !userspace.ValidScheduler(o.Scheduler) {
+		return fmt.Errorf("--scheduler: unknown scheduler %q (want one of %s)", o.Scheduler, strings.Join(userspace.Schedulers, ", "))
+	}
+	if o.DrainTimeout < 0 {
+		return fmt.Errorf("--drain-timeout must not be negative, got %s", o.DrainTimeout)
 	}
 	if _, err := parseNodePortAddresses(o.NodePortAddresses); err != nil {
 		return err

@@ -15,7 +15,9 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,11 +35,13 @@ import (
 	"portal.dev/portal/proxy/changetracker"
 	"portal.dev/portal/proxy/conntrack"
 	"portal.dev/portal/proxy/healthcheck"
+	"portal.dev/portal/proxy/iptables"
 	"portal.dev/portal/proxy/leftovers"
 	"portal.dev/portal/proxy/metrics"
 	"portal.dev/portal/proxy/nftables"
 	"portal.dev/portal/proxy/runner"
 	"portal.dev/portal/proxy/snapshot"
+	"portal.dev/portal/proxy/userspace"
 )
 
 // Proxier is a proxy mode: it programs a data plane to match snapshots.
@@ -108,20 +112,67 @@ func New(client kubernetes.Interface, o Options) (*Proxy, error) {
 			ClusterCIDRs:  cidrs,
 			MasqueradeAll: o.MasqueradeAll,
 			BeforeFirstSync: func(ctx context.Context) error {
-				return leftovers.DeleteIPTables(ctx, nil)
+				return errors.Join(leftovers.DeleteIPTables(ctx, nil), leftovers.DeleteVIPLink(ctx, nil))
 			},
 		})
 		if err != nil {
 			return nil, fmt.Errorf("--proxy-mode nftables: %w", err)
 		}
 		proxier = p
-		if _, err := exec.LookPath("conntrack"); err == nil {
-			ct = conntrack.Exec{}
-		} else {
-			klog.InfoS("conntrack binary not found; stale UDP flows will not be cleared (install conntrack-tools)")
+		ct = execConntrack()
+	case ModeIPTables:
+		p, err := iptables.New(iptables.Config{
+			ClusterCIDRs:  cidrs,
+			MasqueradeAll: o.MasqueradeAll,
+			BeforeFirstSync: func(ctx context.Context) error {
+				return errors.Join(leftovers.DeleteNFTables(ctx), leftovers.DeleteVIPLink(ctx, nil))
+			},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("--proxy-mode iptables: %w", err)
 		}
+		proxier = p
+		ct = execConntrack()
+	case ModeUserspace:
+		// The userspace mode registers its data-path metrics on the
+		// proxy's registry, so it is made once the proxy is.
+		p, err := newProxy(client, o, nil, nil, localAddrs)
+		if err != nil {
+			return nil, err
+		}
+		cfg := userspace.Config{
+			Scheduler:    o.Scheduler,
+			DrainTimeout: o.DrainTimeout,
+			Registerer:   p.metrics.Registry,
+		}
+		if canAdminNetwork() {
+			cfg.VIPs = userspace.IPCommandVIPs{}
+			cfg.BeforeFirstSync = func(ctx context.Context) error {
+				return errors.Join(leftovers.DeleteNFTables(ctx), leftovers.DeleteIPTables(ctx, nil))
+			}
+		} else {
+			klog.InfoS("Userspace proxy without root: serving NodePorts only; each Service's address is logged")
+		}
+		p.proxier = userspace.New(cfg)
+		return p, nil
 	}
 	return newProxy(client, o, proxier, ct, localAddrs)
+}
+
+// canAdminNetwork reports whether this process may add links and
+// addresses: root on Linux (a finer capability check is not worth it).
+func canAdminNetwork() bool {
+	return runtime.GOOS == "linux" && os.Geteuid() == 0
+}
+
+// execConntrack returns the conntrack tool the kernel modes clean stale
+// UDP flows with, or nil when it is not installed.
+func execConntrack() conntrack.Interface {
+	if _, err := exec.LookPath("conntrack"); err == nil {
+		return conntrack.Exec{}
+	}
+	klog.InfoS("conntrack binary not found; stale UDP flows will not be cleared (install conntrack-tools)")
+	return nil
 }
 
 // newProxy wires a proxy around a given mode; tests use it with fakes.
@@ -170,9 +221,10 @@ func (p *Proxy) Metrics() *metrics.Metrics { return p.metrics }
 func (p *Proxy) Ready() bool { return p.ready.Load() }
 
 // CleanupAll removes everything any Portal proxy mode wrote into the
-// kernel: the nftables mode's tables and the iptables mode's chains.
+// kernel: the nftables mode's tables, the iptables mode's chains and the
+// userspace mode's VIP link.
 func CleanupAll(ctx context.Context) error {
-	return errors.Join(leftovers.DeleteNFTables(ctx), leftovers.DeleteIPTables(ctx, nil))
+	return errors.Join(leftovers.DeleteNFTables(ctx), leftovers.DeleteIPTables(ctx, nil), leftovers.DeleteVIPLink(ctx, nil))
 }
 
 // Run runs the proxy until ctx ends; every goroutine it starts has
@@ -194,6 +246,11 @@ func (p *Proxy) Run(ctx context.Context) error {
 		}
 		if p.hc != nil {
 			p.hc.Close()
+		}
+		// A mode with a data path of its own (userspace) stops it here;
+		// the kernel modes' rules stay, as kube-proxy's do.
+		if c, ok := p.proxier.(interface{ Close() error }); ok {
+			c.Close()
 		}
 		wg.Wait()
 	}()

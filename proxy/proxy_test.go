@@ -27,8 +27,11 @@ func TestValidate(t *testing.T) {
 	}{
 		{"zero value is valid", Options{}, ""},
 		{"defaults are valid", DefaultOptions(), ""},
-		{"iptables not built yet", Options{Mode: "iptables"}, "--proxy-mode"},
-		{"userspace not built yet", Options{Mode: "userspace"}, "not built yet"},
+		{"iptables", Options{Mode: "iptables"}, ""},
+		{"userspace", Options{Mode: "userspace"}, ""},
+		{"scheduler maglev", Options{Mode: "userspace", Scheduler: "maglev"}, ""},
+		{"unknown scheduler", Options{Mode: "userspace", Scheduler: "wrr"}, "--scheduler"},
+		{"negative drain timeout", Options{DrainTimeout: -time.Second}, "--drain-timeout"},
 		{"unknown mode", Options{Mode: "ipvs"}, "--proxy-mode: unknown"},
 		{"nodeport CIDRs", Options{NodePortAddresses: []string{"10.0.0.0/8", "fd00::/64"}}, ""},
 		{"nodeport primary", Options{NodePortAddresses: []string{"primary"}}, ""},

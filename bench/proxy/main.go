@@ -30,6 +30,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -98,6 +99,10 @@ func run() error {
 		{"ip", "link", "set", "bk0", "up"},
 		{"ip", "route", "add", "default", "dev", "bk0"},
 		{"sysctl", "-qw", "net.ipv4.ip_local_port_range=1024 65000", "net.ipv4.tcp_tw_reuse=1"},
+		// Connection-per-request runs leave ~50k conntrack entries in
+		// TIME_WAIT; their clashes with reused client ports made every
+		// later run slower than the one before, whatever the target.
+		{"sysctl", "-qw", "net.netfilter.nf_conntrack_tcp_timeout_time_wait=1"},
 	} {
 		if err := sh(args...); err != nil {
 			return err
@@ -156,13 +161,23 @@ func run() error {
 	if proxy, err = b.startProxy(); err != nil {
 		return err
 	}
-	ready := time.Since(t0)
-	m, err := scrape()
-	if err != nil {
-		return err
+	// /healthz answers before the first sync; wait for the sync itself.
+	var m metricSet
+	var full hist
+	for {
+		if m, err = scrape(); err != nil {
+			return err
+		}
+		if full = m.histogram("kubeproxy_sync_full_proxy_rules_duration_seconds"); full.count > 0 {
+			break
+		}
+		if time.Since(t0) > 2*time.Minute {
+			return fmt.Errorf("no full sync within 2m of the proxy's start")
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	full := m.histogram("kubeproxy_sync_full_proxy_rules_duration_seconds")
-	fmt.Printf("RESULT %s full-sync services=%d endpoints=%d first_full_sync=%s ready_after_start=%s\n",
+	ready := time.Since(t0)
+	fmt.Printf("RESULT %s full-sync services=%d endpoints=%d first_full_sync=%s synced_after_start=%s\n",
 		*mode, *services, *services**endpoints, secs(full.max()), ready.Round(time.Millisecond))
 	fmt.Printf("RESULT %s rss services=%d endpoints=%d rss_mib=%.1f\n", *mode, *services, *services**endpoints, rssMiB(proxy.Process.Pid))
 
@@ -340,7 +355,7 @@ func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
 // compare runs the same load through the bare DNAT anchor, Portal's
 // ClusterIP, and the anchor again.
 func (b *bench) compare(vip string, n int) error {
-	anchor := fmt.Sprintf("table ip portal-bench-anchor { chain out { type nat hook output priority -100; ip daddr %s tcp dport 80 dnat to %s:8080; } }", anchorVIP, backendIP)
+	anchor := fmt.Sprintf("table ip portal-bench-anchor {\n chain out {\n  type nat hook output priority -100;\n  ip daddr %s tcp dport 80 dnat to %s:8080\n }\n}\n", anchorVIP, backendIP)
 	if err := shIn(anchor, "nft", "-f", "-"); err != nil {
 		return err
 	}
@@ -367,6 +382,7 @@ func (b *bench) compare(vip string, n int) error {
 
 var (
 	rpsRe = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
+	errRe = regexp.MustCompile(`Socket errors: (.*)`)
 	p50Re = regexp.MustCompile(`\s50%\s+(\S+)`)
 	p99Re = regexp.MustCompile(`\s99%\s+(\S+)`)
 )
@@ -388,6 +404,9 @@ func wrk(addr string, extra []string) (float64, string, string, error) {
 	}
 	if m := p99Re.FindSubmatch(out); m != nil {
 		p99 = string(m[1])
+	}
+	if m := errRe.FindSubmatch(out); m != nil {
+		p99 += " errors=[" + string(m[1]) + "]"
 	}
 	return rps, p50, p99, nil
 }
@@ -498,7 +517,7 @@ func scrape() (metricSet, error) {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	var p expfmt.TextParser
+	p := expfmt.NewTextParser(model.LegacyValidation)
 	fams, err := p.TextToMetricFamilies(resp.Body)
 	return metricSet(fams), err
 }

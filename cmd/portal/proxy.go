@@ -13,7 +13,7 @@ import (
 
 // addProxyFlags adds the proxy's flags (kube-proxy's names) to fs.
 func addProxyFlags(fs *pflag.FlagSet, o *proxy.Options) {
-	fs.StringVar(&o.Mode, "proxy-mode", o.Mode, "how Services are proxied: nftables (userspace and iptables come later)")
+	fs.StringVar(&o.Mode, "proxy-mode", o.Mode, "how Services are proxied: nftables, iptables, or userspace (a Go L4 proxy; the one mode that runs without root)")
 	fs.StringVar(&o.HostnameOverride, "hostname-override", o.HostnameOverride, "this node's name in the API (default: the host name, lower-cased)")
 	fs.StringSliceVar(&o.NodePortAddresses, "nodeport-addresses", o.NodePortAddresses, "addresses that accept NodePort traffic: CIDRs, \"primary\" (the node's primary IPs) or \"all\" (default: all local addresses)")
 	fs.StringVar(&o.ClusterCIDR, "cluster-cidr", o.ClusterCIDR, "pod CIDRs (v4,v6); traffic from outside them to a cluster IP is masqueraded (empty: unknown)")
@@ -22,6 +22,8 @@ func addProxyFlags(fs *pflag.FlagSet, o *proxy.Options) {
 	fs.DurationVar(&o.SyncPeriod, "sync-period", o.SyncPeriod, "how often all rules are rewritten whether or not anything changed")
 	fs.StringVar(&o.HealthzBindAddress, "healthz-bind-address", o.HealthzBindAddress, "address of /healthz and /livez (empty disables)")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "address of /metrics (empty disables)")
+	fs.StringVar(&o.Scheduler, "scheduler", o.Scheduler, "userspace mode: how endpoints are chosen: rr, random, lc, sh, dh, sed, nq or maglev (default rr; per Service: annotation portal.dev/scheduler)")
+	fs.DurationVar(&o.DrainTimeout, "drain-timeout", o.DrainTimeout, "userspace mode: how long connections to an endpoint that left may go on before they are closed (default 30s)")
 	fs.BoolVar(&o.Cleanup, "cleanup", o.Cleanup, "remove every rule any Portal proxy mode wrote, then exit")
 }
 
@@ -30,7 +32,7 @@ func newProxyCommand() *cobra.Command {
 	var kubeconfig string
 	cmd := &cobra.Command{
 		Use:   "proxy",
-		Short: "Run the service proxy for this node (nftables mode), or stand in for kube-proxy",
+		Short: "Run the service proxy for this node (userspace, nftables or iptables mode), or stand in for kube-proxy",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Validate(); err != nil {

@@ -166,7 +166,7 @@ func runServer(ctx context.Context, so serverOptions, enabled func(string) bool)
 			}()
 		}
 	}
-	if enabled("proxy") && proxyPossible() {
+	if enabled("proxy") && proxyPossible(&so.proxy) {
 		if err := so.proxy.Validate(); err != nil {
 			return err
 		}
@@ -240,13 +240,17 @@ func agentPossible() bool {
 	return true
 }
 
-// proxyPossible says whether this process can run the service proxy: the
-// kernel modes need root on Linux (the userspace mode, which will not,
-// is not built yet).
-func proxyPossible() bool {
-	if runtime.GOOS != "linux" || os.Geteuid() != 0 {
-		klog.InfoS("Not running the service proxy: its kernel modes need root on Linux", "os", runtime.GOOS, "uid", os.Geteuid())
-		return false
+// proxyPossible says whether this process can run the service proxy, and
+// switches it to the userspace mode when the kernel modes cannot run: they
+// need root on Linux; the userspace mode does not (it then serves
+// NodePorts only).
+func proxyPossible(o *proxy.Options) bool {
+	if runtime.GOOS == "linux" && os.Geteuid() == 0 {
+		return true
+	}
+	if o.Mode != proxy.ModeUserspace {
+		klog.InfoS("Kernel proxy modes need root on Linux; running the userspace proxy instead", "requested", o.Mode, "os", runtime.GOOS, "uid", os.Geteuid())
+		o.Mode = proxy.ModeUserspace
 	}
 	return true
 }

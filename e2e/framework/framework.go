@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -78,9 +79,9 @@ type Server struct {
 	Wrap []string
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 
-	cmd      *exec.Cmd
-	log      *os.File
-	hostArgs bool
+	cmd     *exec.Cmd
+	log     *os.File
+	dnsPort int
 }
 
 // StartServer runs `portal server` with a fresh data directory on a free
@@ -128,35 +129,42 @@ func (s *Server) Start() {
 // serverArgs are the test's arguments plus what keeps `portal server`
 // from touching the host when it runs there: no proxy or agent (they would
 // program the host's kernel), and DNS on a free port with its HTTP
-// endpoints on ephemeral ones, so servers can run side by side. The
-// arguments are fixed at the first start, so a restart keeps the DNS port.
+// endpoints on ephemeral ones, so servers can run side by side. They are
+// worked out at every start, so a test that replaces Args between restarts
+// keeps the protection; the DNS port stays the same across restarts.
 func (s *Server) serverArgs() []string {
-	if s.Command != "server" || len(s.Wrap) > 0 || s.hostArgs {
+	if s.Command != "server" || len(s.Wrap) > 0 {
 		return s.Args
 	}
-	s.hostArgs = true
+	args := slices.Clone(s.Args)
 	has := func(flag string) int {
-		for i, a := range s.Args {
+		for i, a := range args {
 			if a == flag || strings.HasPrefix(a, flag+"=") {
 				return i
 			}
 		}
 		return -1
 	}
-	if i := has("--disable"); i >= 0 && i+1 < len(s.Args) {
-		s.Args[i+1] += ",proxy,agent"
-	} else {
-		s.Args = append(s.Args, "--disable", "proxy,agent")
+	switch i := has("--disable"); {
+	case i < 0:
+		args = append(args, "--disable", "proxy,agent")
+	case strings.HasPrefix(args[i], "--disable="):
+		args[i] += ",proxy,agent"
+	case i+1 < len(args):
+		args[i+1] += ",proxy,agent"
 	}
 	if has("--dns-port") < 0 {
-		s.Args = append(s.Args, "--dns-port", fmt.Sprint(FreePort(s.t)))
+		if s.dnsPort == 0 {
+			s.dnsPort = FreePort(s.t)
+		}
+		args = append(args, "--dns-port", fmt.Sprint(s.dnsPort))
 	}
 	for _, f := range []string{"--dns-health-bind-address", "--dns-metrics-bind-address"} {
 		if has(f) < 0 {
-			s.Args = append(s.Args, f, "127.0.0.1:0")
+			args = append(args, f, "127.0.0.1:0")
 		}
 	}
-	return s.Args
+	return args
 }
 
 // DNSPort is the port of the server's in-process DNS (UDP and TCP).
@@ -166,7 +174,7 @@ func (s *Server) DNSPort() string {
 			return s.Args[i+1]
 		}
 	}
-	return ""
+	return fmt.Sprint(s.dnsPort)
 }
 
 func (s *Server) dumpLog() {

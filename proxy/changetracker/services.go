@@ -119,6 +119,7 @@ func ServiceFromAPI(svc *v1.Service) *snapshot.Service {
 	if svc.Spec.Type == v1.ServiceTypeLoadBalancer && out.ExternalPolicyLocal {
 		out.HealthCheckNodePort = svc.Spec.HealthCheckNodePort
 	}
+	out.Scheduler = svc.Annotations[snapshot.SchedulerAnnotation]
 	for _, p := range svc.Spec.Ports {
 		proto := p.Protocol
 		if proto == "" {

@@ -1,8 +1,9 @@
 // Package leftovers removes what Portal's proxy modes leave in the kernel,
 // so switching modes (or `portal proxy --cleanup`) leaves no stale rules:
 // the nftables mode's "portal" tables, and the iptables mode's chains,
-// all named PORTAL-*, in the nat and filter tables. It only deletes those
-// names; every other table, chain and rule is left alone.
+// all named PORTAL-*, in the nat and filter tables, and the userspace
+// mode's portal-vip link. It only deletes those names; every other table,
+// chain, rule and link is left alone.
 package leftovers
 
 import (
@@ -143,4 +144,25 @@ func jumpsToPortal(fields []string) bool {
 		}
 	}
 	return false
+}
+
+// VIPLink is the link the userspace mode puts Service addresses on.
+const VIPLink = "portal-vip"
+
+// DeleteVIPLink removes the userspace mode's VIP link, if there is one;
+// without the ip command there is none of ours.
+func DeleteVIPLink(ctx context.Context, run Runner) error {
+	if run == nil {
+		run = ExecRunner
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		return nil
+	}
+	if _, err := run(ctx, "ip", []string{"link", "show", VIPLink}, ""); err != nil {
+		return nil // not there
+	}
+	if _, err := run(ctx, "ip", []string{"link", "del", VIPLink}, ""); err != nil {
+		return fmt.Errorf("delete link %s: %w", VIPLink, err)
+	}
+	return nil
 }

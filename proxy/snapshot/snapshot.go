@@ -48,6 +48,10 @@ type PortKey struct {
 	Protocol v1.Protocol
 }
 
+// SchedulerAnnotation on a Service chooses the userspace mode's scheduler
+// for it (rr, random, lc, sh, dh, sed, nq, maglev).
+const SchedulerAnnotation = "portal.dev/scheduler"
+
 // Service is the part of a v1.Service the proxy uses.
 type Service struct {
 	Name types.NamespacedName
@@ -70,7 +74,10 @@ type Service struct {
 	// HealthCheckNodePort is set for LoadBalancer Services with
 	// externalTrafficPolicy Local.
 	HealthCheckNodePort int32
-	Ports               []Port
+	// Scheduler is the portal.dev/scheduler annotation: the userspace
+	// mode's load-balancing algorithm for this Service ("" = the default).
+	Scheduler string
+	Ports     []Port
 }
 
 // Port is one Service port.

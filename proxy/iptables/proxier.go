@@ -1,0 +1,468 @@
+// Package iptables is the iptables proxy mode: kube-proxy-style chains in
+// the nat and filter tables of iptables and ip6tables (nft backend),
+// written with iptables-restore --noflush. PORTAL-SERVICES dispatches a
+// packet by destination to a per-Service-port chain (PORTAL-SVC-, or
+// PORTAL-SVL- for Local traffic policies, PORTAL-EXT- for external
+// traffic, PORTAL-FW- for loadBalancerSourceRanges), which picks an
+// endpoint chain (PORTAL-SEP-) with statistic probabilities, or with the
+// recent module for ClientIP affinity. The filter table rejects traffic to
+// Services without endpoints and drops what policies refuse.
+//
+// It owns the PORTAL-* chains and the jumps to them from the built-in
+// chains, and nothing else: it must not touch other chains, conntrack (the
+// proxy core does that) or nftables tables. A full sync rewrites every
+// chain it owns and deletes stale ones; a partial sync rewrites the shared
+// dispatch chains plus only the per-Service chains whose rules changed.
+// The command runner is injected, so tests check the generated input of
+// iptables-restore without root.
+package iptables
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"net/netip"
+	"os/exec"
+	"slices"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"portal.dev/portal/proxy/leftovers"
+	"portal.dev/portal/proxy/snapshot"
+)
+
+// Config configures the iptables mode.
+type Config struct {
+	// ClusterCIDRs are the pod CIDRs, at most one per family. Traffic from
+	// outside them to a cluster IP is masqueraded; empty means unknown.
+	ClusterCIDRs []netip.Prefix
+	// MasqueradeAll masquerades all traffic to cluster IPs.
+	MasqueradeAll bool
+	// BeforeFirstSync, if set, runs once before the first sync; the proxy
+	// uses it to remove the rules other Portal modes left.
+	BeforeFirstSync func(ctx context.Context) error
+	// Run runs iptables commands (nil: os/exec).
+	Run leftovers.Runner
+}
+
+// Tool is one family's pair of iptables-save and iptables-restore binaries.
+type Tool struct {
+	Family  snapshot.Family
+	Save    string
+	Restore string
+}
+
+// DefaultTools are the nft-backend binaries of the Debian iptables package.
+var DefaultTools = []Tool{
+	{Family: "IPv4", Save: "iptables-nft-save", Restore: "iptables-nft-restore"},
+	{Family: "IPv6", Save: "ip6tables-nft-save", Restore: "ip6tables-nft-restore"},
+}
+
+// Proxier programs the PORTAL-* chains. It is not safe for concurrent
+// use; the proxy core calls it from one goroutine.
+type Proxier struct {
+	cfg      Config
+	families []*familyProxier
+	started  bool
+}
+
+// New returns a Proxier for the families whose tools are installed; IPv4
+// is required.
+func New(cfg Config) (*Proxier, error) {
+	var tools []Tool
+	for _, t := range DefaultTools {
+		if _, err := exec.LookPath(t.Restore); err != nil {
+			if t.Family == "IPv4" {
+				return nil, fmt.Errorf("iptables mode needs %s (Debian package iptables): %w", t.Restore, err)
+			}
+			klog.InfoS("IPv6 iptables unavailable; proxying IPv4 only", "err", err)
+			continue
+		}
+		tools = append(tools, t)
+	}
+	return NewWithTools(cfg, tools), nil
+}
+
+// NewWithTools returns a Proxier using the given tools through cfg.Run.
+func NewWithTools(cfg Config, tools []Tool) *Proxier {
+	if cfg.Run == nil {
+		cfg.Run = leftovers.ExecRunner
+	}
+	p := &Proxier{cfg: cfg}
+	for _, t := range tools {
+		var cidr netip.Prefix
+		for _, c := range cfg.ClusterCIDRs {
+			if snapshot.FamilyOf(c.Addr()) == t.Family {
+				cidr = c
+			}
+		}
+		p.families = append(p.families, &familyProxier{tool: t, run: cfg.Run, b: newBuilder(t.Family, cidr, cfg.MasqueradeAll)})
+	}
+	return p
+}
+
+// Sync programs req's snapshot: everything when req.Full or on the first
+// call, else the shared chains and the changed Services' chains. Each
+// family is one iptables-restore, which the kernel applies atomically.
+func (p *Proxier) Sync(ctx context.Context, req snapshot.Request) error {
+	if !p.started && p.cfg.BeforeFirstSync != nil {
+		if err := p.cfg.BeforeFirstSync(ctx); err != nil {
+			klog.ErrorS(err, "Could not remove other proxy modes' rules")
+		}
+	}
+	p.started = true
+	var errs []error
+	for _, fp := range p.families {
+		if err := fp.sync(ctx, req); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Cleanup removes every PORTAL-* chain and the jumps to them. The Proxier
+// forgets what it wrote, so a later Sync is a full one.
+func (p *Proxier) Cleanup(ctx context.Context) error {
+	var errs []error
+	for _, fp := range p.families {
+		for _, table := range []string{"nat", "filter"} {
+			save, err := fp.run(ctx, fp.tool.Save, []string{"-t", table}, "")
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if script := leftovers.RestoreScript(table, save); script != "" {
+				if _, err := fp.run(ctx, fp.tool.Restore, []string{"--noflush"}, script); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+		fp.written = nil
+	}
+	return errors.Join(errs...)
+}
+
+// familyProxier programs one family and remembers what its last successful
+// restore wrote, which partial syncs diff against.
+type familyProxier struct {
+	tool Tool
+	run  leftovers.Runner
+	b    *builder
+
+	// written is nil until the first successful sync.
+	written map[types.NamespacedName]*writtenService
+}
+
+// writtenService is one Service's rules and the hash of each of its chains.
+type writtenService struct {
+	rules  *serviceRules
+	chains map[string]uint64
+}
+
+// jump is a rule in a built-in chain that leads to ours.
+type jump struct {
+	table, chain, rule string
+}
+
+var jumps = []jump{
+	{"nat", "PREROUTING", "-j " + servicesChain},
+	{"nat", "OUTPUT", "-j " + servicesChain},
+	{"nat", "POSTROUTING", "-j " + postroutingCh},
+	{"filter", "INPUT", "-m conntrack --ctstate NEW -j " + servicesChain},
+	{"filter", "FORWARD", "-m conntrack --ctstate NEW -j " + servicesChain},
+	{"filter", "OUTPUT", "-m conntrack --ctstate NEW -j " + servicesChain},
+	{"filter", "INPUT", "-j " + firewallChain},
+	{"filter", "FORWARD", "-j " + firewallChain},
+	{"filter", "OUTPUT", "-j " + firewallChain},
+}
+
+func (fp *familyProxier) sync(ctx context.Context, req snapshot.Request) error {
+	var plan *plan
+	if req.Full || fp.written == nil {
+		existing := map[string]*tableState{}
+		for _, table := range []string{"nat", "filter"} {
+			save, err := fp.run(ctx, fp.tool.Save, []string{"-t", table}, "")
+			if err != nil {
+				return fmt.Errorf("%s: %w", fp.tool.Save, err)
+			}
+			existing[table] = parseSave(table, save)
+		}
+		plan = fp.planFull(req.Snapshot, existing)
+	} else {
+		plan = fp.planPartial(req.Snapshot, req.Changed)
+	}
+	if _, err := fp.run(ctx, fp.tool.Restore, []string{"--noflush"}, plan.script); err != nil {
+		return fmt.Errorf("%s (%d chains written): %w", fp.tool.Restore, plan.chainsWritten, err)
+	}
+	fp.written = plan.written
+	return nil
+}
+
+// plan is one restore: its input and what the Proxier will have written
+// once it succeeds.
+type plan struct {
+	script        string
+	chainsWritten int
+	written       map[types.NamespacedName]*writtenService
+}
+
+// tableState is what iptables-save says about one table.
+type tableState struct {
+	chains map[string]bool // PORTAL-* chains
+	rules  map[string]bool // "-A CHAIN ..." lines of the built-in chains
+}
+
+func parseSave(table, save string) *tableState {
+	st := &tableState{chains: map[string]bool{}, rules: map[string]bool{}}
+	sc := bufio.NewScanner(strings.NewReader(save))
+	sc.Buffer(make([]byte, 0, 64*1024), 64*1024*1024)
+	in := false
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "*"):
+			in = line[1:] == table
+		case !in:
+		case strings.HasPrefix(line, ":"+leftovers.ChainPrefix):
+			name, _, _ := strings.Cut(line[1:], " ")
+			st.chains[name] = true
+		case strings.HasPrefix(line, "-A ") && !strings.HasPrefix(line, "-A "+leftovers.ChainPrefix):
+			st.rules[line] = true
+		}
+	}
+	return st
+}
+
+func (fp *familyProxier) planFull(snap *snapshot.Snapshot, existing map[string]*tableState) *plan {
+	written := make(map[types.NamespacedName]*writtenService, len(snap.Services))
+	for nn, svc := range snap.Services {
+		r := fp.b.service(svc, snap.Endpoints[nn], snap.Node)
+		if !r.empty() {
+			written[nn] = newWritten(r)
+		}
+	}
+	var w scriptWriter
+	stale := map[string][]string{}
+	for table, st := range existing {
+		for c := range st.chains {
+			if table == "nat" && ownedBy(written, c) {
+				continue
+			}
+			if isStatic(table, c) {
+				continue
+			}
+			stale[table] = append(stale[table], c)
+		}
+	}
+	var natChains []chain
+	for _, nn := range sortedNames(written) {
+		natChains = append(natChains, written[nn].rules.natChains...)
+	}
+	var missing []jump
+	for _, j := range jumps {
+		if !existing[j.table].rules["-A "+j.chain+" "+j.rule] {
+			missing = append(missing, j)
+		}
+	}
+	fp.writeTables(&w, snap.Node, written, natChains, stale, missing)
+	return &plan{script: w.String(), chainsWritten: len(natChains), written: written}
+}
+
+func (fp *familyProxier) planPartial(snap *snapshot.Snapshot, changed map[types.NamespacedName]struct{}) *plan {
+	written := make(map[types.NamespacedName]*writtenService, len(fp.written)+len(changed))
+	for nn, ws := range fp.written {
+		written[nn] = ws
+	}
+	var natChains []chain
+	stale := map[string][]string{}
+	for _, nn := range sortedNames(changed) {
+		old := fp.written[nn]
+		r := fp.b.service(snap.Services[nn], snap.Endpoints[nn], snap.Node)
+		ws := newWritten(r)
+		if r.empty() {
+			delete(written, nn)
+		} else {
+			written[nn] = ws
+		}
+		for _, c := range r.natChains {
+			if old != nil && old.chains[c.name] == ws.chains[c.name] {
+				continue
+			}
+			natChains = append(natChains, c)
+		}
+		if old != nil {
+			for _, name := range sortedKeys(old.chains) {
+				if _, keep := ws.chains[name]; !keep {
+					stale["nat"] = append(stale["nat"], name)
+				}
+			}
+		}
+	}
+	var w scriptWriter
+	fp.writeTables(&w, snap.Node, written, natChains, stale, nil)
+	return &plan{script: w.String(), chainsWritten: len(natChains), written: written}
+}
+
+// writeTables writes the restore input: the shared chains in full from
+// every Service's rules, the given per-Service chains, the missing jumps
+// from built-in chains, then the stale chains' deletion (flushed first,
+// as they may jump to each other).
+func (fp *familyProxier) writeTables(w *scriptWriter, node *snapshot.Node, written map[types.NamespacedName]*writtenService, natChains []chain, stale map[string][]string, missing []jump) {
+	names := sortedNames(written)
+	nodePortJump := fp.nodePortMatches(node)
+	for _, table := range []string{"nat", "filter"} {
+		w.line("*" + table)
+		var static []chain
+		if table == "nat" {
+			svcRules, npRules := []string{}, []string{}
+			for _, nn := range names {
+				svcRules = append(svcRules, written[nn].rules.natServices...)
+				npRules = append(npRules, written[nn].rules.natNodePorts...)
+			}
+			for _, m := range nodePortJump {
+				svcRules = append(svcRules, m+" -j "+nodePortsChain)
+			}
+			static = []chain{
+				{servicesChain, svcRules},
+				{nodePortsChain, npRules},
+				{postroutingCh, []string{
+					"-m mark ! --mark " + masqueradeMark + "/" + masqueradeMark + " -j RETURN",
+					// Cleared so a packet that passes twice (tunnels) is
+					// not masqueraded twice.
+					"-j MARK --xor-mark " + masqueradeMark,
+					"-j MASQUERADE --random-fully",
+				}},
+				{markMasqChain, []string{"-j MARK --or-mark " + masqueradeMark}},
+				{markDropChain, []string{"-j MARK --or-mark " + dropMark}},
+			}
+		} else {
+			svcRules, npRules := []string{}, []string{}
+			for _, nn := range names {
+				svcRules = append(svcRules, written[nn].rules.filterServices...)
+				npRules = append(npRules, written[nn].rules.filterNodePorts...)
+			}
+			for _, m := range nodePortJump {
+				svcRules = append(svcRules, m+" -j "+nodePortsChain)
+			}
+			static = []chain{
+				{servicesChain, svcRules},
+				{nodePortsChain, npRules},
+				{firewallChain, []string{"-m mark --mark " + dropMark + "/" + dropMark + " -j DROP"}},
+			}
+		}
+		chains := static
+		if table == "nat" {
+			chains = append(slices.Clone(static), natChains...)
+		}
+		staleHere := stale[table]
+		sort.Strings(staleHere)
+		for _, c := range chains {
+			w.line(":" + c.name + " - [0:0]")
+		}
+		for _, c := range staleHere {
+			w.line(":" + c + " - [0:0]")
+		}
+		for _, c := range chains {
+			for _, r := range c.rules {
+				w.line("-A " + c.name + " " + r)
+			}
+		}
+		for _, j := range missing {
+			if j.table == table {
+				w.line("-I " + j.chain + " 1 " + j.rule)
+			}
+		}
+		for _, c := range staleHere {
+			w.line("-X " + c)
+		}
+		w.line("COMMIT")
+	}
+}
+
+// nodePortMatches returns the matches of the packets that may be for a
+// NodePort: any local address but loopback (NodePorts on 127.0.0.1 would
+// need route_localnet, which kube-proxy's nftables mode refuses too), or
+// the --nodeport-addresses.
+func (fp *familyProxier) nodePortMatches(node *snapshot.Node) []string {
+	if node == nil || node.NodePorts.All {
+		return []string{"-m addrtype --dst-type LOCAL ! -d " + fp.b.loopback}
+	}
+	var out []string
+	for _, a := range node.NodePorts.Of(fp.b.family) {
+		out = append(out, "-d "+fp.b.host(a))
+	}
+	return out
+}
+
+func isStatic(table, name string) bool {
+	switch name {
+	case servicesChain, nodePortsChain:
+		return true
+	case postroutingCh, markMasqChain, markDropChain:
+		return table == "nat"
+	case firewallChain:
+		return table == "filter"
+	}
+	return false
+}
+
+func ownedBy(written map[types.NamespacedName]*writtenService, name string) bool {
+	for _, ws := range written {
+		if _, ok := ws.chains[name]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+func newWritten(r *serviceRules) *writtenService {
+	ws := &writtenService{rules: r, chains: make(map[string]uint64, len(r.natChains))}
+	for _, c := range r.natChains {
+		ws.chains[c.name] = hashRules(c.rules)
+	}
+	return ws
+}
+
+func hashRules(rules []string) uint64 {
+	h := fnv.New64a()
+	for _, r := range rules {
+		h.Write([]byte(r))
+		h.Write([]byte{'\n'})
+	}
+	return h.Sum64()
+}
+
+type scriptWriter struct{ strings.Builder }
+
+func (w *scriptWriter) line(s string) {
+	w.WriteString(s)
+	w.WriteByte('\n')
+}
+
+func sortedNames[V any](m map[types.NamespacedName]V) []types.NamespacedName {
+	out := make([]types.NamespacedName, 0, len(m))
+	for nn := range m {
+		out = append(out, nn)
+	}
+	slices.SortFunc(out, func(a, b types.NamespacedName) int {
+		if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

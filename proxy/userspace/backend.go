@@ -1,0 +1,201 @@
+package userspace
+
+import (
+	"io"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"portal.dev/portal/proxy/snapshot"
+)
+
+// backend is one endpoint of one Service port. It lives as long as the
+// endpoint serves the port, plus its drain.
+type backend struct {
+	addr    netip.AddrPort
+	name    string
+	active  atomic.Int64
+	labels  []string // service, port, endpoint
+	mu      sync.Mutex
+	conns   map[io.Closer]struct{}
+	removed bool
+}
+
+// track registers c to be closed when the backend is gone; false when it
+// already is.
+func (b *backend) track(c io.Closer) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.removed {
+		return false
+	}
+	b.conns[c] = struct{}{}
+	return true
+}
+
+func (b *backend) untrack(c io.Closer) {
+	b.mu.Lock()
+	delete(b.conns, c)
+	b.mu.Unlock()
+}
+
+// closeAll closes every tracked connection or flow.
+func (b *backend) closeAll() {
+	b.mu.Lock()
+	conns := b.conns
+	b.conns = map[io.Closer]struct{}{}
+	b.mu.Unlock()
+	for c := range conns {
+		c.Close()
+	}
+}
+
+// drainer is a tracked thing that finishes on its own and is only closed
+// when the drain timeout ends: TCP connections. UDP flows have no end to
+// wait for and are closed at once, so the next datagram picks a live
+// endpoint (kubernetes issues 19029, 59368).
+type drainer interface{ drains() bool }
+
+// servicePort is the state of one Service port that outlives syncs: its
+// backends (with their open connections) and its affinity table.
+type servicePort struct {
+	key portKey
+
+	mu       sync.Mutex
+	all      map[netip.AddrPort]*backend
+	affinity map[netip.Addr]affinityEntry
+	sched    map[string]Scheduler // by scheduler name + backend list
+}
+
+type affinityEntry struct {
+	backend *backend
+	expires time.Time
+}
+
+// backends returns the backend objects of eps, creating the new ones.
+func (sp *servicePort) backends(eps []*snapshot.Endpoint) []*backend {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	out := make([]*backend, 0, len(eps))
+	for _, e := range eps {
+		ap := e.AddrPort()
+		b := sp.all[ap]
+		if b == nil {
+			b = &backend{addr: ap, name: ap.String(), conns: map[io.Closer]struct{}{},
+				labels: []string{sp.key.svc.String(), sp.key.port, ap.String()}}
+			sp.all[ap] = b
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// scheduler returns a scheduler over bs, reusing the one built for the
+// same list (maglev's table is worth keeping).
+func (sp *servicePort) scheduler(name string, bs []*backend) Scheduler {
+	key := name
+	names := make([]string, len(bs))
+	for i, b := range bs {
+		names[i] = b.name
+		key += "," + b.name
+	}
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if s, ok := sp.sched[key]; ok {
+		return s
+	}
+	s := NewScheduler(name, names, func(i int) int64 { return bs[i].active.Load() })
+	if sp.sched == nil {
+		sp.sched = map[string]Scheduler{}
+	}
+	sp.sched[key] = s
+	return s
+}
+
+// retain keeps the backends in keep and removes the others: their UDP
+// flows are closed now, their TCP connections after drain.
+func (sp *servicePort) retain(keep []*backend, drain time.Duration) {
+	set := make(map[*backend]bool, len(keep))
+	for _, b := range keep {
+		set[b] = true
+	}
+	sp.mu.Lock()
+	var gone []*backend
+	for ap, b := range sp.all {
+		if !set[b] {
+			gone = append(gone, b)
+			delete(sp.all, ap)
+		}
+	}
+	for c, e := range sp.affinity {
+		if !set[e.backend] {
+			delete(sp.affinity, c)
+		}
+	}
+	// Old scheduler lists go with a change of backends.
+	if len(gone) > 0 {
+		sp.sched = nil
+	}
+	sp.mu.Unlock()
+	for _, b := range gone {
+		b.mu.Lock()
+		b.removed = true
+		var flows []io.Closer
+		for c := range b.conns {
+			if d, ok := c.(drainer); !ok || !d.drains() {
+				flows = append(flows, c)
+			}
+		}
+		b.mu.Unlock()
+		for _, c := range flows {
+			c.Close()
+		}
+		if drain <= 0 {
+			b.closeAll()
+		} else {
+			time.AfterFunc(drain, b.closeAll)
+		}
+	}
+}
+
+// pick chooses the backend for a connection from client: the affinity
+// entry when there is a live one, else the scheduler's, skipping tried.
+func (r *route) pick(c Conn, tried func(int) bool, now time.Time) int {
+	if r.affinity > 0 && tried == nil {
+		r.sp.mu.Lock()
+		e, ok := r.sp.affinity[c.Client.Addr()]
+		r.sp.mu.Unlock()
+		if ok && now.Before(e.expires) {
+			for i, b := range r.backends {
+				if b == e.backend {
+					return i
+				}
+			}
+		}
+	}
+	return r.sched.Pick(c, tried)
+}
+
+// remember records that client now uses b (ClientIP affinity).
+func (r *route) remember(client netip.Addr, b *backend, now time.Time) {
+	if r.affinity <= 0 {
+		return
+	}
+	r.sp.mu.Lock()
+	r.sp.affinity[client] = affinityEntry{backend: b, expires: now.Add(r.affinity)}
+	r.sp.mu.Unlock()
+}
+
+// allowed reports whether client may use the route.
+func (r *route) allowed(client netip.Addr) bool {
+	if r.ranges == nil {
+		return true
+	}
+	for _, p := range r.ranges {
+		if p.Contains(client) {
+			return true
+		}
+	}
+	return false
+}
