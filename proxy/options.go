@@ -39,8 +39,9 @@ type Options struct {
 	// (default 1s when zero and SyncPeriod is zero too; an explicit 0 is
 	// allowed with a set SyncPeriod).
 	MinSyncPeriod time.Duration
-	// SyncPeriod is --sync-period: how often everything is rewritten
-	// (default 30s).
+	// SyncPeriod is --sync-period: how often the proxy syncs even when
+	// nothing changed (default 30s); the first such sync after
+	// FullSyncPeriod rewrites every rule.
 	SyncPeriod time.Duration
 	// HealthzBindAddress is --healthz-bind-address, serving /healthz and
 	// /livez (default 0.0.0.0:10256).

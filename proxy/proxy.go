@@ -86,6 +86,7 @@ type Proxy struct {
 	pendingChanged map[types.NamespacedName]struct{}
 	pendingTrigger map[types.NamespacedName][]time.Time
 	needFull       bool
+	lastFull       time.Time // when the last full sync succeeded
 
 	ready atomic.Bool
 }
@@ -423,6 +424,10 @@ func asNode(obj any) *v1.Node {
 	return n
 }
 
+// FullSyncPeriod is how often a periodic sync rewrites every rule even
+// though nothing changed, repairing whatever else touched them.
+var FullSyncPeriod = time.Hour
+
 // sync builds the next snapshot and has the mode program it. It runs on
 // the runner's goroutine only.
 func (p *Proxy) sync(ctx context.Context, periodic bool) error {
@@ -441,7 +446,11 @@ func (p *Proxy) sync(ctx context.Context, periodic bool) error {
 	for nn, tt := range res.TriggerTimes {
 		p.pendingTrigger[nn] = append(p.pendingTrigger[nn], tt...)
 	}
-	full := periodic || p.needFull || p.synced == nil || res.NodeChanged
+	// The periodic sync (--sync-period) rewrites everything only once per
+	// FullSyncPeriod, as kube-proxy's nftables mode does: at 10,000
+	// Services a full rewrite costs seconds of CPU, and changes that
+	// arrive meanwhile wait for it.
+	full := (periodic && time.Since(p.lastFull) >= FullSyncPeriod) || p.needFull || p.synced == nil || res.NodeChanged
 	if !full && len(p.pendingChanged) == 0 {
 		p.health.Updated()
 		return nil
@@ -467,6 +476,9 @@ func (p *Proxy) sync(ctx context.Context, periodic bool) error {
 	}
 	p.needFull = false
 	now := time.Now()
+	if full {
+		p.lastFull = now
+	}
 	p.metrics.LastSyncTimestamp.Set(float64(now.UnixNano()) / 1e9)
 	for _, tt := range p.pendingTrigger {
 		for _, t := range tt {

@@ -102,7 +102,7 @@ func run() error {
 		// Connection-per-request runs leave ~50k conntrack entries in
 		// TIME_WAIT; their clashes with reused client ports made every
 		// later run slower than the one before, whatever the target.
-		{"sysctl", "-qw", "net.netfilter.nf_conntrack_tcp_timeout_time_wait=1"},
+		{"sysctl", "-qw", "net.netfilter.nf_conntrack_tcp_timeout_time_wait=1", "net.ipv4.tcp_max_tw_buckets=1024"},
 	} {
 		if err := sh(args...); err != nil {
 			return err

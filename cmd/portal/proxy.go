@@ -19,7 +19,7 @@ func addProxyFlags(fs *pflag.FlagSet, o *proxy.Options) {
 	fs.StringVar(&o.ClusterCIDR, "cluster-cidr", o.ClusterCIDR, "pod CIDRs (v4,v6); traffic from outside them to a cluster IP is masqueraded (empty: unknown)")
 	fs.BoolVar(&o.MasqueradeAll, "masquerade-all", o.MasqueradeAll, "masquerade all traffic to cluster IPs")
 	fs.DurationVar(&o.MinSyncPeriod, "min-sync-period", o.MinSyncPeriod, "least time between two syncs of the rules; changes in between are batched")
-	fs.DurationVar(&o.SyncPeriod, "sync-period", o.SyncPeriod, "how often all rules are rewritten whether or not anything changed")
+	fs.DurationVar(&o.SyncPeriod, "sync-period", o.SyncPeriod, "how often the proxy syncs whether or not anything changed; every rule is rewritten on the first periodic sync after an hour")
 	fs.StringVar(&o.HealthzBindAddress, "healthz-bind-address", o.HealthzBindAddress, "address of /healthz and /livez (empty disables)")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "address of /metrics (empty disables)")
 	fs.StringVar(&o.Scheduler, "scheduler", o.Scheduler, "userspace mode: how endpoints are chosen: rr, random, lc, sh, dh, sed, nq or maglev (default rr; per Service: annotation portal.dev/scheduler)")
