@@ -36,7 +36,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	basecompatibility "k8s.io/component-base/compatibility"
 	baseversion "k8s.io/component-base/version"
-	"k8s.io/klog/v2"
 
 	"portal.dev/portal/apiserver/auth"
 	"portal.dev/portal/apiserver/embeddedetcd"
@@ -135,6 +134,12 @@ func Run(ctx context.Context, o Options) error {
 	}
 	if o.AdvertiseAddress == nil {
 		o.AdvertiseAddress = defaultAdvertiseAddress(o.BindAddress)
+	}
+	if o.AdvertiseAddress.IsLoopback() || o.AdvertiseAddress.IsUnspecified() {
+		// The kubernetes Service's endpoints are this address; an
+		// EndpointSlice may not hold a loopback one, and no other machine
+		// could use it.
+		return fmt.Errorf("--advertise-address: %s cannot be the kubernetes Service's endpoint; this machine has no default route to pick another, so set --advertise-address", o.AdvertiseAddress)
 	}
 	s, err := newServer(o, ca, cidrs)
 	if err != nil {
@@ -322,7 +327,6 @@ func defaultAdvertiseAddress(bind net.IP) net.IP {
 	if ip, err := utilnet.ChooseHostInterface(); err == nil {
 		return ip
 	}
-	klog.InfoS("No host interface found; advertising loopback")
 	return net.IPv4(127, 0, 0, 1)
 }
 
