@@ -119,6 +119,15 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("--service-cluster-ip-range: %w", err)
 	}
+	if o.AdvertiseAddress == nil {
+		o.AdvertiseAddress = defaultAdvertiseAddress(o.BindAddress)
+	}
+	if o.AdvertiseAddress.IsLoopback() || o.AdvertiseAddress.IsUnspecified() {
+		// The kubernetes Service's endpoints are this address; an
+		// EndpointSlice may not hold a loopback one, and no other machine
+		// could use it.
+		return fmt.Errorf("--advertise-address: %s cannot be the kubernetes Service's endpoint; this machine has no default route to pick another, so set --advertise-address", o.AdvertiseAddress)
+	}
 	if len(o.EtcdServers) == 0 {
 		etcd, err := embeddedetcd.Start(ctx, o.DataDir)
 		if err != nil {
@@ -131,15 +140,6 @@ func Run(ctx context.Context, o Options) error {
 	ca, err := pki.LoadOrCreateCA(filepath.Join(o.DataDir, "pki"), "ca")
 	if err != nil {
 		return fmt.Errorf("cluster CA: %w", err)
-	}
-	if o.AdvertiseAddress == nil {
-		o.AdvertiseAddress = defaultAdvertiseAddress(o.BindAddress)
-	}
-	if o.AdvertiseAddress.IsLoopback() || o.AdvertiseAddress.IsUnspecified() {
-		// The kubernetes Service's endpoints are this address; an
-		// EndpointSlice may not hold a loopback one, and no other machine
-		// could use it.
-		return fmt.Errorf("--advertise-address: %s cannot be the kubernetes Service's endpoint; this machine has no default route to pick another, so set --advertise-address", o.AdvertiseAddress)
 	}
 	s, err := newServer(o, ca, cidrs)
 	if err != nil {
