@@ -238,14 +238,14 @@ while true; do echo "LOOP $(curl -s -m 2 -w ' %{http_code}' http://my-service/)"
 func webPod(name, node, dir string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": "web"}}, Spec: corev1.PodSpec{
 		NodeName:                      node,
-		TerminationGracePeriodSeconds: ptr.To[int64](5),
+		TerminationGracePeriodSeconds: ptr.To[int64](10),
 		Containers: []corev1.Container{{Name: "web", Image: "python:3", WorkingDir: dir,
 			Command: []string{"python3", "-m", "http.server", "8080"},
 			ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 				Path: "/ready", Port: intstr.FromInt32(8080)}}, PeriodSeconds: 1, FailureThreshold: 1},
 			// The usual graceful-shutdown pattern: keep serving while the
 			// proxies take the endpoint out of rotation.
-			Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 2}}},
+			Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 4}}},
 		}}}}
 }
 
