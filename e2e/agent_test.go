@@ -146,9 +146,14 @@ func (ab *agentBed) killAgent() {
 	ab.agent.Wait()
 }
 
-// killPods kills every process the agent's state files list.
-func (ab *agentBed) killPods() {
-	dirs, _ := filepath.Glob(filepath.Join(ab.rootDir, "agent*", "pods", "*", "state.json"))
+// killPods kills every process the agents' state files list.
+func (ab *agentBed) killPods() { killAgentPods(filepath.Join(ab.rootDir, "agent*")) }
+
+// killAgentPods kills every process listed in the state files of the
+// agents whose root directories match rootGlob, so pod processes (in
+// namespaces of their own) never outlive a test.
+func killAgentPods(rootGlob string) {
+	dirs, _ := filepath.Glob(filepath.Join(rootGlob, "pods", "*", "state.json"))
 	for _, f := range dirs {
 		var st struct {
 			SandboxPid int `json:"sandboxPid"`

@@ -47,7 +47,7 @@ func TestSeedsScenario(t *testing.T) {
 		Dial: node1.DialContext,
 	}
 	framework.Attach(t, s)
-	t.Cleanup(func() { killPodProcesses(filepath.Join(s.DataDir, "agent")) })
+	t.Cleanup(func() { killAgentPods(filepath.Join(s.DataDir, "agent")) })
 	s.Start()
 	c := s.Client()
 
@@ -58,7 +58,7 @@ func TestSeedsScenario(t *testing.T) {
 	}
 	logs := t.TempDir()
 	root2 := filepath.Join(t.TempDir(), "agent2")
-	t.Cleanup(func() { killPodProcesses(root2) })
+	t.Cleanup(func() { killAgentPods(root2) })
 	proxyLog, _ := os.Create(filepath.Join(logs, "proxy2.log"))
 	node2.Start(proxyLog, framework.Binary(t), "proxy", "--kubeconfig", kc, "--hostname-override", "node2",
 		"--cluster-cidr", "10.244.0.0/16")
@@ -284,22 +284,4 @@ func between(s, from, to string) string {
 	_, rest, _ := strings.Cut(s, from)
 	in, _, _ := strings.Cut(rest, to)
 	return in
-}
-
-// killPodProcesses kills what an agent's state files list, so pod
-// processes (in namespaces of their own) never outlive the test.
-func killPodProcesses(root string) {
-	files, _ := filepath.Glob(filepath.Join(root, "pods", "*", "state.json"))
-	for _, f := range files {
-		data, _ := os.ReadFile(f)
-		for _, field := range strings.FieldsFunc(string(data), func(r rune) bool { return r == ',' || r == '{' || r == '}' }) {
-			if k, v, ok := strings.Cut(field, ":"); ok && strings.Contains(strings.ToLower(k), "pid") {
-				var pid int
-				if _, err := fmt.Sscan(strings.TrimSpace(v), &pid); err == nil && pid > 1 {
-					exec.Command("kill", "-9", "--", fmt.Sprint(-pid)).Run()
-					exec.Command("kill", "-9", fmt.Sprint(pid)).Run()
-				}
-			}
-		}
-	}
 }

@@ -8,8 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"portal.dev/portal/agent"
 	"portal.dev/portal/agent/container"
@@ -40,10 +38,7 @@ func newAgentCommand() *cobra.Command {
 		Short: "Run the node agent: register the Node, run its pods as processes with their own network, probe them, report their status",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if kubeconfig == "" {
-				return fmt.Errorf("--kubeconfig is required")
-			}
-			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			cfg, client, err := componentClient(kubeconfig, "portal-agent")
 			if err != nil {
 				return err
 			}
@@ -52,12 +47,6 @@ func newAgentCommand() *cobra.Command {
 				if o.ClientCAData, err = os.ReadFile(cfg.TLSClientConfig.CAFile); err != nil {
 					return err
 				}
-			}
-			cfg.ContentType = "application/vnd.kubernetes.protobuf"
-			cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-			client, err := kubernetes.NewForConfig(cfg)
-			if err != nil {
-				return err
 			}
 			a, err := agent.New(client, o)
 			if err != nil {

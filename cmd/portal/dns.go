@@ -1,12 +1,8 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"portal.dev/portal/dns"
 )
@@ -34,16 +30,7 @@ func newDNSCommand() *cobra.Command {
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			if kubeconfig == "" {
-				return fmt.Errorf("--kubeconfig is required")
-			}
-			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-			if err != nil {
-				return err
-			}
-			cfg.ContentType = "application/vnd.kubernetes.protobuf"
-			cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-			client, err := kubernetes.NewForConfig(cfg)
+			_, client, err := componentClient(kubeconfig, "portal-dns")
 			if err != nil {
 				return err
 			}

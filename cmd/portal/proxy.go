@@ -1,12 +1,8 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"portal.dev/portal/proxy"
 )
@@ -41,16 +37,7 @@ func newProxyCommand() *cobra.Command {
 			if o.Cleanup {
 				return proxy.CleanupAll(cmd.Context())
 			}
-			if kubeconfig == "" {
-				return fmt.Errorf("--kubeconfig is required")
-			}
-			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-			if err != nil {
-				return err
-			}
-			cfg.ContentType = "application/vnd.kubernetes.protobuf"
-			cfg.UserAgent = "portal-proxy"
-			client, err := kubernetes.NewForConfig(cfg)
+			_, client, err := componentClient(kubeconfig, "portal-proxy")
 			if err != nil {
 				return err
 			}
