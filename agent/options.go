@@ -53,6 +53,12 @@ type Options struct {
 	ResolvConf string
 	// InitPath is the init helper binary (this portal binary).
 	InitPath string
+	// KubeAPIQPS and KubeAPIBurst limit the agent's requests to the API
+	// server (kubelet's --kube-api-qps 50 and --kube-api-burst 100).
+	// client-go's own default, 5 per second, made a node starting 100 pods
+	// queue its status writes for a minute.
+	KubeAPIQPS   float32
+	KubeAPIBurst int
 }
 
 // DefaultOptions returns kubelet's defaults.
@@ -77,6 +83,8 @@ func DefaultOptions() Options {
 		StatusReportFrequency: time.Minute,
 		ResolvConf:            "/etc/resolv.conf",
 		InitPath:              self,
+		KubeAPIQPS:            50,
+		KubeAPIBurst:          100,
 	}
 }
 

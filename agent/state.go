@@ -62,6 +62,7 @@ type podRuntime struct {
 	terminating bool
 	deleteSent  bool
 	lastWritten *corev1.PodStatus
+	lastPod     *corev1.Pod // as the last status write returned it
 }
 
 func (rt *podRuntime) key() string { return rt.st.Namespace + "/" + rt.st.Name }

@@ -6,12 +6,14 @@
 // agent started. It owns no state on disk and knows nothing of the API.
 //
 // Go cannot run code between fork and exec, and a multi-threaded process
-// cannot enter another mount namespace, so each process starts through the
-// init helper (`portal agent init`, see InitMain) in a fresh mount
+// cannot enter another mount namespace, so each container starts through
+// the init helper (`portal agent init`, see InitMain) in a fresh mount
 // namespace of its own: the helper bind-mounts the pod's resolv.conf, hosts
 // and hostname files, drops to the container's user, and execs the
 // command. Network, UTS and IPC namespaces are entered by the forking
-// thread (setns on a locked OS thread), which the child inherits.
+// thread (setns on a locked OS thread), which the child inherits. The
+// sandbox needs no mounts: it is `sleep infinity` started directly, its
+// host name set from a thread that entered its UTS namespace.
 package container
 
 import (
@@ -123,6 +125,11 @@ func isExecutable(p string) bool {
 
 // Start starts the process described by spec.
 func Start(spec Spec) (*Process, error) {
+	if spec.Pause {
+		if sleep := sleepPath(); sleep != "" {
+			return startPause(spec, sleep)
+		}
+	}
 	path, args := spec.Path, spec.Args
 	attr := &syscall.SysProcAttr{Setpgid: true, Cloneflags: spec.NewNamespaces}
 	if spec.Init != "" {
@@ -140,6 +147,44 @@ func Start(spec Spec) (*Process, error) {
 	if err := inNamespaces(spec.Namespaces, cmd.Start); err != nil {
 		return nil, err
 	}
+	return track(cmd), nil
+}
+
+// startPause starts a sandbox as `sleep infinity` in its new namespaces
+// and sets its host name from here (setns into a UTS namespace works from
+// a multi-threaded process; only mount namespaces need the init helper).
+// Starting the init helper costs a start of the whole portal binary, ~50
+// ms of CPU per pod.
+func startPause(spec Spec, sleep string) (*Process, error) {
+	cmd := &exec.Cmd{Path: sleep, Args: []string{"sleep", "infinity"}, Stdout: spec.Stdout, Stderr: spec.Stderr,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Cloneflags: spec.NewNamespaces}}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := track(cmd)
+	if spec.Hostname != "" && spec.NewNamespaces&unix.CLONE_NEWUTS != 0 {
+		uts := Namespaces{UTS: fmt.Sprintf("/proc/%d/ns/uts", p.Pid)}
+		if err := inNamespaces(uts, func() error { return unix.Sethostname([]byte(spec.Hostname)) }); err != nil {
+			p.Signal(syscall.SIGKILL)
+			<-p.Done()
+			return nil, fmt.Errorf("set host name %q: %w", spec.Hostname, err)
+		}
+	}
+	return p, nil
+}
+
+// sleepPath is the node's sleep, which the sandbox runs as.
+var sleepPath = sync.OnceValue(func() string {
+	for _, p := range []string{"/usr/bin/sleep", "/bin/sleep"} {
+		if isExecutable(p) {
+			return p
+		}
+	}
+	return ""
+})
+
+// track returns the Process of a started cmd and reaps it when it exits.
+func track(cmd *exec.Cmd) *Process {
 	p := &Process{Pid: cmd.Process.Pid, done: make(chan struct{})}
 	p.StartTime, _ = startTime(p.Pid)
 	go func() {
@@ -153,7 +198,7 @@ func Start(spec Spec) (*Process, error) {
 		}
 		p.exit(code, true)
 	}()
-	return p, nil
+	return p
 }
 
 // initArgs is the init helper's command line for spec.

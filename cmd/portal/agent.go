@@ -8,9 +8,12 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 
 	"portal.dev/portal/agent"
 	"portal.dev/portal/agent/container"
+	"portal.dev/portal/agent/rss"
 )
 
 // addAgentFlags adds the node agent's flags, kubelet's names where the
@@ -28,6 +31,8 @@ func addAgentFlags(fs *pflag.FlagSet, o *agent.Options) {
 	fs.IntVar(&o.Port, "port", o.Port, "HTTPS port of the container log endpoint (0 disables)")
 	fs.IntVar(&o.MaxPods, "max-pods", o.MaxPods, "pods the node reports it can run")
 	fs.StringVar(&o.ResolvConf, "resolv-conf", o.ResolvConf, "the node's resolver configuration, for dnsPolicy Default and the ClusterFirst search path")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "requests per second to the API server")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "requests allowed in a burst above --kube-api-qps")
 }
 
 func newAgentCommand() *cobra.Command {
@@ -38,7 +43,12 @@ func newAgentCommand() *cobra.Command {
 		Short: "Run the node agent: register the Node, run its pods as processes with their own network, probe them, report their status",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, client, err := componentClient(kubeconfig, "portal-agent")
+			cfg, _, err := componentClient(kubeconfig, "portal-agent")
+			if err != nil {
+				return err
+			}
+			cfg.QPS, cfg.Burst = o.KubeAPIQPS, o.KubeAPIBurst
+			client, err := kubernetes.NewForConfig(cfg)
 			if err != nil {
 				return err
 			}
@@ -51,6 +61,11 @@ func newAgentCommand() *cobra.Command {
 			a, err := agent.New(client, o)
 			if err != nil {
 				return err
+			}
+			// Package init has touched code all over the binary; unmap
+			// it so the agent's RSS is what it uses (see agent/rss).
+			if _, err := rss.TrimExecutable(); err != nil {
+				klog.ErrorS(err, "Trim the binary's mappings")
 			}
 			return a.Run(cmd.Context())
 		},

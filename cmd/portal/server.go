@@ -195,6 +195,7 @@ func runServer(ctx context.Context, so serverOptions, enabled func(string) bool)
 			return err
 		}
 		ao.ClientCAData = cfg.TLSClientConfig.CAData
+		cfg.QPS, cfg.Burst = ao.KubeAPIQPS, ao.KubeAPIBurst
 		client, err := kubernetes.NewForConfig(cfg)
 		if err != nil {
 			return err
