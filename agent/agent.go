@@ -15,8 +15,9 @@
 // An agent that restarts re-adopts the processes listed in the state files
 // (PID plus start time, so a reused PID is not mistaken for the pod).
 //
-// Logs are served over HTTPS on Options.Port (10250), to clients whose
-// certificate the cluster CA signed:
+// Logs are served over HTTPS on Options.Port (10250), to the API server
+// only: the client certificate must be the cluster CA's and name
+// pki.APIServerAgentClientUser.
 //
 //	GET /containerLogs/{namespace}/{pod}/{container}?follow=true&previous=true&tailLines=N
 //

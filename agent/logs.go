@@ -24,11 +24,13 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+
+	"portal.dev/portal/pki"
 )
 
 // serveLogs serves /containerLogs over HTTPS on Options.Port with a
-// self-signed serving certificate, to clients whose certificate the
-// cluster CA signed (the API server's kubelet client).
+// self-signed serving certificate, to the API server: a client whose
+// certificate the cluster CA signed for pki.APIServerAgentClientUser.
 func (a *Agent) serveLogs(ctx context.Context) error {
 	if len(a.opts.ClientCAData) == 0 {
 		return fmt.Errorf("no client CA (the kubeconfig has no certificate-authority data): the log endpoint would accept anyone")
@@ -47,13 +49,32 @@ func (a *Agent) serveLogs(ctx context.Context) error {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", a.containerLogs)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+	srv := &http.Server{Handler: onlyUser(pki.APIServerAgentClientUser, mux), ReadHeaderTimeout: 10 * time.Second,
 		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool,
 			ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}}
 	go srv.ServeTLS(l, "", "")
 	go func() { <-ctx.Done(); srv.Close() }()
 	klog.FromContext(ctx).Info("Serving container logs", "port", a.opts.Port)
 	return nil
+}
+
+// onlyUser lets through requests whose verified client certificate is
+// user's (its CN) and refuses others with 403, as kubelet authorizes an
+// authenticated client: every user of the cluster holds a certificate of
+// the same CA (admin, nodes, controllers), and none but the API server may
+// read a node's logs directly, around pods/log's authorization.
+func onlyUser(user string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || r.TLS.VerifiedChains[0][0].Subject.CommonName != user {
+			name := "anonymous"
+			if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+				name = r.TLS.PeerCertificates[0].Subject.CommonName
+			}
+			http.Error(w, fmt.Sprintf("Forbidden (user=%s, verb=get, resource=nodes, subresource=log)", name), http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 func (a *Agent) selfSigned() (tls.Certificate, error) {

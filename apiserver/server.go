@@ -335,7 +335,7 @@ func defaultAdvertiseAddress(bind net.IP) net.IP {
 // serve with self-signed certificates, so, like kube-apiserver without
 // --kubelet-certificate-authority, the agent's certificate is not verified.
 func agentTransport(ca *pki.CA) (http.RoundTripper, error) {
-	certPEM, keyPEM, err := ca.IssueClient("system:kube-apiserver", nil)
+	certPEM, keyPEM, err := ca.IssueClient(pki.APIServerAgentClientUser, nil)
 	if err != nil {
 		return nil, fmt.Errorf("agent client certificate: %w", err)
 	}

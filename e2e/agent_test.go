@@ -485,17 +485,40 @@ func TestAgent(t *testing.T) {
 	t.Logf("agent test done in %v", time.Since(start))
 }
 
-// fetchLogs reads a container's log through the agent's HTTPS endpoint,
-// as the API server would, with the admin client certificate.
+// fetchLogs reads a container's log through the agent's HTTPS endpoint as
+// the API server does, with a client certificate for its user; the
+// administrator's certificate, from the same CA, is refused.
 func (ab *agentBed) fetchLogs(t *testing.T, pod, container, query string) string {
 	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", ab.server.Kubeconfig())
+	kc := filepath.Join(t.TempDir(), "apiserver.kubeconfig")
+	if out, err := exec.Command(framework.Binary(t), "kubeconfig", "--data-dir", ab.server.DataDir,
+		"--user", "system:kube-apiserver", "-o", kc).CombinedOutput(); err != nil {
+		t.Fatalf("kubeconfig: %v: %s", err, out)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cert, err := tls.X509KeyPair(cfg.TLSClientConfig.CertData, cfg.TLSClientConfig.KeyData)
 	if err != nil {
-		t.Skipf("admin kubeconfig has no client certificate (%v): log endpoint not checked", err)
+		t.Fatal(err)
+	}
+	admin, err := clientcmd.BuildConfigFromFlags("", ab.server.Kubeconfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if adminCert, err := tls.X509KeyPair(admin.TLSClientConfig.CertData, admin.TLSClientConfig.KeyData); err == nil {
+		c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: ab.node.DialContext,
+			TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{adminCert}, InsecureSkipVerify: true}}}
+		resp, err := c.Get(fmt.Sprintf("https://%s:10250/containerLogs/default/%s/%s", agentNodeIP, pod, container))
+		got := 0
+		if err == nil {
+			got = resp.StatusCode
+			resp.Body.Close()
+		}
+		if got != http.StatusForbidden {
+			t.Errorf("log endpoint with the admin certificate: got status %d (err %v), want 403", got, err)
+		}
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(cfg.TLSClientConfig.CAData)

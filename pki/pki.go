@@ -22,6 +22,12 @@ import (
 	"time"
 )
 
+// APIServerAgentClientUser is the user (certificate CN) of the client
+// certificate the API server presents to node agents when it proxies
+// pods/log; agents serve their logs to it and to no other certificate of
+// the cluster CA.
+const APIServerAgentClientUser = "system:kube-apiserver"
+
 const (
 	caValidity   = 10 * 365 * 24 * time.Hour
 	leafValidity = 5 * 365 * 24 * time.Hour

@@ -14,6 +14,7 @@ package rss
 
 import (
 	"bufio"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"strconv"
@@ -26,29 +27,97 @@ import (
 // read-only segments (code and read-only data) and asks the kernel to map
 // them back page by page (MADV_NOHUGEPAGE), so what stays resident is what
 // runs afterwards. The file's pages stay in the page cache: a page touched
-// again costs a minor fault, not a read. Writable mappings are left alone
-// (MADV_DONTNEED would discard their contents). It returns the bytes of
-// address space it released.
+// again costs a minor fault, not a read. Private pages are kept: writable
+// data, and the read-only pages the dynamic linker relocated (RELRO)
+// before protecting them, would lose their contents (the first version of
+// this dropped a relocated GOT, and the next call through it jumped to
+// address 0). It returns the bytes it released.
 func TrimExecutable() (int64, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return 0, err
 	}
-	f, err := os.Open("/proc/self/maps")
+	maps, err := readMappings()
 	if err != nil {
 		return 0, err
 	}
-	defer f.Close()
+	pagemap, err := os.Open("/proc/self/pagemap")
+	if err != nil {
+		return 0, err
+	}
+	defer pagemap.Close()
+	page := uintptr(os.Getpagesize())
 	var total int64
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// 00400000-01c0a000 r--p 00000000 fe:00 1234 /path/to/portal
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 6 || fields[5] != exe || strings.Contains(fields[1], "w") {
+	for _, m := range maps {
+		if m.path != exe || strings.Contains(m.perms, "w") {
 			continue
 		}
+		if err := madvise(m.start, m.end-m.start, unix.MADV_NOHUGEPAGE); err != nil {
+			return total, fmt.Errorf("madvise %x-%x NOHUGEPAGE: %w", m.start, m.end, err)
+		}
+		private, err := privatePages(pagemap, m.start, m.end, page)
+		if err != nil {
+			return total, err
+		}
+		// Drop each run of pages between private ones.
+		from := m.start
+		for addr := m.start; addr <= m.end; addr += page {
+			if addr < m.end && !private[(addr-m.start)/page] {
+				continue
+			}
+			if addr > from {
+				if err := madvise(from, addr-from, unix.MADV_DONTNEED); err != nil {
+					return total, fmt.Errorf("madvise %x-%x DONTNEED: %w", from, addr, err)
+				}
+				total += int64(addr - from)
+			}
+			from = addr + page
+		}
+	}
+	return total, nil
+}
+
+// privatePages reports, page by page, whether [start, end) holds a private
+// (anonymous, copied-on-write) page there, from /proc/self/pagemap: bit 63
+// present, bit 62 swapped, bit 61 file-backed or shared.
+func privatePages(pagemap *os.File, start, end, page uintptr) ([]bool, error) {
+	n := int((end - start) / page)
+	buf := make([]byte, 8*n)
+	if _, err := pagemap.ReadAt(buf, int64(start/page)*8); err != nil {
+		return nil, fmt.Errorf("read pagemap: %w", err)
+	}
+	out := make([]bool, n)
+	for i := range out {
+		e := binary.LittleEndian.Uint64(buf[8*i:])
+		present, swapped, file := e&(1<<63) != 0, e&(1<<62) != 0, e&(1<<61) != 0
+		out[i] = swapped || (present && !file)
+	}
+	return out, nil
+}
+
+// mapping is one line of /proc/self/maps.
+type mapping struct {
+	start, end uintptr
+	perms      string
+	path       string
+}
+
+func readMappings() ([]mapping, error) {
+	f, err := os.Open("/proc/self/maps")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []mapping
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 0 {
+			continue
+		}
+		// 00400000-01c0a000 r--p 00000000 fe:00 1234 /path/to/portal
 		lo, hi, ok := strings.Cut(fields[0], "-")
-		if !ok {
+		if !ok || len(fields) < 5 {
 			continue
 		}
 		start, err1 := strconv.ParseUint(lo, 16, 64)
@@ -56,14 +125,13 @@ func TrimExecutable() (int64, error) {
 		if err1 != nil || err2 != nil || end <= start {
 			continue
 		}
-		for _, advice := range []int{unix.MADV_NOHUGEPAGE, unix.MADV_DONTNEED} {
-			if err := madvise(uintptr(start), uintptr(end-start), advice); err != nil {
-				return total, fmt.Errorf("madvise %s %d: %w", fields[0], advice, err)
-			}
+		m := mapping{start: uintptr(start), end: uintptr(end), perms: fields[1]}
+		if len(fields) >= 6 {
+			m.path = fields[5]
 		}
-		total += int64(end - start)
+		out = append(out, m)
 	}
-	return total, sc.Err()
+	return out, sc.Err()
 }
 
 // madvise is madvise(2) on an address range of this process that Go did

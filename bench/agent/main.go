@@ -678,10 +678,12 @@ func waitHTTP(url string, timeout time.Duration) error {
 }
 
 // memory is a process's resident set from /proc/PID/status.
-type memory struct{ rss, anon, file, shmem float64 }
+// FilePmdMapped, from smaps_rollup, is the part of the file-backed pages
+// mapped 2 MiB at a time (see agent/rss).
+type memory struct{ rss, anon, file, shmem, filePMD float64 }
 
 func (m memory) String() string {
-	return fmt.Sprintf("rss_mib=%.1f anon_mib=%.1f file_mib=%.1f", m.rss, m.anon, m.file+m.shmem)
+	return fmt.Sprintf("rss_mib=%.1f anon_mib=%.1f file_mib=%.1f file_pmd_mapped_mib=%.1f", m.rss, m.anon, m.file+m.shmem, m.filePMD)
 }
 
 func readMemory(pid int) memory {
@@ -702,6 +704,13 @@ func readMemory(pid int) memory {
 			m.file = kb / 1024
 		case "RssShmem:":
 			m.shmem = kb / 1024
+		}
+	}
+	data, _ = os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "FilePmdMapped:" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			m.filePMD = kb / 1024
 		}
 	}
 	return m

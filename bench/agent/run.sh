@@ -14,6 +14,7 @@ n2=portal-bench-n2-$$
 ip netns add "$n1"
 ip netns add "$n2"
 cleanup() {
+	set +e # clean up all, whatever fails
 	# Pod processes live in namespaces of their own: kill them by the PIDs
 	# the agents' state files list (the bench does too; this is for ^C).
 	grep -rhoE '"(sandboxPid|pid)": ?[0-9]+' "$dir" 2>/dev/null | grep -oE '[0-9]+$' | while read -r pid; do
