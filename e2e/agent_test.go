@@ -265,10 +265,13 @@ func TestAgent(t *testing.T) {
 	if _, ok := node.Status.Capacity[corev1.ResourcePods]; !ok {
 		t.Errorf("node capacity: got %v, want pods", node.Status.Capacity)
 	}
-	lease, err := ab.c.CoordinationV1().Leases("kube-node-lease").Get(ctx, "node1", metav1.GetOptions{})
-	if err != nil || lease.Spec.RenewTime == nil {
-		t.Fatalf("node lease: got %v, %v, want one with a renew time", lease, err)
-	}
+	// The Lease comes right after the Node (whose conditions may be there
+	// from its creation): wait for it rather than race it.
+	waitFor(t, 10*time.Second, func() bool {
+		lease, err := ab.c.CoordinationV1().Leases("kube-node-lease").Get(ctx, "node1", metav1.GetOptions{})
+		return err == nil && lease.Spec.RenewTime != nil
+	})
+	var err error
 
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "my-service"}, Spec: corev1.ServiceSpec{
 		Selector: map[string]string{"app": "web"},
