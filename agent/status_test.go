@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 func TestBackOff(t *testing.T) {
@@ -167,5 +168,36 @@ func TestPodConditions(t *testing.T) {
 	gated.Status.Conditions = append(gated.Status.Conditions, corev1.PodCondition{Type: "example.com/lb", Status: corev1.ConditionTrue})
 	if c := get(podConditions(gated, ready, corev1.PodRunning, true, false, now), corev1.PodReady); c.Status != corev1.ConditionTrue {
 		t.Errorf("gate set: got %s, want True", c.Status)
+	}
+}
+
+// TestStatusBase: a status write starts from the object the last write
+// returned while the informer's copy is older, so it does not conflict.
+// Regression: the Ready write right after a container started always
+// conflicted (GET, second write).
+func TestStatusBase(t *testing.T) {
+	pod := func(uid, rv string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid), ResourceVersion: rv}}
+	}
+	for _, tc := range []struct {
+		name      string
+		informer  *corev1.Pod
+		last      *corev1.Pod
+		wantLast bool
+	}{
+		{"no write yet", pod("a", "10"), nil, false},
+		{"informer behind the last write", pod("a", "10"), pod("a", "12"), true},
+		{"informer caught up", pod("a", "12"), pod("a", "12"), false},
+		{"informer ahead", pod("a", "15"), pod("a", "12"), false},
+		{"another pod of the same name", pod("b", "10"), pod("a", "12"), false},
+		{"opaque resource version", pod("a", "x"), pod("a", "12"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := &podRuntime{lastPod: tc.last}
+			got := rt.statusBase(tc.informer)
+			if want := map[bool]*corev1.Pod{true: tc.last, false: tc.informer}[tc.wantLast]; got != want {
+				t.Errorf("got resource version %s, want %s", got.ResourceVersion, want.ResourceVersion)
+			}
+		})
 	}
 }

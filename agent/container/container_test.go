@@ -2,6 +2,7 @@ package container
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"syscall"
@@ -116,5 +117,42 @@ func TestProcessesInNewNamespaces(t *testing.T) {
 	}
 	if _, known := adopted.ExitCode(); known {
 		t.Error("adopted process: got a known exit code, want unknown")
+	}
+}
+
+// TestPauseSandbox: a sandbox starts as `sleep infinity` without the init
+// helper (which costs a start of the whole portal binary), in new
+// namespaces, with the pod's host name set in its own UTS namespace and
+// the agent's left alone.
+func TestPauseSandbox(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create namespaces (CI runs as root)")
+	}
+	if sleepPath() == "" {
+		t.Skip("no sleep binary")
+	}
+	own, _ := os.Hostname()
+	sb, err := Start(Spec{Init: "/nonexistent/portal", Pause: true, Hostname: "web-0",
+		NewNamespaces: syscall.CLONE_NEWNET | syscall.CLONE_NEWUTS | syscall.CLONE_NEWIPC})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Signal(syscall.SIGKILL)
+	comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", sb.Pid))
+	if got := strings.TrimSpace(string(comm)); got != "sleep" {
+		t.Errorf("sandbox process: got %q, want sleep (no init helper)", got)
+	}
+	cat, err := LookPath("cat", os.Getenv("PATH"), "")
+	if err != nil {
+		t.Skip("no cat binary")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, out, err := Run(ctx, Spec{Path: cat, Args: []string{"cat", "/proc/sys/kernel/hostname"}, Namespaces: Of(sb.Pid)}, nil)
+	if err != nil || strings.TrimSpace(string(out)) != "web-0" {
+		t.Errorf("host name in the sandbox: got %q (%v), want web-0", out, err)
+	}
+	if after, _ := os.Hostname(); after != own {
+		t.Errorf("agent's host name after the sandbox: got %q, want %q", after, own)
 	}
 }
