@@ -180,9 +180,9 @@ func TestStatusBase(t *testing.T) {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid), ResourceVersion: rv}}
 	}
 	for _, tc := range []struct {
-		name      string
-		informer  *corev1.Pod
-		last      *corev1.Pod
+		name     string
+		informer *corev1.Pod
+		last     *corev1.Pod
 		wantLast bool
 	}{
 		{"no write yet", pod("a", "10"), nil, false},
