@@ -163,7 +163,7 @@ type writtenService struct {
 	// wants holds every shared element the Service wants, by id; it
 	// has in the table those whose owner it is.
 	wants   map[string]*elem
-	slots   map[string]slotRange // by chain name
+	slots   []slotRange
 	hairpin []netip.Addr
 }
 
@@ -260,9 +260,7 @@ func (fp *familyProxier) full(tx *knftables.Transaction, snap *snapshot.Snapshot
 			owners[id] = nn
 			elems = append(elems, e)
 		}
-		for _, c := range sortedKeys(objs.slots) {
-			slots = append(slots, objs.slots[c])
-		}
+		slots = append(slots, objs.slots...)
 		ws.slots = objs.slots
 		for _, a := range objs.hairpin {
 			hairpin[a]++
@@ -337,8 +335,8 @@ func (fp *familyProxier) full(tx *knftables.Transaction, snap *snapshot.Snapshot
 		fp.endpointMaps = endpointMaps
 		keep := map[string]struct{}{}
 		for _, ws := range written {
-			for c := range ws.slots {
-				keep[c] = struct{}{}
+			for _, r := range ws.slots {
+				keep[r.chain] = struct{}{}
 			}
 		}
 		fp.ids.keepOnly(func(chain string) bool { _, ok := keep[chain]; return ok })
@@ -575,12 +573,11 @@ func (fp *familyProxier) partial(tx *knftables.Transaction, snap *snapshot.Snaps
 // a Service's old slot ranges to its new ones, and the chains that no
 // longer have one. A chain whose range stayed put changes only the slots
 // whose endpoint changed.
-func slotDiff(old, cur map[string]slotRange) (del, add []*knftables.Element, released []string) {
-	for _, c := range sortedKeys(old) {
-		o := old[c]
-		n, ok := cur[c]
+func slotDiff(old, cur []slotRange) (del, add []*knftables.Element, released []string) {
+	for _, o := range old {
+		n, ok := findSlots(cur, o.chain)
 		if !ok {
-			released = append(released, c)
+			released = append(released, o.chain)
 		}
 		if !ok || n.id != o.id || n.proto != o.proto {
 			for i := range o.eps {
@@ -594,9 +591,8 @@ func slotDiff(old, cur map[string]slotRange) (del, add []*knftables.Element, rel
 			}
 		}
 	}
-	for _, c := range sortedKeys(cur) {
-		n := cur[c]
-		o, ok := old[c]
+	for _, n := range cur {
+		o, ok := findSlots(old, n.chain)
 		same := ok && n.id == o.id && n.proto == o.proto
 		for i := range n.eps {
 			if !same || i >= len(o.eps) || o.eps[i] != n.eps[i] {

@@ -151,9 +151,9 @@ add rule ip portal external-ns/e/tcp/80 meta l4proto tcp dnat ip to numgen rando
 add rule ip portal service-ns/e/tcp/80 ip daddr 10.96.0.14 ip saddr != 10.244.0.0/16 meta mark set meta mark | 0x00004000
 add rule ip portal service-ns/e/tcp/80 meta l4proto tcp dnat ip to numgen random mod 2 offset 0 map @endpoints-tcp-0
 add element ip portal hairpin { 10.244.1.5 . 10.244.1.5 }
-add element ip portal endpoints-tcp-0 { 65536 : 10.244.1.5 . 8080 }
 add element ip portal endpoints-tcp-0 { 0 : 10.244.1.5 . 8080 }
 add element ip portal endpoints-tcp-0 { 1 : 10.244.2.7 . 8080 }
+add element ip portal endpoints-tcp-0 { 65536 : 10.244.1.5 . 8080 }
 add element ip portal service-ips { 10.96.0.14 . tcp . 80 : goto service-ns/e/tcp/80 }
 add element ip portal service-ips { 192.0.2.11 . tcp . 80 : goto external-ns/e/tcp/80 }
 add element ip portal service-nodeports { tcp . 30083 : goto external-ns/e/tcp/80 }`,
@@ -198,9 +198,9 @@ add rule ip portal external-ns/f/tcp/80 meta mark set meta mark | 0x00004000 got
 add rule ip portal service-ns/f/tcp/80 ip daddr 10.96.0.15 ip saddr != 10.244.0.0/16 meta mark set meta mark | 0x00004000
 add rule ip portal service-ns/f/tcp/80 meta l4proto tcp dnat ip to numgen random mod 1 offset 0 map @endpoints-tcp-0
 add element ip portal hairpin { 10.244.1.5 . 10.244.1.5 }
+add element ip portal endpoints-tcp-0 { 0 : 10.244.1.5 . 8080 }
 add element ip portal endpoints-tcp-0 { 65536 : 10.244.1.5 . 8080 }
 add element ip portal endpoints-tcp-0 { 65537 : 10.244.2.7 . 8080 }
-add element ip portal endpoints-tcp-0 { 0 : 10.244.1.5 . 8080 }
 add element ip portal service-ips { 10.96.0.15 . tcp . 80 : goto service-ns/f/tcp/80 }
 add element ip portal service-nodeports { tcp . 30084 : goto external-ns/f/tcp/80 }`,
 	}, {

@@ -115,6 +115,7 @@ type affinitySet struct {
 // slotRange is a chain's endpoints in a shared endpoint map: slot
 // offset(id)+i holds eps[i].
 type slotRange struct {
+	chain string
 	proto string // "tcp", "udp" or "sctp"
 	id    uint32
 	eps   []netip.AddrPort
@@ -148,8 +149,18 @@ type serviceObjects struct {
 	chains  []chain
 	sets    []affinitySet
 	elems   []elem
-	slots   map[string]slotRange // by chain name
+	slots   []slotRange // at most a few, so a slice, not a map
 	hairpin []netip.Addr
+}
+
+// findSlots returns the slot range of chain in slots.
+func findSlots(slots []slotRange, chain string) (slotRange, bool) {
+	for _, r := range slots {
+		if r.chain == chain {
+			return r, true
+		}
+	}
+	return slotRange{}, false
 }
 
 // builder renders the objects of one family.
@@ -336,14 +347,11 @@ func (b *builder) choose(out *serviceObjects, c *chain, key, proto string, eps [
 	// A Service with more endpoints than a slot range holds uses the
 	// first maxEndpointsPerChain; no real Service has that many.
 	eps = eps[:min(len(eps), maxEndpointsPerChain)]
-	r := slotRange{proto: proto, id: ids(c.name), eps: make([]netip.AddrPort, len(eps))}
+	r := slotRange{chain: c.name, proto: proto, id: ids(c.name), eps: make([]netip.AddrPort, len(eps))}
 	for i, e := range eps {
 		r.eps[i] = e.AddrPort()
 	}
-	if out.slots == nil {
-		out.slots = map[string]slotRange{}
-	}
-	out.slots[c.name] = r
+	out.slots = append(out.slots, r)
 	c.rules = append(c.rules, "meta l4proto "+proto+" dnat "+b.ip+" to numgen random mod "+strconv.Itoa(len(eps))+
 		" offset "+strconv.FormatUint(uint64(slotOffset(r.id)), 10)+" map @"+r.mapName())
 }
