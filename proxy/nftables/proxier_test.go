@@ -754,3 +754,35 @@ func dedup(eps []*snapshot.Endpoint) []*snapshot.Endpoint {
 	}
 	return out
 }
+
+// TestIDAllocator checks that chains keep their ids and that released
+// ids are reused lowest first, so the endpoint maps stay few.
+func TestIDAllocator(t *testing.T) {
+	var a idAllocator
+	for i, c := range []string{"a", "b", "c", "d"} {
+		if got := a.get(c); got != uint32(i) {
+			t.Errorf("get(%q) = %d, want %d", c, got, i)
+		}
+	}
+	if got := a.get("b"); got != 1 {
+		t.Errorf("get(b) again = %d, want 1", got)
+	}
+	a.release("c")
+	a.release("a")
+	a.release("nothing")
+	for _, tc := range []struct {
+		chain string
+		want  uint32
+	}{{"e", 0}, {"f", 2}, {"g", 4}} {
+		if got := a.get(tc.chain); got != tc.want {
+			t.Errorf("get(%q) = %d, want %d", tc.chain, got, tc.want)
+		}
+	}
+	a.keepOnly(func(c string) bool { return c == "g" })
+	if got := a.get("h"); got != 0 {
+		t.Errorf("after keepOnly(g): get(h) = %d, want 0", got)
+	}
+	if got := a.get("g"); got != 4 {
+		t.Errorf("g moved to %d", got)
+	}
+}
