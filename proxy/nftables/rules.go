@@ -78,8 +78,8 @@ const (
 //     walks all its elements, so 10,000 rules x 100,000 elements
 //     (minutes, as the earlier layout's one shared vmap).
 //   - shared maps of 64 chains each (1.9-2.6 s with 100-128 maps): both
-//     costs stay small. Rules are written before the elements (on an
-//     empty map a binding walks nothing; the other way round, 2.2-2.8 s).
+//     costs stay small. Rules are written before the elements: on an
+//     empty map a binding walks nothing.
 //
 // The key is the slot number; "numgen ... offset" adds the chain's first
 // slot. The value's typeof names the protocol (nft 1.0.6 refuses a "th
