@@ -179,7 +179,7 @@ func run() error {
 	ready := time.Since(t0)
 	fmt.Printf("RESULT %s full-sync services=%d endpoints=%d first_full_sync=%s synced_after_start=%s\n",
 		*mode, *services, *services**endpoints, secs(full.max()), ready.Round(time.Millisecond))
-	fmt.Printf("RESULT %s rss services=%d endpoints=%d rss_mib=%.1f\n", *mode, *services, *services**endpoints, rssMiB(proxy.Process.Pid))
+	fmt.Printf("RESULT %s rss services=%d endpoints=%d rss_mib=%.1f %s\n", *mode, *services, *services**endpoints, rssMiB(proxy.Process.Pid), memDetail(proxy.Process.Pid))
 
 	before, _ := scrape()
 	if err := b.churn(ctx); err != nil {
@@ -196,7 +196,10 @@ func run() error {
 		part.count, secs(part.mean()), secs(part.quantile(0.5)), secs(part.quantile(0.99)))
 	fmt.Printf("RESULT %s programming-latency services=%d n=%.0f p50<=%s p99<=%s\n", *mode, *services,
 		prog.count, secs(prog.quantile(0.5)), secs(prog.quantile(0.99)))
-	fmt.Printf("RESULT %s rss-after-churn rss_mib=%.1f\n", *mode, rssMiB(proxy.Process.Pid))
+	fmt.Printf("RESULT %s rss-after-churn rss_mib=%.1f %s\n", *mode, rssMiB(proxy.Process.Pid), memDetail(proxy.Process.Pid))
+	// The Go runtime hands freed pages back to the OS over a minute or so.
+	time.Sleep(30 * time.Second)
+	fmt.Printf("RESULT %s rss-settled rss_mib=%.1f %s\n", *mode, rssMiB(proxy.Process.Pid), memDetail(proxy.Process.Pid))
 	if *throughput {
 		if err := b.compare(vip, *services); err != nil {
 			return err
@@ -499,6 +502,25 @@ func rssMiB(pid int) float64 {
 		}
 	}
 	return 0
+}
+
+// memDetail splits the RSS into anonymous memory and pages of files
+// (the binary), and adds the Go heap in use from the proxy's metrics.
+func memDetail(pid int) string {
+	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	kb := map[string]float64{}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 {
+			kb[f[0]], _ = strconv.ParseFloat(f[1], 64)
+		}
+	}
+	heap := math.NaN()
+	if m, err := scrape(); err == nil {
+		if mf := m["go_memstats_heap_inuse_bytes"]; mf != nil && len(mf.Metric) > 0 {
+			heap = mf.Metric[0].GetGauge().GetValue() / (1 << 20)
+		}
+	}
+	return fmt.Sprintf("anon_mib=%.1f file_mib=%.1f heap_inuse_mib=%.1f", kb["RssAnon:"]/1024, kb["RssFile:"]/1024, heap)
 }
 
 func secs(s float64) string {

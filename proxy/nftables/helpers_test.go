@@ -3,7 +3,9 @@ package nftables
 import (
 	"context"
 	"net/netip"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -283,4 +285,43 @@ func checkRefs(t *testing.T, f *knftables.Fake) {
 			}
 		}
 	}
+}
+
+var (
+	slotRule = regexp.MustCompile(`^(add rule \S+ portal (\S+) .*) offset (\d+) map @(` + endpointMapPrefix + `\S+)$`)
+	slotElem = regexp.MustCompile(`^add element \S+ portal (` + endpointMapPrefix + `\S+) \{ (\d+) : (.*) \}$`)
+	slotMap  = regexp.MustCompile(`^add map \S+ portal ` + endpointMapPrefix)
+)
+
+// canonicalDump is the fake's ruleset sorted, with each chain's slot
+// range in the shared endpoint maps written as the chain's own: which
+// ids chains got depends on the order they came in, so a table built by
+// partial syncs and one built by a full sync differ there and nowhere
+// else. A slot no rule points into stays as it is, and shows up in a
+// comparison; empty endpoint maps are left out.
+func canonicalDump(f *knftables.Fake) string {
+	lines := strings.Split(f.Dump(), "\n")
+	owner := map[string]string{} // "map offset" -> chain
+	for _, l := range lines {
+		if m := slotRule.FindStringSubmatch(l); m != nil {
+			owner[m[4]+" "+m[3]] = m[2]
+		}
+	}
+	var out []string
+	for _, l := range lines {
+		if m := slotRule.FindStringSubmatch(l); m != nil {
+			l = m[1] + " map @slots-of-" + m[2]
+		} else if m := slotElem.FindStringSubmatch(l); m != nil {
+			k, _ := strconv.Atoi(m[2])
+			base := k - k%maxEndpointsPerChain
+			if c, ok := owner[m[1]+" "+strconv.Itoa(base)]; ok {
+				l = "slot of " + c + " " + strconv.Itoa(k-base) + " : " + m[3]
+			}
+		} else if slotMap.MatchString(l) {
+			continue
+		}
+		out = append(out, l)
+	}
+	slices.Sort(out)
+	return strings.Join(out, "\n")
 }

@@ -57,7 +57,15 @@ func New(cfg Config) (*Proxier, error) {
 		klog.InfoS("IPv6 nftables unavailable; proxying IPv4 only", "err", err)
 		nft6 = nil
 	}
-	return NewWithInterfaces(cfg, nft4, nft6), nil
+	p := NewWithInterfaces(cfg, nft4, nft6)
+	for _, fp := range p.families {
+		family := knftables.IPv4Family
+		if fp.b.ip == "ip6" {
+			family = knftables.IPv6Family
+		}
+		fp.forFullSync = func() (knftables.Interface, error) { return knftables.New(family, tableName) }
+	}
+	return p, nil
 }
 
 // NewWithInterfaces returns a Proxier using the given knftables interfaces
@@ -136,6 +144,11 @@ func DeleteTable(ctx context.Context, nft knftables.Interface) error {
 type familyProxier struct {
 	b   *builder
 	nft knftables.Interface
+	// forFullSync, if set, returns a client for one full sync. knftables
+	// keeps the buffer of the largest transaction it ran for good (14 MiB
+	// of text at 10,000 Services): full syncs, rare, get a client of their
+	// own, which goes with its buffer; nft serves the small partial ones.
+	forFullSync func() (knftables.Interface, error)
 
 	// written is nil until the first successful sync.
 	written map[types.NamespacedName]*writtenService
@@ -148,6 +161,10 @@ type familyProxier struct {
 	contested map[string]map[types.NamespacedName]struct{}
 	// hairpin counts the Services that use each endpoint address.
 	hairpin map[netip.Addr]int
+	// ids places chains in the shared endpoint maps.
+	ids idAllocator
+	// endpointMaps are the shared endpoint maps in the table.
+	endpointMaps map[string]struct{}
 	// listed is true once leftovers of an earlier run were looked for.
 	listed bool
 }
@@ -159,20 +176,29 @@ type writtenService struct {
 	// wants holds every shared element the Service wants, by id; it
 	// has in the table those whose owner it is.
 	wants   map[string]*elem
+	slots   []slotRange
 	hairpin []netip.Addr
 }
 
 func (fp *familyProxier) reset() {
 	fp.written, fp.owners, fp.contested, fp.hairpin, fp.listed = nil, nil, nil, nil, false
+	fp.ids, fp.endpointMaps = idAllocator{}, nil
 }
 
 func (fp *familyProxier) sync(ctx context.Context, req snapshot.Request) error {
-	tx := fp.nft.NewTransaction()
+	nft := fp.nft
+	full := req.Full || fp.written == nil
+	if full && fp.forFullSync != nil {
+		if n, err := fp.forFullSync(); err == nil {
+			nft = n
+		}
+	}
+	tx := nft.NewTransaction()
 	var commit func()
-	if req.Full || fp.written == nil {
+	if full {
 		var leftovers map[string][]string
 		if !fp.listed {
-			all, err := fp.nft.ListAll(ctx)
+			all, err := nft.ListAll(ctx)
 			if err != nil && !knftables.IsNotFound(err) {
 				return fmt.Errorf("list %s table %s: %w", fp.b.ip, tableName, err)
 			}
@@ -183,7 +209,7 @@ func (fp *familyProxier) sync(ctx context.Context, req snapshot.Request) error {
 		commit = fp.partial(tx, req.Snapshot, req.Changed)
 	}
 	if tx.NumOperations() > 0 {
-		if err := fp.nft.Run(ctx, tx); err != nil {
+		if err := nft.Run(ctx, tx); err != nil {
 			return fmt.Errorf("%s %s transaction (%d operations): %w", fp.b.ip, tableName, tx.NumOperations(), err)
 		}
 	}
@@ -196,20 +222,48 @@ func (fp *familyProxier) sync(ctx context.Context, req snapshot.Request) error {
 // added, never flushed, so clients keep their endpoints across resyncs.
 func (fp *familyProxier) full(tx *knftables.Transaction, snap *snapshot.Snapshot, leftovers map[string][]string) func() {
 	fp.writeStatic(tx, snap.Node)
+	names := sortedNames(snap.Services)
+	all := make([]*serviceObjects, len(names))
+	endpointMaps := map[string]struct{}{}
+	for i, nn := range names {
+		all[i] = fp.b.service(snap.Services[nn], snap.Endpoints[nn], snap.Node, fp.ids.get)
+		for _, r := range all[i].slots {
+			endpointMaps[r.mapName()] = struct{}{}
+		}
+	}
+	for _, name := range keys(endpointMaps) {
+		m := fp.endpointMap(name)
+		tx.Add(m)
+		tx.Flush(m)
+	}
+	// Chains that may exist get flushed before their rules are added;
+	// new ones need not be (10,000 fewer commands in a first sync).
+	existing := map[string]struct{}{}
+	for _, c := range leftovers["chain"] {
+		existing[c] = struct{}{}
+	}
+	for _, ws := range fp.written {
+		for c := range ws.chains {
+			existing[c] = struct{}{}
+		}
+	}
 	written := make(map[types.NamespacedName]*writtenService, len(snap.Services))
 	owners := map[string]types.NamespacedName{}
 	contested := map[string]map[types.NamespacedName]struct{}{}
 	hairpin := map[netip.Addr]int{}
 	var elems []*elem
-	for _, nn := range sortedNames(snap.Services) {
-		objs := fp.b.service(snap.Services[nn], snap.Endpoints[nn], snap.Node)
+	var slots []slotRange
+	for i, nn := range names {
+		objs := all[i]
+		all[i] = nil
 		ws := newWrittenService()
 		for _, s := range objs.sets {
 			tx.Add(fp.affinitySet(s))
 			ws.sets[s.name] = struct{}{}
 		}
 		for _, c := range objs.chains {
-			writeChain(tx, c)
+			_, flush := existing[c.name]
+			writeChain(tx, c, flush)
 			ws.chains[c.name] = hashRules(c.rules)
 		}
 		for i := range objs.elems {
@@ -226,6 +280,8 @@ func (fp *familyProxier) full(tx *knftables.Transaction, snap *snapshot.Snapshot
 			owners[id] = nn
 			elems = append(elems, e)
 		}
+		slots = append(slots, objs.slots...)
+		ws.slots = objs.slots
 		for _, a := range objs.hairpin {
 			hairpin[a]++
 		}
@@ -234,8 +290,15 @@ func (fp *familyProxier) full(tx *knftables.Transaction, snap *snapshot.Snapshot
 			written[nn] = ws
 		}
 	}
+	// Elements after the rules: a rule binding a map walks the elements
+	// it already has.
 	for _, e := range elems {
 		tx.Add(e.knft())
+	}
+	for _, r := range slots {
+		for i := range r.eps {
+			tx.Add(r.elem(i))
+		}
 	}
 	for _, a := range sortedAddrs(hairpin) {
 		tx.Add(fp.hairpinElem(a))
@@ -260,6 +323,12 @@ func (fp *familyProxier) full(tx *knftables.Transaction, snap *snapshot.Snapshot
 	for _, m := range leftovers["map"] {
 		staleSets[m] = struct{}{}
 	}
+	for m := range fp.endpointMaps {
+		staleSets[m] = struct{}{}
+	}
+	for m := range endpointMaps {
+		delete(staleSets, m)
+	}
 	for _, ws := range written {
 		for c := range ws.chains {
 			delete(staleChains, c)
@@ -276,10 +345,21 @@ func (fp *familyProxier) full(tx *knftables.Transaction, snap *snapshot.Snapshot
 	for _, m := range leftovers["map"] {
 		isMap[m] = true
 	}
+	for m := range fp.endpointMaps {
+		isMap[m] = true
+	}
 	deleteStale(tx, keys(staleChains), keys(staleSets), isMap)
 
 	return func() {
 		fp.written, fp.owners, fp.contested, fp.hairpin, fp.listed = written, owners, contested, hairpin, true
+		fp.endpointMaps = endpointMaps
+		keep := map[string]struct{}{}
+		for _, ws := range written {
+			for _, r := range ws.slots {
+				keep[r.chain] = struct{}{}
+			}
+		}
+		fp.ids.keepOnly(func(chain string) bool { _, ok := keep[chain]; return ok })
 	}
 }
 
@@ -296,7 +376,7 @@ func (fp *familyProxier) partial(tx *knftables.Transaction, snap *snapshot.Snaps
 	plans := make([]plan, 0, len(names))
 	planned := make(map[types.NamespacedName]*plan, len(names))
 	for _, nn := range names {
-		pl := plan{nn: nn, old: fp.written[nn], objs: fp.b.service(snap.Services[nn], snap.Endpoints[nn], snap.Node), ws: newWrittenService()}
+		pl := plan{nn: nn, old: fp.written[nn], objs: fp.b.service(snap.Services[nn], snap.Endpoints[nn], snap.Node, fp.ids.get), ws: newWrittenService()}
 		if pl.old == nil {
 			pl.old = newWrittenService()
 		}
@@ -387,10 +467,29 @@ func (fp *familyProxier) partial(tx *knftables.Transaction, snap *snapshot.Snaps
 		newOwners[id] = next
 	}
 
+	// New endpoint maps come first: the rules below use them.
+	newMaps := map[string]struct{}{}
+	for _, pl := range plans {
+		for _, r := range pl.objs.slots {
+			if _, ok := fp.endpointMaps[r.mapName()]; !ok {
+				newMaps[r.mapName()] = struct{}{}
+			}
+		}
+	}
+	for _, m := range keys(newMaps) {
+		tx.Add(fp.endpointMap(m))
+	}
+
 	hairpinDelta := map[netip.Addr]int{}
 	var staleChains, staleSets []string
+	var slotDeletes, slotAdds []*knftables.Element
+	var releasedIDs []string
 	for i := range plans {
 		pl := &plans[i]
+		del, add, released := slotDiff(pl.old.slots, pl.objs.slots)
+		slotDeletes, slotAdds = append(slotDeletes, del...), append(slotAdds, add...)
+		releasedIDs = append(releasedIDs, released...)
+		pl.ws.slots = pl.objs.slots
 		for _, s := range pl.objs.sets {
 			pl.ws.sets[s.name] = struct{}{}
 			if _, had := pl.old.sets[s.name]; !had {
@@ -400,10 +499,11 @@ func (fp *familyProxier) partial(tx *knftables.Transaction, snap *snapshot.Snaps
 		for _, c := range pl.objs.chains {
 			h := hashRules(c.rules)
 			pl.ws.chains[c.name] = h
-			if old, had := pl.old.chains[c.name]; had && old == h {
+			old, had := pl.old.chains[c.name]
+			if had && old == h {
 				continue
 			}
-			writeChain(tx, c)
+			writeChain(tx, c, had)
 		}
 		for c := range pl.old.chains {
 			if _, keep := pl.ws.chains[c]; !keep {
@@ -428,6 +528,12 @@ func (fp *familyProxier) partial(tx *knftables.Transaction, snap *snapshot.Snaps
 	}
 	for _, e := range elemAdds {
 		tx.Add(e.knft())
+	}
+	for _, e := range slotDeletes {
+		tx.Delete(e)
+	}
+	for _, e := range slotAdds {
+		tx.Add(e)
 	}
 	hairpinAfter := map[netip.Addr]int{}
 	for _, a := range sortedAddrs(hairpinDelta) {
@@ -472,7 +578,49 @@ func (fp *familyProxier) partial(tx *knftables.Transaction, snap *snapshot.Snaps
 				fp.hairpin[a] = n
 			}
 		}
+		for m := range newMaps {
+			fp.endpointMaps[m] = struct{}{}
+		}
+		// Ids go back to the pool only now, so no chain took over a
+		// slot range its old elements still filled in this transaction.
+		for _, c := range releasedIDs {
+			fp.ids.release(c)
+		}
 	}
+}
+
+// slotDiff returns the endpoint map elements to delete and add to go from
+// a Service's old slot ranges to its new ones, and the chains that no
+// longer have one. A chain whose range stayed put changes only the slots
+// whose endpoint changed.
+func slotDiff(old, cur []slotRange) (del, add []*knftables.Element, released []string) {
+	for _, o := range old {
+		n, ok := findSlots(cur, o.chain)
+		if !ok {
+			released = append(released, o.chain)
+		}
+		if !ok || n.id != o.id || n.proto != o.proto {
+			for i := range o.eps {
+				del = append(del, o.elem(i))
+			}
+			continue
+		}
+		for i := range o.eps {
+			if i >= len(n.eps) || n.eps[i] != o.eps[i] {
+				del = append(del, o.elem(i))
+			}
+		}
+	}
+	for _, n := range cur {
+		o, ok := findSlots(old, n.chain)
+		same := ok && n.id == o.id && n.proto == o.proto
+		for i := range n.eps {
+			if !same || i >= len(o.eps) || o.eps[i] != n.eps[i] {
+				add = append(add, n.elem(i))
+			}
+		}
+	}
+	return del, add, released
 }
 
 // deleteStale removes chains and sets no Service wants. The chains are
@@ -495,9 +643,11 @@ func deleteStale(tx *knftables.Transaction, chains, sets []string, isMap map[str
 	}
 }
 
-func writeChain(tx *knftables.Transaction, c chain) {
+func writeChain(tx *knftables.Transaction, c chain, flush bool) {
 	tx.Add(&knftables.Chain{Name: c.name})
-	tx.Flush(&knftables.Chain{Name: c.name})
+	if flush {
+		tx.Flush(&knftables.Chain{Name: c.name})
+	}
 	for _, r := range c.rules {
 		tx.Add(&knftables.Rule{Chain: c.name, Rule: r})
 	}
@@ -509,6 +659,16 @@ func (fp *familyProxier) affinitySet(s affinitySet) *knftables.Set {
 		Type:    fp.b.addrType,
 		Flags:   []knftables.SetFlag{knftables.DynamicFlag, knftables.TimeoutFlag},
 		Timeout: &s.timeout,
+	}
+}
+
+// endpointMap returns the shared endpoint map called name.
+func (fp *familyProxier) endpointMap(name string) *knftables.Map {
+	proto := strings.TrimPrefix(name, endpointMapPrefix)
+	proto = proto[:strings.IndexByte(proto, '-')]
+	return &knftables.Map{
+		Name:   name,
+		TypeOf: "numgen random mod 1 : " + fp.b.ip + " daddr . " + proto + " dport",
 	}
 }
 
@@ -532,7 +692,7 @@ func newWrittenService() *writtenService {
 }
 
 func (ws *writtenService) empty() bool {
-	return len(ws.chains) == 0 && len(ws.sets) == 0 && len(ws.wants) == 0 && len(ws.hairpin) == 0
+	return len(ws.chains) == 0 && len(ws.sets) == 0 && len(ws.wants) == 0 && len(ws.slots) == 0 && len(ws.hairpin) == 0
 }
 
 func addContested(m map[string]map[types.NamespacedName]struct{}, id string, nn types.NamespacedName) {
@@ -576,7 +736,9 @@ func sortedAddrs(m map[netip.Addr]int) []netip.Addr {
 	return out
 }
 
-func keys(m map[string]struct{}) []string {
+func keys(m map[string]struct{}) []string { return sortedKeys(m) }
+
+func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)

@@ -42,10 +42,12 @@ func TestServiceRules(t *testing.T) {
 		eps:  twoEndpoints(),
 		want4: `
 add chain ip portal service-ns/a/tcp/80
+add map ip portal endpoints-tcp-0 { typeof numgen random mod 1 : ip daddr . tcp dport ; }
 add rule ip portal service-ns/a/tcp/80 ip daddr 10.96.0.10 ip saddr != 10.244.0.0/16 meta mark set meta mark | 0x00004000
-add rule ip portal service-ns/a/tcp/80 numgen random mod 2 0 meta l4proto tcp dnat to 10.244.1.5:8080
-add rule ip portal service-ns/a/tcp/80 meta l4proto tcp dnat to 10.244.2.7:8080
+add rule ip portal service-ns/a/tcp/80 meta l4proto tcp dnat ip to numgen random mod 2 offset 0 map @endpoints-tcp-0
 add element ip portal hairpin { 10.244.1.5 . 10.244.1.5 }
+add element ip portal endpoints-tcp-0 { 0 : 10.244.1.5 . 8080 }
+add element ip portal endpoints-tcp-0 { 1 : 10.244.2.7 . 8080 }
 add element ip portal service-ips { 10.96.0.10 . tcp . 80 : goto service-ns/a/tcp/80 }`,
 	}, {
 		name: "masquerade-all",
@@ -54,8 +56,10 @@ add element ip portal service-ips { 10.96.0.10 . tcp . 80 : goto service-ns/a/tc
 		eps:  endpointsFor("http", v1.ProtocolTCP, ep("10.244.2.7:8080")),
 		want4: `
 add chain ip portal service-ns/a/tcp/80
+add map ip portal endpoints-tcp-0 { typeof numgen random mod 1 : ip daddr . tcp dport ; }
 add rule ip portal service-ns/a/tcp/80 ip daddr 10.96.0.10 meta mark set meta mark | 0x00004000
-add rule ip portal service-ns/a/tcp/80 meta l4proto tcp dnat to 10.244.2.7:8080
+add rule ip portal service-ns/a/tcp/80 meta l4proto tcp dnat ip to numgen random mod 1 offset 0 map @endpoints-tcp-0
+add element ip portal endpoints-tcp-0 { 0 : 10.244.2.7 . 8080 }
 add element ip portal service-ips { 10.96.0.10 . tcp . 80 : goto service-ns/a/tcp/80 }`,
 	}, {
 		name: "cluster CIDR unknown: no masquerade for cluster IP traffic, as kube-proxy",
@@ -64,7 +68,9 @@ add element ip portal service-ips { 10.96.0.10 . tcp . 80 : goto service-ns/a/tc
 		eps:  endpointsFor("http", v1.ProtocolTCP, ep("10.244.2.7:8080")),
 		want4: `
 add chain ip portal service-ns/a/tcp/80
-add rule ip portal service-ns/a/tcp/80 meta l4proto tcp dnat to 10.244.2.7:8080
+add map ip portal endpoints-tcp-0 { typeof numgen random mod 1 : ip daddr . tcp dport ; }
+add rule ip portal service-ns/a/tcp/80 meta l4proto tcp dnat ip to numgen random mod 1 offset 0 map @endpoints-tcp-0
+add element ip portal endpoints-tcp-0 { 0 : 10.244.2.7 . 8080 }
 add element ip portal service-ips { 10.96.0.10 . tcp . 80 : goto service-ns/a/tcp/80 }`,
 	}, {
 		name: "NodePort with Cluster policy masquerades external traffic",
@@ -74,11 +80,13 @@ add element ip portal service-ips { 10.96.0.10 . tcp . 80 : goto service-ns/a/tc
 		want4: `
 add chain ip portal external-ns/b/tcp/80
 add chain ip portal service-ns/b/tcp/80
+add map ip portal endpoints-tcp-0 { typeof numgen random mod 1 : ip daddr . tcp dport ; }
 add rule ip portal external-ns/b/tcp/80 meta mark set meta mark | 0x00004000 goto service-ns/b/tcp/80
 add rule ip portal service-ns/b/tcp/80 ip daddr 10.96.0.11 ip saddr != 10.244.0.0/16 meta mark set meta mark | 0x00004000
-add rule ip portal service-ns/b/tcp/80 numgen random mod 2 0 meta l4proto tcp dnat to 10.244.1.5:8080
-add rule ip portal service-ns/b/tcp/80 meta l4proto tcp dnat to 10.244.2.7:8080
+add rule ip portal service-ns/b/tcp/80 meta l4proto tcp dnat ip to numgen random mod 2 offset 0 map @endpoints-tcp-0
 add element ip portal hairpin { 10.244.1.5 . 10.244.1.5 }
+add element ip portal endpoints-tcp-0 { 0 : 10.244.1.5 . 8080 }
+add element ip portal endpoints-tcp-0 { 1 : 10.244.2.7 . 8080 }
 add element ip portal service-ips { 10.96.0.11 . tcp . 80 : goto service-ns/b/tcp/80 }
 add element ip portal service-nodeports { tcp . 30080 : goto external-ns/b/tcp/80 }`,
 	}, {
@@ -89,9 +97,11 @@ add element ip portal service-nodeports { tcp . 30080 : goto external-ns/b/tcp/8
 		want4: `
 add chain ip portal external-ns/c/tcp/80
 add chain ip portal service-ns/c/tcp/80
+add map ip portal endpoints-tcp-0 { typeof numgen random mod 1 : ip daddr . tcp dport ; }
 add rule ip portal external-ns/c/tcp/80 meta mark set meta mark | 0x00004000 goto service-ns/c/tcp/80
 add rule ip portal service-ns/c/tcp/80 ip daddr 10.96.0.12 ip saddr != 10.244.0.0/16 meta mark set meta mark | 0x00004000
-add rule ip portal service-ns/c/tcp/80 meta l4proto tcp dnat to 10.244.2.7:8080
+add rule ip portal service-ns/c/tcp/80 meta l4proto tcp dnat ip to numgen random mod 1 offset 0 map @endpoints-tcp-0
+add element ip portal endpoints-tcp-0 { 0 : 10.244.2.7 . 8080 }
 add element ip portal service-ips { 10.96.0.12 . tcp . 80 : goto service-ns/c/tcp/80 }
 add element ip portal service-ips { 192.0.2.1 . tcp . 80 : goto external-ns/c/tcp/80 }`,
 		// The IPv6 externalIP is ignored: the Service has no IPv6 cluster IP.
@@ -103,13 +113,15 @@ add element ip portal service-ips { 192.0.2.1 . tcp . 80 : goto external-ns/c/tc
 		want4: `
 add chain ip portal external-ns/d/tcp/80
 add chain ip portal service-ns/d/tcp/80
+add map ip portal endpoints-tcp-0 { typeof numgen random mod 1 : ip daddr . tcp dport ; }
 add rule ip portal external-ns/d/tcp/80 meta mark set meta mark | 0x00004000 goto service-ns/d/tcp/80
 add rule ip portal service-ns/d/tcp/80 ip daddr 10.96.0.13 ip saddr != 10.244.0.0/16 meta mark set meta mark | 0x00004000
-add rule ip portal service-ns/d/tcp/80 meta l4proto tcp dnat to 10.244.2.7:8080
+add rule ip portal service-ns/d/tcp/80 meta l4proto tcp dnat ip to numgen random mod 1 offset 0 map @endpoints-tcp-0
 add element ip portal firewall-allow { 192.0.2.10 . tcp . 80 . 203.0.113.0/24 }
 add element ip portal firewall-allow { 192.0.2.10 . tcp . 80 . 198.51.100.7/32 }
 add element ip portal firewall-allow { 192.0.2.10 . tcp . 80 . 192.0.2.10 }
 add element ip portal firewall-ips { 192.0.2.10 . tcp . 80 }
+add element ip portal endpoints-tcp-0 { 0 : 10.244.2.7 . 8080 }
 add element ip portal service-ips { 10.96.0.13 . tcp . 80 : goto service-ns/d/tcp/80 }
 add element ip portal service-ips { 192.0.2.10 . tcp . 80 : goto external-ns/d/tcp/80 }
 add element ip portal service-nodeports { tcp . 30082 : goto external-ns/d/tcp/80 }`,
@@ -132,13 +144,16 @@ add element ip portal service-nodeports { tcp . 30082 : goto external-ns/d/tcp/8
 		want4: `
 add chain ip portal external-ns/e/tcp/80
 add chain ip portal service-ns/e/tcp/80
+add map ip portal endpoints-tcp-0 { typeof numgen random mod 1 : ip daddr . tcp dport ; }
 add rule ip portal external-ns/e/tcp/80 ip saddr 10.244.0.0/16 goto service-ns/e/tcp/80
 add rule ip portal external-ns/e/tcp/80 fib saddr type local meta mark set meta mark | 0x00004000 goto service-ns/e/tcp/80
-add rule ip portal external-ns/e/tcp/80 meta l4proto tcp dnat to 10.244.1.5:8080
+add rule ip portal external-ns/e/tcp/80 meta l4proto tcp dnat ip to numgen random mod 1 offset 65536 map @endpoints-tcp-0
 add rule ip portal service-ns/e/tcp/80 ip daddr 10.96.0.14 ip saddr != 10.244.0.0/16 meta mark set meta mark | 0x00004000
-add rule ip portal service-ns/e/tcp/80 numgen random mod 2 0 meta l4proto tcp dnat to 10.244.1.5:8080
-add rule ip portal service-ns/e/tcp/80 meta l4proto tcp dnat to 10.244.2.7:8080
+add rule ip portal service-ns/e/tcp/80 meta l4proto tcp dnat ip to numgen random mod 2 offset 0 map @endpoints-tcp-0
 add element ip portal hairpin { 10.244.1.5 . 10.244.1.5 }
+add element ip portal endpoints-tcp-0 { 0 : 10.244.1.5 . 8080 }
+add element ip portal endpoints-tcp-0 { 1 : 10.244.2.7 . 8080 }
+add element ip portal endpoints-tcp-0 { 65536 : 10.244.1.5 . 8080 }
 add element ip portal service-ips { 10.96.0.14 . tcp . 80 : goto service-ns/e/tcp/80 }
 add element ip portal service-ips { 192.0.2.11 . tcp . 80 : goto external-ns/e/tcp/80 }
 add element ip portal service-nodeports { tcp . 30083 : goto external-ns/e/tcp/80 }`,
@@ -150,10 +165,12 @@ add element ip portal service-nodeports { tcp . 30083 : goto external-ns/e/tcp/8
 		want4: `
 add chain ip portal external-ns/e/tcp/80
 add chain ip portal service-ns/e/tcp/80
+add map ip portal endpoints-tcp-0 { typeof numgen random mod 1 : ip daddr . tcp dport ; }
 add rule ip portal external-ns/e/tcp/80 ip saddr 10.244.0.0/16 goto service-ns/e/tcp/80
 add rule ip portal external-ns/e/tcp/80 fib saddr type local meta mark set meta mark | 0x00004000 goto service-ns/e/tcp/80
 add rule ip portal service-ns/e/tcp/80 ip daddr 10.96.0.14 ip saddr != 10.244.0.0/16 meta mark set meta mark | 0x00004000
-add rule ip portal service-ns/e/tcp/80 meta l4proto tcp dnat to 10.244.2.7:8080
+add rule ip portal service-ns/e/tcp/80 meta l4proto tcp dnat ip to numgen random mod 1 offset 0 map @endpoints-tcp-0
+add element ip portal endpoints-tcp-0 { 0 : 10.244.2.7 . 8080 }
 add element ip portal no-endpoint-nodeports { tcp . 30083 : drop }
 add element ip portal no-endpoint-services { 192.0.2.12 . tcp . 80 : drop }
 add element ip portal service-ips { 10.96.0.14 . tcp . 80 : goto service-ns/e/tcp/80 }
@@ -175,12 +192,15 @@ add element ip portal no-endpoint-services { 10.96.0.15 . tcp . 80 : drop }`,
 add chain ip portal cluster-ns/f/tcp/80
 add chain ip portal external-ns/f/tcp/80
 add chain ip portal service-ns/f/tcp/80
-add rule ip portal cluster-ns/f/tcp/80 numgen random mod 2 0 meta l4proto tcp dnat to 10.244.1.5:8080
-add rule ip portal cluster-ns/f/tcp/80 meta l4proto tcp dnat to 10.244.2.7:8080
+add map ip portal endpoints-tcp-0 { typeof numgen random mod 1 : ip daddr . tcp dport ; }
+add rule ip portal cluster-ns/f/tcp/80 meta l4proto tcp dnat ip to numgen random mod 2 offset 65536 map @endpoints-tcp-0
 add rule ip portal external-ns/f/tcp/80 meta mark set meta mark | 0x00004000 goto cluster-ns/f/tcp/80
 add rule ip portal service-ns/f/tcp/80 ip daddr 10.96.0.15 ip saddr != 10.244.0.0/16 meta mark set meta mark | 0x00004000
-add rule ip portal service-ns/f/tcp/80 meta l4proto tcp dnat to 10.244.1.5:8080
+add rule ip portal service-ns/f/tcp/80 meta l4proto tcp dnat ip to numgen random mod 1 offset 0 map @endpoints-tcp-0
 add element ip portal hairpin { 10.244.1.5 . 10.244.1.5 }
+add element ip portal endpoints-tcp-0 { 0 : 10.244.1.5 . 8080 }
+add element ip portal endpoints-tcp-0 { 65536 : 10.244.1.5 . 8080 }
+add element ip portal endpoints-tcp-0 { 65537 : 10.244.2.7 . 8080 }
 add element ip portal service-ips { 10.96.0.15 . tcp . 80 : goto service-ns/f/tcp/80 }
 add element ip portal service-nodeports { tcp . 30084 : goto external-ns/f/tcp/80 }`,
 	}, {
@@ -199,7 +219,9 @@ add element ip portal no-endpoint-services { 192.0.2.13 . udp . 53 : goto reject
 		eps:  endpointsFor("http", v1.ProtocolTCP, ep("10.244.2.7:8080", "terminating"), ep("10.244.2.8:8080", "unready")),
 		want4: `
 add chain ip portal service-ns/h/tcp/80
-add rule ip portal service-ns/h/tcp/80 meta l4proto tcp dnat to 10.244.2.7:8080
+add map ip portal endpoints-tcp-0 { typeof numgen random mod 1 : ip daddr . tcp dport ; }
+add rule ip portal service-ns/h/tcp/80 meta l4proto tcp dnat ip to numgen random mod 1 offset 0 map @endpoints-tcp-0
+add element ip portal endpoints-tcp-0 { 0 : 10.244.2.7 . 8080 }
 add element ip portal service-ips { 10.96.0.17 . tcp . 80 : goto service-ns/h/tcp/80 }`,
 	}, {
 		name: "session affinity: per-endpoint sets with the timeout, looked up before the random choice",
@@ -222,13 +244,17 @@ add element ip portal service-ips { 10.96.0.18 . tcp . 80 : goto service-ns/i/tc
 		eps:  endpointsFor("s", v1.ProtocolSCTP, ep("10.244.2.7:9000"), ep("[fd00:244::7]:9000")),
 		want4: `
 add chain ip portal service-ns/j/sctp/9000
+add map ip portal endpoints-sctp-0 { typeof numgen random mod 1 : ip daddr . sctp dport ; }
 add rule ip portal service-ns/j/sctp/9000 ip daddr 10.96.0.19 ip saddr != 10.244.0.0/16 meta mark set meta mark | 0x00004000
-add rule ip portal service-ns/j/sctp/9000 meta l4proto sctp dnat to 10.244.2.7:9000
+add rule ip portal service-ns/j/sctp/9000 meta l4proto sctp dnat ip to numgen random mod 1 offset 0 map @endpoints-sctp-0
+add element ip portal endpoints-sctp-0 { 0 : 10.244.2.7 . 9000 }
 add element ip portal service-ips { 10.96.0.19 . sctp . 9000 : goto service-ns/j/sctp/9000 }`,
 		want6: `
 add chain ip6 portal service-ns/j/sctp/9000
+add map ip6 portal endpoints-sctp-0 { typeof numgen random mod 1 : ip6 daddr . sctp dport ; }
 add rule ip6 portal service-ns/j/sctp/9000 ip6 daddr fd00::19 ip6 saddr != fd00:244::/64 meta mark set meta mark | 0x00004000
-add rule ip6 portal service-ns/j/sctp/9000 meta l4proto sctp dnat to [fd00:244::7]:9000
+add rule ip6 portal service-ns/j/sctp/9000 meta l4proto sctp dnat ip6 to numgen random mod 1 offset 0 map @endpoints-sctp-0
+add element ip6 portal endpoints-sctp-0 { 0 : fd00:244::7 . 9000 }
 add element ip6 portal service-ips { fd00::19 . sctp . 9000 : goto service-ns/j/sctp/9000 }`,
 	}, {
 		name: "IPv6 affinity set names carry no colons",
@@ -250,8 +276,12 @@ add element ip6 portal service-ips { fd00::19 . sctp . 9000 : goto service-ns/j/
 		want4: `
 add chain ip portal service-ns/l/tcp/53
 add chain ip portal service-ns/l/udp/53
-add rule ip portal service-ns/l/tcp/53 meta l4proto tcp dnat to 10.244.2.7:5353
-add rule ip portal service-ns/l/udp/53 meta l4proto udp dnat to 10.244.2.7:5353
+add map ip portal endpoints-tcp-0 { typeof numgen random mod 1 : ip daddr . tcp dport ; }
+add map ip portal endpoints-udp-0 { typeof numgen random mod 1 : ip daddr . udp dport ; }
+add rule ip portal service-ns/l/tcp/53 meta l4proto tcp dnat ip to numgen random mod 1 offset 65536 map @endpoints-tcp-0
+add rule ip portal service-ns/l/udp/53 meta l4proto udp dnat ip to numgen random mod 1 offset 0 map @endpoints-udp-0
+add element ip portal endpoints-tcp-0 { 65536 : 10.244.2.7 . 5353 }
+add element ip portal endpoints-udp-0 { 0 : 10.244.2.7 . 5353 }
 add element ip portal service-ips { 10.96.0.21 . udp . 53 : goto service-ns/l/udp/53 }
 add element ip portal service-ips { 10.96.0.21 . tcp . 53 : goto service-ns/l/tcp/53 }`,
 	}}
@@ -343,11 +373,9 @@ func TestNodePortAddresses(t *testing.T) {
 	mustNotContain(t, strings.Split(f4.Dump(), "\n"), "fib daddr type local")
 }
 
-// TestManyEndpointsGroups checks that past groupSize endpoints a chain
-// first picks a group, weighted by its size, and that the choice stays
-// uniform: each endpoint's probability is the product of the rule
-// probabilities on its path.
-func TestManyEndpointsGroups(t *testing.T) {
+// TestManyEndpointsMap checks that without affinity any number of
+// endpoints is one rule and one slot per endpoint, each endpoint once.
+func TestManyEndpointsMap(t *testing.T) {
 	p, f4, _ := newFakeProxier(Config{})
 	w := newWorld()
 	var list []*snapshot.Endpoint
@@ -357,10 +385,43 @@ func TestManyEndpointsGroups(t *testing.T) {
 	w.set(svc("ns/big", "10.96.1.1"), endpointsFor("http", v1.ProtocolTCP, list...))
 	mustSync(t, p, fullRequest(w.snap))
 	checkRefs(t, f4)
+	top := f4.Table.Chains["service-ns/big/tcp/80"]
+	if len(top.Rules) != 1 || top.Rules[0].Rule != "meta l4proto tcp dnat ip to numgen random mod 70 offset 0 map @endpoints-tcp-0" {
+		t.Fatalf("got rules %v, want one numgen map rule", top.Rules)
+	}
+	slots := map[string]string{}
+	for _, e := range f4.Table.Maps["endpoints-tcp-0"].Elements {
+		slots[e.Key[0]] = e.Value[0]
+	}
+	for i, e := range list {
+		want := e.Addr.String() + " . 8080"
+		if got := slots[fmt.Sprint(i)]; got != want {
+			t.Errorf("slot %d: got %q, want %q", i, got, want)
+		}
+	}
+	if len(slots) != len(list) {
+		t.Errorf("got %d slots, want %d", len(slots), len(list))
+	}
+}
+
+// TestManyEndpointsGroups checks that past groupSize endpoints an
+// affinity chain first picks a group, weighted by its size, and that the
+// choice stays uniform: each endpoint's probability is the product of the
+// rule probabilities on its path.
+func TestManyEndpointsGroups(t *testing.T) {
+	p, f4, _ := newFakeProxier(Config{})
+	w := newWorld()
+	var list []*snapshot.Endpoint
+	for i := range 70 {
+		list = append(list, ep(fmt.Sprintf("10.244.%d.%d:8080", i/200, i%200+1)))
+	}
+	w.set(svc("ns/big", "10.96.1.1", affinity(time.Minute)), endpointsFor("http", v1.ProtocolTCP, list...))
+	mustSync(t, p, fullRequest(w.snap))
+	checkRefs(t, f4)
 	chains := f4.Table.Chains
 	top := chains["service-ns/big/tcp/80"]
 	var rules []string
-	for _, r := range top.Rules {
+	for _, r := range top.Rules[len(list):] { // after the affinity lookups
 		rules = append(rules, r.Rule)
 	}
 	want := []string{
@@ -394,47 +455,61 @@ func TestPartialSyncSendsOnlyTheDiff(t *testing.T) {
 			endpointsFor("http", v1.ProtocolTCP, ep(fmt.Sprintf("10.244.1.%d:8080", i+1)), ep(fmt.Sprintf("10.244.2.%d:8080", i+1))))
 	}
 	mustSync(t, p, fullRequest(w.snap))
-	before := f4.Dump()
+	before := sortedDump(f4)
 
-	// One endpoint of one Service changes: its chain is rewritten (add,
-	// flush, three rules) and nothing else.
+	// One endpoint of one Service changes: its slot in the endpoint map
+	// is replaced (delete, add) and nothing else; no rule changes, so
+	// the kernel has nothing to re-validate.
 	nn := w.set(svc("ns/s7", "10.96.1.8"), endpointsFor("http", v1.ProtocolTCP, ep("10.244.1.8:8080"), ep("10.244.3.8:8080")))
 	mustSync(t, p, partialRequest(w.snap, nn))
-	if got := f4.LastTransaction.NumOperations(); got != 5 {
-		t.Errorf("endpoint change: got %d operations, want 5:\n%s", got, f4.LastTransaction)
+	if got := f4.LastTransaction.String(); !equalLines(lines(got), []string{
+		"delete element ip portal endpoints-tcp-1 { 196609 }",
+		"add element ip portal endpoints-tcp-1 { 196609 : 10.244.3.8 . 8080 }",
+	}) {
+		t.Errorf("endpoint change: got\n%s", got)
 	}
 	checkRefs(t, f4)
 
-	// A new Service: chain (add, flush), its two rules, one dispatch element.
+	// One more endpoint: the rule's modulus changes too.
+	nn = w.set(svc("ns/s7", "10.96.1.8"), endpointsFor("http", v1.ProtocolTCP, ep("10.244.1.8:8080"), ep("10.244.3.8:8080"), ep("10.244.4.8:8080")))
+	mustSync(t, p, partialRequest(w.snap, nn))
+	if got := f4.LastTransaction.NumOperations(); got != 5 {
+		t.Errorf("endpoint added: got %d operations, want 5 (chain add, flush, two rules, one slot):\n%s", got, f4.LastTransaction)
+	}
+
+	// A new Service: chain (new, so no flush), its two rules, one slot,
+	// one dispatch element.
 	nn = w.set(svc("ns/new", "10.96.2.1"), endpointsFor("http", v1.ProtocolTCP, ep("10.244.9.1:8080")))
 	mustSync(t, p, partialRequest(w.snap, nn))
 	if got := f4.LastTransaction.NumOperations(); got != 5 {
 		t.Errorf("new Service: got %d operations, want 5:\n%s", got, f4.LastTransaction)
 	}
 
-	// Deleting it: the element, then the chain (flush and delete).
+	// Deleting it: the elements, then the chain (flush and delete).
 	w.remove(nn)
 	mustSync(t, p, partialRequest(w.snap, nn))
-	if got := f4.LastTransaction.NumOperations(); got != 3 {
-		t.Errorf("deleted Service: got %d operations, want 3:\n%s", got, f4.LastTransaction)
+	if got := f4.LastTransaction.NumOperations(); got != 4 {
+		t.Errorf("deleted Service: got %d operations, want 4:\n%s", got, f4.LastTransaction)
 	}
 	checkRefs(t, f4)
 
 	// A change that changes nothing sends nothing.
 	mustSync(t, p, partialRequest(w.snap, nn))
-	if got := f4.LastTransaction.NumOperations(); got != 3 {
+	if got := f4.LastTransaction.NumOperations(); got != 4 {
 		t.Errorf("no-op change ran a transaction: %s", f4.LastTransaction)
 	}
 
-	// Putting the endpoints back: the table is as after the full sync.
+	// Putting the endpoints back: the table is as after the full sync
+	// (map elements may come in another order).
 	nn = w.set(svc("ns/s7", "10.96.1.8"), endpointsFor("http", v1.ProtocolTCP, ep("10.244.1.8:8080"), ep("10.244.2.8:8080")))
 	mustSync(t, p, partialRequest(w.snap, nn))
-	if after := f4.Dump(); after != before {
+	if after := sortedDump(f4); after != before {
 		t.Errorf("partial syncs diverged from the full sync:\n%s", diffLines(before, after))
 	}
-	// And a full sync of the same snapshot produces the same table.
+	// And a full sync of the same snapshot produces the same table: the
+	// chains kept their slot ranges.
 	mustSync(t, p, fullRequest(w.snap))
-	if after := f4.Dump(); after != before {
+	if after := sortedDump(f4); after != before {
 		t.Errorf("full sync differs:\n%s", diffLines(before, after))
 	}
 }
@@ -480,10 +555,10 @@ func TestPartialEqualsFull(t *testing.T) {
 		checkRefs(t, f6)
 		fresh, g4, g6 := newFakeProxier(withCIDR)
 		mustSync(t, fresh, fullRequest(w.snap))
-		if got, want := f4.Dump(), g4.Dump(); got != want {
+		if got, want := canonicalDump(f4), canonicalDump(g4); got != want {
 			t.Errorf("after %q, IPv4 partial differs from full:\n%s", ch.name, diffLines(want, got))
 		}
-		if got, want := f6.Dump(), g6.Dump(); got != want {
+		if got, want := canonicalDump(f6), canonicalDump(g6); got != want {
 			t.Errorf("after %q, IPv6 partial differs from full:\n%s", ch.name, diffLines(want, got))
 		}
 	}
@@ -507,7 +582,7 @@ func TestFailedTransactionKeepsState(t *testing.T) {
 	}
 	f4.fail = false
 	mustSync(t, p, fullRequest(w.snap))
-	mustContain(t, strings.Split(f4.Dump(), "\n"), "add rule ip portal service-ns/a/tcp/80 meta l4proto tcp dnat to 10.244.1.2:80")
+	mustContain(t, strings.Split(f4.Dump(), "\n"), "add element ip portal endpoints-tcp-0 { 0 : 10.244.1.2 . 80 }")
 }
 
 func TestFirstFullSyncDeletesLeftovers(t *testing.T) {
@@ -647,10 +722,10 @@ func partialEqualsFullRandom(t *testing.T, seed uint64) {
 		// Element order in the fake's dump is insertion order, which
 		// differs between the two and means nothing: compare sorted.
 		_, g4, g6 := newFakeProxierSynced(t, w.snap)
-		if got, want := sortedDump(f4), sortedDump(g4); got != want {
+		if got, want := canonicalDump(f4), canonicalDump(g4); got != want {
 			t.Fatalf("step %d (%v): IPv4 partial differs from full:\n%s", step, changed, diffLines(want, got))
 		}
-		if got, want := sortedDump(f6), sortedDump(g6); got != want {
+		if got, want := canonicalDump(f6), canonicalDump(g6); got != want {
 			t.Fatalf("step %d (%v): IPv6 partial differs from full:\n%s", step, changed, diffLines(want, got))
 		}
 	}
@@ -678,4 +753,36 @@ func dedup(eps []*snapshot.Endpoint) []*snapshot.Endpoint {
 		}
 	}
 	return out
+}
+
+// TestIDAllocator checks that chains keep their ids and that released
+// ids are reused lowest first, so the endpoint maps stay few.
+func TestIDAllocator(t *testing.T) {
+	var a idAllocator
+	for i, c := range []string{"a", "b", "c", "d"} {
+		if got := a.get(c); got != uint32(i) {
+			t.Errorf("get(%q) = %d, want %d", c, got, i)
+		}
+	}
+	if got := a.get("b"); got != 1 {
+		t.Errorf("get(b) again = %d, want 1", got)
+	}
+	a.release("c")
+	a.release("a")
+	a.release("nothing")
+	for _, tc := range []struct {
+		chain string
+		want  uint32
+	}{{"e", 0}, {"f", 2}, {"g", 4}} {
+		if got := a.get(tc.chain); got != tc.want {
+			t.Errorf("get(%q) = %d, want %d", tc.chain, got, tc.want)
+		}
+	}
+	a.keepOnly(func(c string) bool { return c == "g" })
+	if got := a.get("h"); got != 0 {
+		t.Errorf("after keepOnly(g): get(h) = %d, want 0", got)
+	}
+	if got := a.get("g"); got != 4 {
+		t.Errorf("g moved to %d", got)
+	}
 }

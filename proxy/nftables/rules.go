@@ -1,12 +1,15 @@
 package nftables
 
 import (
+	"cmp"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/knftables"
 
 	"portal.dev/portal/proxy/snapshot"
 )
@@ -36,34 +39,52 @@ const (
 	// (and CNI plugins that leave it alone) keep working.
 	masqueradeMark = "0x00004000"
 
-	// groupSize caps how many endpoints one chain chooses among. A
-	// service chain picks an endpoint with a cascade of "numgen random mod
-	// k" rules, one per endpoint (each rule matching with probability 1/k
-	// of what is left gives a uniform choice); past groupSize endpoints it
-	// first picks a group the same way, weighted by group size, so the
-	// first packet of a connection walks O(sqrt n) rules, not O(n).
+	// groupSize caps how many endpoints one affinity chain chooses among.
+	// Affinity needs a rule per endpoint (each refreshes that endpoint's
+	// set), chosen by a cascade of "numgen random mod k" rules, one per
+	// endpoint (each rule matching with probability 1/k of what is left
+	// gives a uniform choice); past groupSize endpoints it first picks a
+	// group the same way, weighted by group size, so the first packet of
+	// a connection walks O(sqrt n) rules, not O(n).
 	groupSize = 32
+
+	// endpointMapPrefix names the shared endpoint maps, one per protocol
+	// and group of chainsPerEndpointMap chains ("endpoints-tcp-0", ...).
+	endpointMapPrefix = "endpoints-"
+	// chainsPerEndpointMap chains share one endpoint map; each owns a
+	// range of maxEndpointsPerChain slots in it.
+	chainsPerEndpointMap = 64
+	maxEndpointsPerChain = 1 << 16
 )
 
-// Why a cascade of rules and not a per-Service verdict map or DNAT map
-// ("numgen random mod n vmap { ... }"), measured with nft 1.0.6 on
-// kernel 6.18, 10,000 Services x 10 endpoints, full sync:
+// Endpoint selection without affinity is one rule per chain,
 //
-//   - an anonymous vmap per Service: 90 s. Every set of a table sits on a
-//     list the kernel scans by name, and anonymous ones also get their
-//     names allocated by a scan: O(n^2) in Services.
-//   - a named DNAT map per Service: 5 s, for the same reason.
-//   - one shared vmap or DNAT map that every Service's rule looks up:
-//     minutes. Binding a map to a rule walks its elements, once per
-//     referencing rule.
-//   - this cascade: 3 s, nearly all of it nft parsing the text and the
-//     kernel creating 110,000 rules. Chains are hashed by name, and each
-//     shared map below is referenced by one rule.
+//	meta l4proto tcp dnat ip to numgen random mod N offset O map @endpoints-tcp-B
 //
-// Every transaction that adds a rule makes the kernel re-validate all
-// chains reachable from the base chains (twice here: prerouting and
-// output both reach the Services), which is most of a partial sync's
-// ~100 ms at that size; the Go side of it is ~10 us.
+// with the chain's N endpoints the elements O..O+N-1 of a map shared with
+// other chains. So an endpoint change is a map element change, which the
+// kernel applies without re-validating the ruleset, and only a change in
+// the number of endpoints rewrites the rule. Measured with nft 1.0.6 on
+// kernel 6.18, 10,000 Services x 10 endpoints:
+//
+//   - a cascade of one rule per endpoint (the earlier layout): every
+//     transaction that adds a rule re-validates every chain reachable
+//     from the hooks, ~100 ms per partial sync, and the full sync
+//     creates 110,000 rules.
+//   - a map per Service (named or anonymous): the kernel keeps a table's
+//     sets in a list it searches by name (and allocates anonymous names
+//     by scanning it), O(n^2) in Services: 7-23 s.
+//   - one map for all Services: binding a map to a rule in a new chain
+//     walks all its elements, so 10,000 rules x 100,000 elements
+//     (minutes, as the earlier layout's one shared vmap).
+//   - shared maps of 64 chains each (1.9-2.6 s with 100-128 maps): both
+//     costs stay small. Rules are written before the elements: on an
+//     empty map a binding walks nothing.
+//
+// The key is the slot number; "numgen ... offset" adds the chain's first
+// slot. The value's typeof names the protocol (nft 1.0.6 refuses a "th
+// dport" map in a rule that matched "meta l4proto tcp"), hence one map
+// per protocol.
 
 // elem is one element of a shared set or map.
 type elem struct {
@@ -92,12 +113,55 @@ type affinitySet struct {
 	timeout time.Duration
 }
 
+// slotRange is a chain's endpoints in a shared endpoint map: slot
+// offset(id)+i holds eps[i].
+type slotRange struct {
+	chain string
+	proto string // "tcp", "udp" or "sctp"
+	id    uint32
+	eps   []netip.AddrPort
+}
+
+// endpointMap names the map holding the slots of chain id for proto.
+func endpointMap(proto string, id uint32) string {
+	return endpointMapPrefix + proto + "-" + strconv.Itoa(int(id/chainsPerEndpointMap))
+}
+
+// slotOffset is chain id's first slot in its endpoint map.
+func slotOffset(id uint32) uint32 { return (id % chainsPerEndpointMap) * maxEndpointsPerChain }
+
+func (r slotRange) mapName() string { return endpointMap(r.proto, r.id) }
+
+// elem returns the map element of slot i of r.
+func (r slotRange) elem(i int) *knftables.Element {
+	var buf [64]byte
+	v := r.eps[i].Addr().AppendTo(buf[:0])
+	v = append(v, " . "...)
+	v = strconv.AppendUint(v, uint64(r.eps[i].Port()), 10)
+	return &knftables.Element{Map: r.mapName(), Key: []string{strconv.FormatUint(uint64(slotOffset(r.id))+uint64(i), 10)}, Value: []string{string(v)}}
+}
+
+// chainIDs gives each chain that selects endpoints through a shared map
+// its slot range; see idAllocator.
+type chainIDs func(chain string) uint32
+
 // serviceObjects is everything one Service needs in one family's table.
 type serviceObjects struct {
 	chains  []chain
 	sets    []affinitySet
 	elems   []elem
+	slots   []slotRange // at most a few, so a slice, not a map
 	hairpin []netip.Addr
+}
+
+// findSlots returns the slot range of chain in slots.
+func findSlots(slots []slotRange, chain string) (slotRange, bool) {
+	for _, r := range slots {
+		if r.chain == chain {
+			return r, true
+		}
+	}
+	return slotRange{}, false
 }
 
 // builder renders the objects of one family.
@@ -127,7 +191,7 @@ func portKey(nn types.NamespacedName, p snapshot.Port) string {
 
 // service returns the objects of every port of svc in b's family. svc nil
 // (deleted) or without a cluster IP of the family yields nothing.
-func (b *builder) service(svc *snapshot.Service, eps *snapshot.ServiceEndpoints, node *snapshot.Node) *serviceObjects {
+func (b *builder) service(svc *snapshot.Service, eps *snapshot.ServiceEndpoints, node *snapshot.Node, ids chainIDs) *serviceObjects {
 	out := &serviceObjects{}
 	if svc == nil {
 		return out
@@ -138,7 +202,7 @@ func (b *builder) service(svc *snapshot.Service, eps *snapshot.ServiceEndpoints,
 	}
 	hairpin := map[netip.Addr]struct{}{}
 	for _, p := range svc.Ports {
-		b.port(out, svc, p, cip, snapshot.OfFamily(eps.For(p.Key()), b.family), node, hairpin)
+		b.port(out, svc, p, cip, snapshot.OfFamily(eps.For(p.Key()), b.family), node, hairpin, ids)
 	}
 	for a := range hairpin {
 		out.hairpin = append(out.hairpin, a)
@@ -146,7 +210,7 @@ func (b *builder) service(svc *snapshot.Service, eps *snapshot.ServiceEndpoints,
 	return out
 }
 
-func (b *builder) port(out *serviceObjects, svc *snapshot.Service, p snapshot.Port, cip netip.Addr, eps []*snapshot.Endpoint, node *snapshot.Node, hairpin map[netip.Addr]struct{}) {
+func (b *builder) port(out *serviceObjects, svc *snapshot.Service, p snapshot.Port, cip netip.Addr, eps []*snapshot.Endpoint, node *snapshot.Node, hairpin map[netip.Addr]struct{}, ids chainIDs) {
 	key := portKey(svc.Name, p)
 	proto := strings.ToLower(string(p.Protocol))
 	port := strconv.Itoa(int(p.Port))
@@ -195,7 +259,7 @@ func (b *builder) port(out *serviceObjects, svc *snapshot.Service, p snapshot.Po
 		if rule := b.masqueradeClusterIP(cip); rule != "" {
 			c.rules = append(c.rules, rule)
 		}
-		b.cascade(out, &c, key, proto, internal, affinity, hairpin)
+		b.choose(out, &c, key, proto, internal, affinity, hairpin, ids)
 		out.chains = append(out.chains, c)
 		out.elems = append(out.elems, elem{container: serviceIPsMap, isMap: true, key: []string{cip.String(), proto, port}, value: []string{"goto " + name}})
 		if !pol.InternalLocal {
@@ -211,7 +275,7 @@ func (b *builder) port(out *serviceObjects, svc *snapshot.Service, p snapshot.Po
 	if clusterChain == "" && len(sel.Cluster) > 0 {
 		clusterChain = "cluster-" + key
 		c := chain{name: clusterChain}
-		b.cascade(out, &c, key, proto, sel.Cluster, affinity, hairpin)
+		b.choose(out, &c, key, proto, sel.Cluster, affinity, hairpin, ids)
 		out.chains = append(out.chains, c)
 	}
 	ext := chain{name: "external-" + key}
@@ -232,7 +296,7 @@ func (b *builder) port(out *serviceObjects, svc *snapshot.Service, p snapshot.Po
 		// Everyone else only reaches this node's endpoints, with the
 		// client's address preserved; with none, the packet falls
 		// through and endpoints-check drops it.
-		b.cascade(out, &ext, key, proto, sel.Local, affinity, hairpin)
+		b.choose(out, &ext, key, proto, sel.Local, affinity, hairpin, ids)
 	}
 	out.chains = append(out.chains, ext)
 	for _, a := range externals {
@@ -260,21 +324,13 @@ func (b *builder) masqueradeClusterIP(cip netip.Addr) string {
 	return ""
 }
 
-// cascade appends to c the rules that send a new connection to one of
-// eps: first, with affinity, to the endpoint this client used recently,
-// then to a uniformly random one.
-func (b *builder) cascade(out *serviceObjects, c *chain, key, proto string, eps []*snapshot.Endpoint, affinity time.Duration, hairpin map[netip.Addr]struct{}) {
+// choose appends to c the rules that send a new connection to one of
+// eps, uniformly at random: one rule and a slot range in a shared map,
+// or, with affinity, a cascade that first sends the client to the
+// endpoint it used recently.
+func (b *builder) choose(out *serviceObjects, c *chain, key, proto string, eps []*snapshot.Endpoint, affinity time.Duration, hairpin map[netip.Addr]struct{}, ids chainIDs) {
 	if len(eps) == 0 {
 		return
-	}
-	sets := map[*snapshot.Endpoint]string{}
-	if affinity > 0 {
-		for _, e := range eps {
-			name := affinitySetName(key, e, affinity)
-			sets[e] = name
-			out.sets = appendSet(out.sets, affinitySet{name: name, timeout: affinity})
-			c.rules = append(c.rules, b.ip+" saddr @"+name+" "+b.dnat(e, name, proto))
-		}
 	}
 	for _, e := range eps {
 		// Hairpin: a pod reaching itself through the Service must be
@@ -284,6 +340,34 @@ func (b *builder) cascade(out *serviceObjects, c *chain, key, proto string, eps 
 		if e.Local || e.NodeName == "" {
 			hairpin[e.Addr] = struct{}{}
 		}
+	}
+	if affinity > 0 {
+		b.cascade(out, c, key, proto, eps, affinity)
+		return
+	}
+	// A Service with more endpoints than a slot range holds uses the
+	// first maxEndpointsPerChain; no real Service has that many.
+	eps = eps[:min(len(eps), maxEndpointsPerChain)]
+	r := slotRange{chain: c.name, proto: proto, id: ids(c.name), eps: make([]netip.AddrPort, len(eps))}
+	for i, e := range eps {
+		r.eps[i] = e.AddrPort()
+	}
+	out.slots = append(out.slots, r)
+	c.rules = append(c.rules, "meta l4proto "+proto+" dnat "+b.ip+" to numgen random mod "+strconv.Itoa(len(eps))+
+		" offset "+strconv.FormatUint(uint64(slotOffset(r.id)), 10)+" map @"+r.mapName())
+}
+
+// cascade appends to c the rules of a Service with ClientIP affinity:
+// each endpoint has a set of the clients that used it recently; a client
+// in one goes back there, others get a uniformly random endpoint and are
+// added to its set.
+func (b *builder) cascade(out *serviceObjects, c *chain, key, proto string, eps []*snapshot.Endpoint, affinity time.Duration) {
+	sets := map[*snapshot.Endpoint]string{}
+	for _, e := range eps {
+		name := affinitySetName(key, e, affinity)
+		sets[e] = name
+		out.sets = appendSet(out.sets, affinitySet{name: name, timeout: affinity})
+		c.rules = append(c.rules, b.ip+" saddr @"+name+" "+b.dnat(e, name, proto))
 	}
 	if len(eps) <= groupSize {
 		c.rules = append(c.rules, b.uniform(eps, sets, proto)...)
@@ -349,4 +433,53 @@ func appendSet(sets []affinitySet, s affinitySet) []affinitySet {
 		}
 	}
 	return append(sets, s)
+}
+
+// idAllocator hands out the chain ids that place chains' slot ranges in
+// the shared endpoint maps. A chain keeps its id while it exists, so a
+// sync rewrites only what changed. Ids are reused lowest-first to keep
+// the number of maps near chains/chainsPerEndpointMap.
+type idAllocator struct {
+	ids  map[string]uint32
+	free []uint32 // released ids, sorted descending: the lowest is last
+	next uint32
+}
+
+// get returns chain's id, allocating one if it has none.
+func (a *idAllocator) get(chain string) uint32 {
+	if id, ok := a.ids[chain]; ok {
+		return id
+	}
+	if a.ids == nil {
+		a.ids = map[string]uint32{}
+	}
+	var id uint32
+	if n := len(a.free); n > 0 {
+		id, a.free = a.free[n-1], a.free[:n-1]
+	} else {
+		id = a.next
+		a.next++
+	}
+	a.ids[chain] = id
+	return id
+}
+
+// release frees chain's id, if it has one.
+func (a *idAllocator) release(chain string) {
+	id, ok := a.ids[chain]
+	if !ok {
+		return
+	}
+	delete(a.ids, chain)
+	i, _ := slices.BinarySearchFunc(a.free, id, func(x, t uint32) int { return cmp.Compare(t, x) })
+	a.free = slices.Insert(a.free, i, id)
+}
+
+// keepOnly releases the ids of every chain not in keep.
+func (a *idAllocator) keepOnly(keep func(chain string) bool) {
+	for c := range a.ids {
+		if !keep(c) {
+			a.release(c)
+		}
+	}
 }
