@@ -679,7 +679,7 @@ func waitHTTP(url string, timeout time.Duration) error {
 
 // memory is a process's resident set from /proc/PID/status.
 // FilePmdMapped, from smaps_rollup, is the part of the file-backed pages
-// mapped 2 MiB at a time (see agent/rss).
+// mapped 2 MiB at a time (large folios of the binary in the page cache).
 type memory struct{ rss, anon, file, shmem, filePMD float64 }
 
 func (m memory) String() string {

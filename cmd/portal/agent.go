@@ -9,11 +9,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/klog/v2"
 
 	"portal.dev/portal/agent"
 	"portal.dev/portal/agent/container"
-	"portal.dev/portal/agent/rss"
 )
 
 // addAgentFlags adds the node agent's flags, kubelet's names where the
@@ -61,11 +59,6 @@ func newAgentCommand() *cobra.Command {
 			a, err := agent.New(client, o)
 			if err != nil {
 				return err
-			}
-			// Package init has touched code all over the binary; unmap
-			// it so the agent's RSS is what it uses (see agent/rss).
-			if _, err := rss.TrimExecutable(); err != nil {
-				klog.ErrorS(err, "Trim the binary's mappings")
 			}
 			return a.Run(cmd.Context())
 		},
