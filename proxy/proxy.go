@@ -24,6 +24,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
@@ -394,10 +395,27 @@ func (p *Proxy) nodeHandler() cache.ResourceEventHandler {
 		p.changed()
 	}
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { set(asNode(obj)) },
-		UpdateFunc: func(_, cur any) { set(asNode(cur)) },
+		AddFunc: func(obj any) { set(asNode(obj)) },
+		UpdateFunc: func(old, cur any) {
+			// Agents write their Node's status every minute; a sync for
+			// a heartbeat would only hold back the next real change by
+			// --min-sync-period.
+			if o, c := asNode(old), asNode(cur); o != nil && c != nil && sameNode(o, c) {
+				return
+			}
+			set(asNode(cur))
+		},
 		DeleteFunc: func(any) { set(nil) },
 	}
+}
+
+// sameNode reports whether a and b agree on everything the proxy reads
+// from a Node (what changetracker.TrimNode keeps).
+func sameNode(a, b *v1.Node) bool {
+	return a.Name == b.Name &&
+		equality.Semantic.DeepEqual(a.Labels, b.Labels) &&
+		equality.Semantic.DeepEqual(a.Status.Addresses, b.Status.Addresses) &&
+		equality.Semantic.DeepEqual(a.Spec.Taints, b.Spec.Taints)
 }
 
 func asService(obj any) *changetracker.Service {

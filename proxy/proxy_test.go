@@ -247,3 +247,41 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// A heartbeat (new conditions and resourceVersion) must not cost a sync;
+// anything the proxy reads from its Node must.
+func TestSameNode(t *testing.T) {
+	base := func() *v1.Node {
+		return &v1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: "n1", ResourceVersion: "1", Labels: map[string]string{v1.LabelTopologyZone: "a"}},
+			Spec:       v1.NodeSpec{Taints: []v1.Taint{{Key: "k", Effect: v1.TaintEffectNoSchedule}}},
+			Status: v1.NodeStatus{
+				Addresses:  []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.0.1"}},
+				Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}},
+			},
+		}
+	}
+	tests := []struct {
+		name   string
+		change func(*v1.Node)
+		same   bool
+	}{
+		{"heartbeat", func(n *v1.Node) {
+			n.ResourceVersion = "2"
+			n.Status.Conditions[0].LastHeartbeatTime = metav1.Now()
+		}, true},
+		{"zone label", func(n *v1.Node) { n.Labels[v1.LabelTopologyZone] = "b" }, false},
+		{"new label", func(n *v1.Node) { n.Labels["x"] = "y" }, false},
+		{"address", func(n *v1.Node) { n.Status.Addresses[0].Address = "10.0.0.2" }, false},
+		{"taint", func(n *v1.Node) { n.Spec.Taints = nil }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cur := base()
+			tt.change(cur)
+			if got := sameNode(base(), cur); got != tt.same {
+				t.Errorf("sameNode = %v, want %v", got, tt.same)
+			}
+		})
+	}
+}
