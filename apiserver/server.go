@@ -234,7 +234,9 @@ func applyServing(o Options, ca *pki.CA, cidrs []netip.Prefix, c *genericapiserv
 	if err := c.Authentication.ApplyClientCert(caProvider, c.SecureServing); err != nil {
 		return err
 	}
-	certAuth := x509request.NewDynamic(caProvider.VerifyOptions, x509request.CommonNameUserConversion)
+	// The CA is fixed for the process's life, so a verified certificate
+	// can be remembered (see auth.CachedCertificates).
+	certAuth := auth.CachedCertificates(x509request.NewDynamic(caProvider.VerifyOptions, x509request.CommonNameUserConversion), time.Minute)
 	tokens := bearertoken.New(auth.NewTokenFile(TokenFilePath(o.DataDir)))
 	c.Authentication.Authenticator = union.New(certAuth, tokens, auth.Anonymous)
 	c.Authorization.Authorizer = auth.Authorizer
