@@ -7,7 +7,8 @@
 //
 //   - etcd puts of a stored Service's size, then Service creates through the
 //     API, then etcd puts again (A/B/A), with 1, 8 and 32 parallel clients:
-//     throughput, p50, p99;
+//     throughput, p50, p99, and the server's CPU time per operation;
+//   - then, on a fresh server, the time to fill it with N Services;
 //   - LIST of N Services (served from the watch cache) p50/p99;
 //   - one update reaching 100 watchers: p50/p99 of delivery latency;
 //   - RSS of the portal process holding N Services.
@@ -66,32 +67,70 @@ func main() {
 }
 
 func run(portal, core string, d time.Duration, nServices, nWatchers int, clients []int, profile string) error {
-	dir, err := os.MkdirTemp("", "portal-bench-")
+	ctx := context.Background()
+	if err := throughput(ctx, portal, core, d, clients, profile); err != nil {
+		return err
+	}
+	if nServices == 0 {
+		return nil
+	}
+	// The throughput runs leave tens of thousands of Services behind: the
+	// fill, LIST, watch and RSS figures start from a fresh server.
+	dir, srv, client, err := start(portal, core)
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	srv, err := startPortal(portal, core, dir)
-	if err != nil {
+	defer srv.stop()
+	if err := fill(ctx, client, nServices); err != nil {
 		return err
 	}
-	defer srv.stop()
+	listLatency(ctx, client)
+	watchLatency(ctx, client, nWatchers)
+	fmt.Printf("RESULT rss services=%d rss_mib=%.1f (portal apiserver process, embedded etcd included)\n",
+		nServices, float64(srv.rss())/(1<<20))
+	return nil
+}
+
+// start runs portal apiserver in a new data directory and returns a
+// client of it.
+func start(portal, core string) (string, *server, kubernetes.Interface, error) {
+	dir, err := os.MkdirTemp("", "portal-bench-")
+	if err != nil {
+		return "", nil, nil, err
+	}
+	srv, err := startPortal(portal, core, dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", nil, nil, err
+	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "admin.kubeconfig"))
 	if err != nil {
-		return err
+		srv.stop()
+		os.RemoveAll(dir)
+		return "", nil, nil, err
 	}
 	cfg.QPS, cfg.Burst = 1e6, 1e6
 	// As controllers do: protobuf on the wire.
 	cfg.ContentType = runtime.ContentTypeProtobuf
 	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
-	client := kubernetes.NewForConfigOrDie(cfg)
+	return dir, srv, kubernetes.NewForConfigOrDie(cfg), nil
+}
+
+// throughput runs puts, creates, puts at each client count.
+func throughput(ctx context.Context, portal, core string, d time.Duration, clients []int, profile string) error {
+	dir, srv, client, err := start(portal, core)
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	defer srv.stop()
 	etcd, err := etcdClient(dir)
 	if err != nil {
 		return err
 	}
 	defer etcd.Close()
 
-	ctx := context.Background()
 	value := storedServiceSize(ctx, client, etcd)
 	fmt.Printf("# stored Service size %d bytes\n", value)
 	// measure runs one throughput run and adds the server's CPU time per
@@ -126,16 +165,6 @@ func run(portal, core string, d time.Duration, nServices, nWatchers int, clients
 		fmt.Printf("RESULT ratio service-create/etcd-put c=%d %.2f server_cpu_per_op %.2f\n", c, b.rate/anchor,
 			2*b.cpuPerOp.Seconds()/(a1.cpuPerOp+a2.cpuPerOp).Seconds())
 	}
-	if nServices == 0 {
-		return nil
-	}
-	if err := fill(ctx, client, nServices); err != nil {
-		return err
-	}
-	listLatency(ctx, client)
-	watchLatency(ctx, client, nWatchers)
-	fmt.Printf("RESULT rss services=%d rss_mib=%.1f (portal apiserver process, embedded etcd included)\n",
-		nServices, float64(srv.rss())/(1<<20))
 	return nil
 }
 
