@@ -30,7 +30,8 @@ type inProcessStorage struct {
 	client             *etcdkube.Client
 	compactionInterval time.Duration
 
-	once      sync.Once
+	mu        sync.Mutex
+	stores    int // open stores; the compactor stops with the last
 	compactor etcd3.Compactor
 }
 
@@ -51,14 +52,29 @@ func (g *inProcessStorage) GetRESTOptions(resource schema.GroupResource, example
 	return opts, nil
 }
 
-// compactorOnce starts the one compactor every resource shares.
-func (g *inProcessStorage) compactorOnce() etcd3.Compactor {
-	g.once.Do(func() {
-		if g.compactionInterval > 0 {
-			g.compactor = etcd3.StartCompactorPerEndpoint(g.client.Client, g.compactionInterval)
-		}
-	})
+// openCompactor returns the one compactor every store shares, starting it
+// for the first store.
+func (g *inProcessStorage) openCompactor() etcd3.Compactor {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.stores == 0 && g.compactionInterval > 0 {
+		g.compactor = etcd3.StartCompactorPerEndpoint(g.client.Client, g.compactionInterval)
+	}
+	g.stores++
 	return g.compactor
+}
+
+// closeCompactor stops the compactor once the last store is destroyed.
+func (g *inProcessStorage) closeCompactor() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.stores--
+	if g.stores == 0 && g.compactor != nil {
+		if c, ok := g.compactor.(interface{ Stop() }); ok {
+			c.Stop()
+		}
+		g.compactor = nil
+	}
 }
 
 func (g *inProcessStorage) raw(c *storagebackend.ConfigForResource, newFunc, newListFunc func() runtime.Object, resourcePrefix string) (storage.Interface, factory.DestroyFunc, error) {
@@ -68,13 +84,20 @@ func (g *inProcessStorage) raw(c *storagebackend.ConfigForResource, newFunc, new
 	}
 	versioner := storage.APIObjectVersioner{}
 	decoder := etcd3.NewDefaultDecoder(c.Codec, versioner)
-	store, err := etcd3.New(g.client, g.compactorOnce(), c.Codec, newFunc, newListFunc, c.Prefix, resourcePrefix,
+	compactor := g.openCompactor()
+	store, err := etcd3.New(g.client, compactor, c.Codec, newFunc, newListFunc, c.Prefix, resourcePrefix,
 		c.GroupResource, transformer, c.LeaseManagerConfig, decoder, versioner)
 	if err != nil {
+		g.closeCompactor()
 		return nil, nil, err
 	}
 	var once sync.Once
-	return store, func() { once.Do(store.Close) }, nil
+	return store, func() {
+		once.Do(func() {
+			store.Close()
+			g.closeCompactor()
+		})
+	}, nil
 }
 
 // withCacher is genericregistry.StorageWithCacher on raw.
