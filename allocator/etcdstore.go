@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -16,10 +18,40 @@ var errRaced = errors.New("reservation raced with a release")
 // EtcdStore keeps reservations as keys under a prefix in etcd, one key per
 // address or port, whose value names the owning Service. Create-if-absent
 // transactions make a reservation exclusive across API servers.
+//
+// Reservations made while another is in flight wait and go together in the
+// next transaction, so parallel creates cost one etcd write per batch, not
+// one each. A batch that finds any key taken is redone one reservation at a
+// time, so each caller still gets its own answer.
 type EtcdStore struct {
 	client *clientv3.Client
 	prefix string
+
+	mu       sync.Mutex
+	queue    []*reservation
+	flushing bool
 }
+
+// reservation is one caller's Reserve waiting for its batch.
+type reservation struct {
+	keys  []Key
+	owner string
+	done  chan reserved
+}
+
+type reserved struct {
+	taken []Key
+	err   error
+}
+
+// maxBatchKeys keeps a batch's transaction under etcd's default limit of
+// 128 operations (--max-txn-ops).
+const maxBatchKeys = 100
+
+// batchTimeout bounds one batch's transaction; callers wait for their batch
+// whatever their own context, so a reservation is never stored behind the
+// back of a caller that gave up.
+const batchTimeout = 30 * time.Second
 
 // NewEtcdStore returns a store under prefix (e.g. "/registry/portal.dev/allocations/").
 func NewEtcdStore(client *clientv3.Client, prefix string) *EtcdStore {
@@ -29,11 +61,110 @@ func NewEtcdStore(client *clientv3.Client, prefix string) *EtcdStore {
 	return &EtcdStore{client: client, prefix: prefix}
 }
 
-// Reserve implements Store in one transaction.
+// Reserve implements Store: the keys go into the next batch.
 func (s *EtcdStore) Reserve(ctx context.Context, keys []Key, owner string) ([]Key, error) {
 	if len(keys) == 0 {
 		return nil, nil
 	}
+	if len(keys) > maxBatchKeys {
+		return s.reserve(ctx, keys, owner)
+	}
+	r := &reservation{keys: keys, owner: owner, done: make(chan reserved, 1)}
+	s.mu.Lock()
+	s.queue = append(s.queue, r)
+	if !s.flushing {
+		s.flushing = true
+		go s.flush()
+	}
+	s.mu.Unlock()
+	res := <-r.done
+	return res.taken, res.err
+}
+
+// flush commits the queued reservations batch by batch until none is left.
+func (s *EtcdStore) flush() {
+	for {
+		s.mu.Lock()
+		batch, rest := s.nextBatchLocked()
+		s.queue = rest
+		if len(batch) == 0 {
+			s.flushing = false
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+		s.commit(batch)
+	}
+}
+
+// nextBatchLocked takes reservations from the queue, in order, up to
+// maxBatchKeys keys; one that names a key already in the batch waits for
+// the next, so each batch's keys are distinct.
+func (s *EtcdStore) nextBatchLocked() (batch, rest []*reservation) {
+	seen := map[Key]bool{}
+	n := 0
+	for i, r := range s.queue {
+		clash := n+len(r.keys) > maxBatchKeys
+		for _, k := range r.keys {
+			clash = clash || seen[k]
+		}
+		if clash {
+			if len(batch) == 0 {
+				batch = append(batch, r) // a single one always fits
+				for _, k := range r.keys {
+					seen[k] = true
+				}
+				n += len(r.keys)
+				continue
+			}
+			rest = append(rest, s.queue[i:]...)
+			return batch, rest
+		}
+		for _, k := range r.keys {
+			seen[k] = true
+		}
+		n += len(r.keys)
+		batch = append(batch, r)
+	}
+	return batch, nil
+}
+
+// commit stores a batch in one transaction; if any key is taken, it redoes
+// the batch one reservation at a time.
+func (s *EtcdStore) commit(batch []*reservation) {
+	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
+	defer cancel()
+	if len(batch) == 1 {
+		taken, err := s.reserve(ctx, batch[0].keys, batch[0].owner)
+		batch[0].done <- reserved{taken, err}
+		return
+	}
+	var cmps []clientv3.Cmp
+	var puts []clientv3.Op
+	for _, r := range batch {
+		for _, k := range r.keys {
+			path := s.prefix + string(k)
+			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(path), "=", 0))
+			puts = append(puts, clientv3.OpPut(path, r.owner))
+		}
+	}
+	resp, err := s.client.Txn(ctx).If(cmps...).Then(puts...).Commit()
+	if err == nil && resp.Succeeded {
+		for _, r := range batch {
+			r.done <- reserved{}
+		}
+		return
+	}
+	// A key was taken (or the write failed): nothing of the batch is
+	// stored, so each reservation tries alone and gets its own answer.
+	for _, r := range batch {
+		taken, err := s.reserve(ctx, r.keys, r.owner)
+		r.done <- reserved{taken, err}
+	}
+}
+
+// reserve records keys for owner in one transaction of their own.
+func (s *EtcdStore) reserve(ctx context.Context, keys []Key, owner string) ([]Key, error) {
 	cmps := make([]clientv3.Cmp, 0, len(keys))
 	puts := make([]clientv3.Op, 0, len(keys))
 	gets := make([]clientv3.Op, 0, len(keys))

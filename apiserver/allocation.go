@@ -29,6 +29,10 @@ import (
 // newAllocator connects the Service allocator to the API's etcd; its
 // reservations live next to the objects, under the same prefix.
 func newAllocator(o Options, cfg svcconfig.ServiceConfig) (*allocator.Allocator, *clientv3.Client, error) {
+	if o.embedded != nil {
+		client := o.embedded.InProcessClient()
+		return allocator.New(cfg, allocator.NewEtcdStore(client, o.EtcdPrefix+"/portal.dev/allocations/")), client, nil
+	}
 	var tlsConfig *tls.Config
 	if o.EtcdCertFile != "" || o.EtcdCAFile != "" {
 		info := transport.TLSInfo{CertFile: o.EtcdCertFile, KeyFile: o.EtcdKeyFile, TrustedCAFile: o.EtcdCAFile}

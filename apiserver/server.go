@@ -79,6 +79,10 @@ type Options struct {
 	// ExtraReadyChecks join /readyz, so that it says ok only once
 	// in-process components have synced.
 	ExtraReadyChecks []healthz.HealthChecker
+
+	// embedded is the etcd Run started, if it did: storage and the
+	// allocator then call it in process.
+	embedded *embeddedetcd.Server
 }
 
 // DefaultOptions returns the options a plain `portal apiserver` uses.
@@ -135,6 +139,7 @@ func Run(ctx context.Context, o Options) error {
 		}
 		defer etcd.Close()
 		o.EtcdServers = []string{etcd.Endpoint}
+		o.embedded = etcd
 		o.EtcdCAFile, o.EtcdCertFile, o.EtcdKeyFile = etcd.CAFile, etcd.CertFile, etcd.KeyFile
 	}
 	ca, err := pki.LoadOrCreateCA(filepath.Join(o.DataDir, "pki"), "ca")
@@ -234,7 +239,9 @@ func applyServing(o Options, ca *pki.CA, cidrs []netip.Prefix, c *genericapiserv
 	if err := c.Authentication.ApplyClientCert(caProvider, c.SecureServing); err != nil {
 		return err
 	}
-	certAuth := x509request.NewDynamic(caProvider.VerifyOptions, x509request.CommonNameUserConversion)
+	// The CA is fixed for the process's life, so a verified certificate
+	// can be remembered (see auth.CachedCertificates).
+	certAuth := auth.CachedCertificates(x509request.NewDynamic(caProvider.VerifyOptions, x509request.CommonNameUserConversion), time.Minute)
 	tokens := bearertoken.New(auth.NewTokenFile(TokenFilePath(o.DataDir)))
 	c.Authentication.Authenticator = union.New(certAuth, tokens, auth.Anonymous)
 	c.Authorization.Authorizer = auth.Authorizer
@@ -275,7 +282,13 @@ func applyStorage(o Options, c *genericapiserver.Config) error {
 	etcdOpts := genericoptions.NewEtcdOptions(backend)
 	etcdOpts.EnableWatchCache = true
 	etcdOpts.EnableGarbageCollection = true
-	return etcdOpts.ApplyWithStorageFactoryTo(&storageFactory{base: *backend}, c)
+	if err := etcdOpts.ApplyWithStorageFactoryTo(&storageFactory{base: *backend}, c); err != nil {
+		return err
+	}
+	if o.embedded != nil {
+		c.RESTOptionsGetter = newInProcessStorage(c.RESTOptionsGetter, o.embedded.InProcessClient(), o.EtcdCompactionInterval)
+	}
+	return nil
 }
 
 func applyAdmission(c *genericapiserver.RecommendedConfig, client kubernetes.Interface) error {

@@ -7,7 +7,8 @@
 //
 //   - etcd puts of a stored Service's size, then Service creates through the
 //     API, then etcd puts again (A/B/A), with 1, 8 and 32 parallel clients:
-//     throughput, p50, p99;
+//     throughput, p50, p99, and the server's CPU time per operation;
+//   - then, on a fresh server, the time to fill it with N Services;
 //   - LIST of N Services (served from the watch cache) p50/p99;
 //   - one update reaching 100 watchers: p50/p99 of delivery latency;
 //   - RSS of the portal process holding N Services.
@@ -46,53 +47,41 @@ func main() {
 		duration = flag.Duration("duration", 10*time.Second, "length of each throughput run")
 		services = flag.Int("services", 10000, "services to hold for the LIST, watch and RSS runs")
 		watchers = flag.Int("watchers", 100, "watchers for the watch latency run")
+		clients  = flag.String("clients", "1,8,32", "parallel clients of the throughput runs")
+		profile  = flag.String("cpuprofile", "", "write the server's CPU profile of the creates at the most clients to this file")
 	)
 	flag.Parse()
-	if err := run(*portal, *core, *duration, *services, *watchers); err != nil {
+	var cs []int
+	for _, f := range strings.Split(*clients, ",") {
+		var c int
+		if _, err := fmt.Sscan(f, &c); err != nil || c < 1 {
+			fmt.Fprintln(os.Stderr, "bench: bad -clients", *clients)
+			os.Exit(2)
+		}
+		cs = append(cs, c)
+	}
+	if err := run(*portal, *core, *duration, *services, *watchers, cs, *profile); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(portal, core string, d time.Duration, nServices, nWatchers int) error {
-	dir, err := os.MkdirTemp("", "portal-bench-")
+func run(portal, core string, d time.Duration, nServices, nWatchers int, clients []int, profile string) error {
+	ctx := context.Background()
+	if err := throughput(ctx, portal, core, d, clients, profile); err != nil {
+		return err
+	}
+	if nServices == 0 {
+		return nil
+	}
+	// The throughput runs leave tens of thousands of Services behind: the
+	// fill, LIST, watch and RSS figures start from a fresh server.
+	dir, srv, client, err := start(portal, core)
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	srv, err := startPortal(portal, core, dir)
-	if err != nil {
-		return err
-	}
 	defer srv.stop()
-	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "admin.kubeconfig"))
-	if err != nil {
-		return err
-	}
-	cfg.QPS, cfg.Burst = 1e6, 1e6
-	// As controllers do: protobuf on the wire.
-	cfg.ContentType = runtime.ContentTypeProtobuf
-	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
-	client := kubernetes.NewForConfigOrDie(cfg)
-	etcd, err := etcdClient(dir)
-	if err != nil {
-		return err
-	}
-	defer etcd.Close()
-
-	ctx := context.Background()
-	value := storedServiceSize(ctx, client, etcd)
-	fmt.Printf("# stored Service size %d bytes\n", value)
-	for _, c := range []int{1, 8, 32} {
-		a1 := measure(d, c, etcdPut(etcd, value))
-		b := measure(d, c, serviceCreate(client, fmt.Sprintf("c%d", c)))
-		a2 := measure(d, c, etcdPut(etcd, value))
-		anchor := (a1.rate + a2.rate) / 2
-		a1.print("etcd-put", c)
-		b.print("service-create", c)
-		a2.print("etcd-put", c)
-		fmt.Printf("RESULT ratio service-create/etcd-put c=%d %.2f\n", c, b.rate/anchor)
-	}
 	if err := fill(ctx, client, nServices); err != nil {
 		return err
 	}
@@ -100,6 +89,82 @@ func run(portal, core string, d time.Duration, nServices, nWatchers int) error {
 	watchLatency(ctx, client, nWatchers)
 	fmt.Printf("RESULT rss services=%d rss_mib=%.1f (portal apiserver process, embedded etcd included)\n",
 		nServices, float64(srv.rss())/(1<<20))
+	return nil
+}
+
+// start runs portal apiserver in a new data directory and returns a
+// client of it.
+func start(portal, core string) (string, *server, kubernetes.Interface, error) {
+	dir, err := os.MkdirTemp("", "portal-bench-")
+	if err != nil {
+		return "", nil, nil, err
+	}
+	srv, err := startPortal(portal, core, dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", nil, nil, err
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "admin.kubeconfig"))
+	if err != nil {
+		srv.stop()
+		os.RemoveAll(dir)
+		return "", nil, nil, err
+	}
+	cfg.QPS, cfg.Burst = 1e6, 1e6
+	// As controllers do: protobuf on the wire.
+	cfg.ContentType = runtime.ContentTypeProtobuf
+	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	return dir, srv, kubernetes.NewForConfigOrDie(cfg), nil
+}
+
+// throughput runs puts, creates, puts at each client count.
+func throughput(ctx context.Context, portal, core string, d time.Duration, clients []int, profile string) error {
+	dir, srv, client, err := start(portal, core)
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	defer srv.stop()
+	etcd, err := etcdClient(dir)
+	if err != nil {
+		return err
+	}
+	defer etcd.Close()
+
+	value := storedServiceSize(ctx, client, etcd)
+	fmt.Printf("# stored Service size %d bytes\n", value)
+	// measure runs one throughput run and adds the server's CPU time per
+	// operation: unlike the rates, it hardly depends on what else the
+	// machine is doing.
+	measure := func(d time.Duration, c int, op func(worker, i int) error) result {
+		cpu0 := srv.cpu()
+		r := measure(d, c, op)
+		if r.n > 0 {
+			r.cpuPerOp = (srv.cpu() - cpu0) / time.Duration(r.n)
+		}
+		return r
+	}
+	for i, c := range clients {
+		a1 := measure(d, c, etcdPut(etcd, value))
+		var prof chan error
+		if profile != "" && i == len(clients)-1 {
+			prof = make(chan error, 1)
+			go func() { prof <- cpuProfile(ctx, client, d, profile) }()
+		}
+		b := measure(d, c, serviceCreate(client, fmt.Sprintf("c%d", c)))
+		if prof != nil {
+			if err := <-prof; err != nil {
+				fmt.Println("# cpuprofile:", err)
+			}
+		}
+		a2 := measure(d, c, etcdPut(etcd, value))
+		anchor := (a1.rate + a2.rate) / 2
+		a1.print("etcd-put", c)
+		b.print("service-create", c)
+		a2.print("etcd-put", c)
+		fmt.Printf("RESULT ratio service-create/etcd-put c=%d %.2f server_cpu_per_op %.2f\n", c, b.rate/anchor,
+			2*b.cpuPerOp.Seconds()/(a1.cpuPerOp+a2.cpuPerOp).Seconds())
+	}
 	return nil
 }
 
@@ -141,6 +206,24 @@ func startPortal(binary, core, dir string) (*server, error) {
 func (s *server) stop() {
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	s.cmd.Wait()
+}
+
+// cpu reads the user and system CPU time the portal process has used.
+func (s *server) cpu() time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name (which may hold spaces): utime
+	// and stime are the 12th and 13th, in clock ticks of 1/100 s.
+	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	var utime, stime int64
+	fmt.Sscan(f[11], &utime)
+	fmt.Sscan(f[12], &stime)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 // rss reads VmRSS of the portal process (the taskset child exec's into it).
@@ -210,10 +293,12 @@ type result struct {
 	rate     float64
 	p50, p99 time.Duration
 	errors   int64
+	cpuPerOp time.Duration // server (API server and etcd) CPU time per operation
 }
 
 func (r result) print(what string, c int) {
-	fmt.Printf("RESULT %s c=%d ops=%d ops_per_s=%.0f p50=%s p99=%s errors=%d\n", what, c, r.n, r.rate, r.p50, r.p99, r.errors)
+	fmt.Printf("RESULT %s c=%d ops=%d ops_per_s=%.0f p50=%s p99=%s errors=%d server_cpu_per_op=%s\n",
+		what, c, r.n, r.rate, r.p50, r.p99, r.errors, r.cpuPerOp.Round(time.Microsecond))
 }
 
 // measure runs op from c goroutines for d and returns throughput and
@@ -398,4 +483,19 @@ func rvOf(obj runtime.Object) string {
 		return svc.ResourceVersion
 	}
 	return ""
+}
+
+// cpuProfile fetches the server's CPU profile over d (the generic API
+// server serves /debug/pprof to the admin) into file.
+func cpuProfile(ctx context.Context, client kubernetes.Interface, d time.Duration, file string) error {
+	secs := int(d.Seconds()) - 1
+	if secs < 1 {
+		secs = 1
+	}
+	data, err := client.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
+		Param("seconds", fmt.Sprint(secs)).Timeout(d + time.Minute).DoRaw(ctx)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, data, 0o644)
 }

@@ -1,0 +1,138 @@
+package apiserver
+
+import (
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	etcdkube "go.etcd.io/etcd/client/v3/kubernetes"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/registry/generic"
+	"k8s.io/apiserver/pkg/storage"
+	cacherstorage "k8s.io/apiserver/pkg/storage/cacher"
+	"k8s.io/apiserver/pkg/storage/etcd3"
+	"k8s.io/apiserver/pkg/storage/storagebackend"
+	"k8s.io/apiserver/pkg/storage/storagebackend/factory"
+	"k8s.io/apiserver/pkg/storage/value/encrypt/identity"
+	"k8s.io/client-go/tools/cache"
+)
+
+// inProcessStorage builds the resources' storage on the embedded etcd's
+// in-process client instead of a client of its TLS port (the generic
+// server's storage backend only takes URLs). A create then costs no TLS,
+// gRPC framing or socket round trip to etcd, and neither does the watch
+// that feeds the watch cache. It is what k8s.io/apiserver's
+// StorageWithCacher and its etcd3 factory build, with that client.
+// Health checks and other API servers still use the TLS port.
+type inProcessStorage struct {
+	generic.RESTOptionsGetter
+	client             *etcdkube.Client
+	compactionInterval time.Duration
+
+	mu        sync.Mutex
+	stores    int // open stores; the compactor stops with the last
+	compactor etcd3.Compactor
+}
+
+func newInProcessStorage(inner generic.RESTOptionsGetter, client *clientv3.Client, compactionInterval time.Duration) *inProcessStorage {
+	// Latency metrics per request, as the factory does.
+	client.KV = etcd3.NewETCDLatencyTracker(client.KV)
+	kc := &etcdkube.Client{Client: client}
+	kc.Kubernetes = kc
+	return &inProcessStorage{RESTOptionsGetter: inner, client: kc, compactionInterval: compactionInterval}
+}
+
+func (g *inProcessStorage) GetRESTOptions(resource schema.GroupResource, example runtime.Object) (generic.RESTOptions, error) {
+	opts, err := g.RESTOptionsGetter.GetRESTOptions(resource, example)
+	if err != nil {
+		return opts, err
+	}
+	opts.Decorator = g.withCacher
+	return opts, nil
+}
+
+// openCompactor returns the one compactor every store shares, starting it
+// for the first store.
+func (g *inProcessStorage) openCompactor() etcd3.Compactor {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.stores == 0 && g.compactionInterval > 0 {
+		g.compactor = etcd3.StartCompactorPerEndpoint(g.client.Client, g.compactionInterval)
+	}
+	g.stores++
+	return g.compactor
+}
+
+// closeCompactor stops the compactor once the last store is destroyed.
+func (g *inProcessStorage) closeCompactor() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.stores--
+	if g.stores == 0 && g.compactor != nil {
+		if c, ok := g.compactor.(interface{ Stop() }); ok {
+			c.Stop()
+		}
+		g.compactor = nil
+	}
+}
+
+func (g *inProcessStorage) raw(c *storagebackend.ConfigForResource, newFunc, newListFunc func() runtime.Object, resourcePrefix string) (storage.Interface, factory.DestroyFunc, error) {
+	transformer := c.Transformer
+	if transformer == nil {
+		transformer = identity.NewEncryptCheckTransformer()
+	}
+	versioner := storage.APIObjectVersioner{}
+	decoder := etcd3.NewDefaultDecoder(c.Codec, versioner)
+	compactor := g.openCompactor()
+	store, err := etcd3.New(g.client, compactor, c.Codec, newFunc, newListFunc, c.Prefix, resourcePrefix,
+		c.GroupResource, transformer, c.LeaseManagerConfig, decoder, versioner)
+	if err != nil {
+		g.closeCompactor()
+		return nil, nil, err
+	}
+	var once sync.Once
+	return store, func() {
+		once.Do(func() {
+			store.Close()
+			g.closeCompactor()
+		})
+	}, nil
+}
+
+// withCacher is genericregistry.StorageWithCacher on raw.
+func (g *inProcessStorage) withCacher(c *storagebackend.ConfigForResource, resourcePrefix string,
+	keyFunc func(obj runtime.Object) (string, error), newFunc, newListFunc func() runtime.Object,
+	getAttrsFunc storage.AttrFunc, triggerFuncs storage.IndexerFuncs, indexers *cache.Indexers) (storage.Interface, factory.DestroyFunc, error) {
+	s, destroy, err := g.raw(c, newFunc, newListFunc, resourcePrefix)
+	if err != nil {
+		return nil, nil, err
+	}
+	cacher, err := cacherstorage.NewCacherFromConfig(cacherstorage.Config{
+		Storage:             s,
+		Versioner:           storage.APIObjectVersioner{},
+		GroupResource:       c.GroupResource,
+		EventsHistoryWindow: c.EventsHistoryWindow,
+		ResourcePrefix:      resourcePrefix,
+		KeyFunc:             keyFunc,
+		NewFunc:             newFunc,
+		NewListFunc:         newListFunc,
+		GetAttrsFunc:        getAttrsFunc,
+		IndexerFuncs:        triggerFuncs,
+		Indexers:            indexers,
+		Codec:               c.Codec,
+	})
+	if err != nil {
+		destroy()
+		return nil, func() {}, err
+	}
+	delegator := cacherstorage.NewCacheDelegator(cacher, s)
+	var once sync.Once
+	return delegator, func() {
+		once.Do(func() {
+			delegator.Stop()
+			cacher.Stop()
+			destroy()
+		})
+	}, nil
+}
