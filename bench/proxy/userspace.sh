@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Userspace-mode benchmark against the L4 anchors, in one run:
 #   direct, haproxy, Portal userspace, haproxy (A/B/A), then open-loop latency
-#   at half of Portal's keep-alive peak (direct, haproxy, Portal).
+#   at half of Portal's keep-alive peak (direct, haproxy, Portal, direct).
 # Usage (root): bench/proxy/userspace.sh            (about 6 minutes)
 # Env: ANCHORS (the anchor scripts; default ../shared/anchors or /work/shared/anchors),
 #      DUR (wrk seconds, 15), LAT_DUR (latency seconds, 10), LAT_RATE (default: half of
-#      Portal's keep-alive req/s), QUIET_MAX (s to wait for quiet cores, 20), KEEP=1 keeps logs.
+#      Portal's keep-alive req/s), QUIET_MAX (s to wait for quiet cores, 20), KEEP=1 keeps logs,
+#      PORTAL_BEFORE (another portal binary, e.g. an older build, also run as "portal-before").
 #
 # Layout (the anchors' own): a network namespace with only lo; nginx (1 worker) on core 1
 # with the client (wrk, curl, the latency client); the proxy under test on core 0.
@@ -82,15 +83,19 @@ ports: [{name: http, protocol: TCP, port: 8080}]
 endpoints: [{addresses: ["$backend_ip"], conditions: {ready: true}}]
 YAML
 
-portal=(setpriv --reuid=nobody --regid=nogroup --clear-groups "$repo/bin/portal" proxy
-  --kubeconfig "$L4RUN/kc/kubeconfig" --proxy-mode userspace --hostname-override bench
+proxy_args=(--kubeconfig "$L4RUN/kc/kubeconfig" --proxy-mode userspace --hostname-override bench
   --healthz-bind-address= --metrics-bind-address 127.0.0.1:10349)
+as_nobody=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
+portal=("${as_nobody[@]}" "$repo/bin/portal" proxy "${proxy_args[@]}")
 results=$L4RUN/results.txt
 run() { "$@" | tee -a "$results"; }
 
 log "core use before the runs: $(top -bn1 | sed -n 3p)"
 run "$ANCHORS/l4_bench.sh" direct 8080
 run "$ANCHORS/l4_haproxy.sh" 8081
+if [ -n "${PORTAL_BEFORE:-}" ]; then
+  run "$ANCHORS/l4_proxy_bench.sh" portal-before $node_port -- "${as_nobody[@]}" "$PORTAL_BEFORE" proxy "${proxy_args[@]}"
+fi
 run "$ANCHORS/l4_proxy_bench.sh" portal-userspace $node_port -- "${portal[@]}"
 "$ANCHORS/l4_haproxy.sh" 8081 | sed 's/^RESULT l4 haproxy /RESULT l4 haproxy-b /' | tee -a "$results"
 
@@ -110,8 +115,10 @@ with_proxy() { # name port -- cmd... : run lat against a proxy started on core 0
   lat "$name" "$port"
   stop_pid $pp
 }
+# direct brackets the proxies: the added latency is a proxy's minus direct's.
 lat direct 8080
 with_proxy haproxy 8081 -- haproxy -db -f "$L4RUN/haproxy.cfg"
 with_proxy portal-userspace $node_port -- "${portal[@]}"
+lat direct-b 8080
 echo "# summary"
 cat "$results" | grep ^RESULT

@@ -14,7 +14,7 @@ func addProxyFlags(fs *pflag.FlagSet, o *proxy.Options) {
 	fs.StringSliceVar(&o.NodePortAddresses, "nodeport-addresses", o.NodePortAddresses, "addresses that accept NodePort traffic: CIDRs, \"primary\" (the node's primary IPs) or \"all\" (default: all local addresses)")
 	fs.StringVar(&o.ClusterCIDR, "cluster-cidr", o.ClusterCIDR, "pod CIDRs (v4,v6); traffic from outside them to a cluster IP is masqueraded (empty: unknown)")
 	fs.BoolVar(&o.MasqueradeAll, "masquerade-all", o.MasqueradeAll, "masquerade all traffic to cluster IPs")
-	fs.DurationVar(&o.MinSyncPeriod, "min-sync-period", o.MinSyncPeriod, "syncs of the rules are limited to one per this period after a burst of two; changes in between are batched (default 1s, userspace mode 100ms)")
+	fs.DurationVar(&o.MinSyncPeriod, "min-sync-period", o.MinSyncPeriod, "syncs of the rules are limited to one per this period after a burst of two; changes in between are batched; 100ms in userspace mode unless given")
 	fs.DurationVar(&o.SyncPeriod, "sync-period", o.SyncPeriod, "how often the proxy syncs whether or not anything changed; every rule is rewritten on the first periodic sync after an hour")
 	fs.StringVar(&o.HealthzBindAddress, "healthz-bind-address", o.HealthzBindAddress, "address of /healthz and /livez (empty disables)")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "address of /metrics (empty disables)")
