@@ -52,6 +52,9 @@ trap cleanup EXIT
 
 echo "# $(date -u +%FT%TZ) $(uname -r) nproc=$(nproc) $(git -C "$repo" rev-parse --short HEAD)"
 "$ANCHORS/l4_backend.sh" start
+# The NodePort is in the namespace's ephemeral range: keep connections (the API
+# server's own, the runs') from taking it as a local port.
+inns sysctl -qw net.ipv4.ip_local_reserved_ports=$node_port
 inns ip addr add "$backend_ip/32" dev lo
 sed -i "s|listen 127.0.0.1:8080 backlog=4096;|& listen $backend_ip:8080 backlog=4096;|" "$L4RUN/nginx/nginx.conf"
 inns nginx -p "$L4RUN/nginx" -c "$L4RUN/nginx/nginx.conf" -s reload
