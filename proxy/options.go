@@ -35,9 +35,11 @@ type Options struct {
 	ClusterCIDR string
 	// MasqueradeAll is --masquerade-all: SNAT all traffic to cluster IPs.
 	MasqueradeAll bool
-	// MinSyncPeriod is --min-sync-period: the least time between syncs
-	// (default 1s when zero and SyncPeriod is zero too; an explicit 0 is
-	// allowed with a set SyncPeriod).
+	// MinSyncPeriod is --min-sync-period: syncs are limited to one per
+	// MinSyncPeriod after a burst of runner.Burst (default 1s when zero
+	// and SyncPeriod is zero too; an explicit 0 is allowed with a set
+	// SyncPeriod). The flag's default depends on the mode:
+	// DefaultMinSyncPeriod.
 	MinSyncPeriod time.Duration
 	// SyncPeriod is --sync-period: how often the proxy syncs even when
 	// nothing changed (default 30s); the first such sync after
@@ -59,6 +61,21 @@ type Options struct {
 	// Cleanup is --cleanup: remove what any Portal proxy mode wrote into
 	// the kernel, then exit.
 	Cleanup bool
+}
+
+// DefaultMinSyncPeriod is the --min-sync-period of mode when the flag is
+// not given: kube-proxy's 1s, which spares the kernel modes a rewrite per
+// change, and 100ms for the userspace mode, whose sync swaps routes in
+// memory in a few milliseconds. Upstream sets the default per mode too
+// (0 for IPVS), and its old userspace mode applied endpoint changes at
+// once. At 1s a steady stream of changes (one a second is enough) makes
+// every change wait for the next slot, so a backend that turns not-ready
+// could stay in rotation for more than a second.
+func DefaultMinSyncPeriod(mode string) time.Duration {
+	if mode == ModeUserspace {
+		return 100 * time.Millisecond
+	}
+	return time.Second
 }
 
 // DefaultOptions returns kube-proxy's defaults.

@@ -17,13 +17,21 @@ func addProxyFlags(fs *pflag.FlagSet, o *proxy.Options) {
 	fs.StringSliceVar(&o.NodePortAddresses, "nodeport-addresses", o.NodePortAddresses, "addresses that accept NodePort traffic: CIDRs, \"primary\" (the node's primary IPs) or \"all\" (default: all local addresses)")
 	fs.StringVar(&o.ClusterCIDR, "cluster-cidr", o.ClusterCIDR, "pod CIDRs (v4,v6); traffic from outside them to a cluster IP is masqueraded (empty: unknown)")
 	fs.BoolVar(&o.MasqueradeAll, "masquerade-all", o.MasqueradeAll, "masquerade all traffic to cluster IPs")
-	fs.DurationVar(&o.MinSyncPeriod, "min-sync-period", o.MinSyncPeriod, "least time between two syncs of the rules; changes in between are batched")
+	fs.DurationVar(&o.MinSyncPeriod, "min-sync-period", o.MinSyncPeriod, "syncs of the rules are limited to one per this period after a burst of two; changes in between are batched; 100ms in userspace mode unless given")
 	fs.DurationVar(&o.SyncPeriod, "sync-period", o.SyncPeriod, "how often the proxy syncs whether or not anything changed; every rule is rewritten on the first periodic sync after an hour")
 	fs.StringVar(&o.HealthzBindAddress, "healthz-bind-address", o.HealthzBindAddress, "address of /healthz and /livez (empty disables)")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "address of /metrics (empty disables)")
 	fs.StringVar(&o.Scheduler, "scheduler", o.Scheduler, "userspace mode: how endpoints are chosen: rr, random, lc, sh, dh, sed, nq or maglev (default rr; per Service: annotation portal.dev/scheduler)")
 	fs.DurationVar(&o.DrainTimeout, "drain-timeout", o.DrainTimeout, "userspace mode: how long connections to an endpoint that left may go on before they are closed (default 30s)")
 	fs.BoolVar(&o.Cleanup, "cleanup", o.Cleanup, "remove every rule any Portal proxy mode wrote, then exit")
+}
+
+// proxyModeDefaults gives --min-sync-period, when not given, the default
+// of the chosen --proxy-mode.
+func proxyModeDefaults(fs *pflag.FlagSet, o *proxy.Options) {
+	if !fs.Changed("min-sync-period") {
+		o.MinSyncPeriod = proxy.DefaultMinSyncPeriod(o.Mode)
+	}
 }
 
 func newProxyCommand() *cobra.Command {
@@ -34,6 +42,7 @@ func newProxyCommand() *cobra.Command {
 		Short: "Run the service proxy for this node (userspace, nftables or iptables mode), or stand in for kube-proxy",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			proxyModeDefaults(cmd.Flags(), &o)
 			if err := o.Validate(); err != nil {
 				return err
 			}

@@ -68,6 +68,7 @@ func newServerCommand() *cobra.Command {
 				ao.RootDir = filepath.Join(o.DataDir, "agent")
 			}
 			po.HostnameOverride, po.ClusterCIDR = ao.NodeName, mo.ClusterCIDR
+			proxyModeDefaults(cmd.Flags(), &po)
 			so := serverOptions{api: o, controllers: mo, dns: do, agent: ao, proxy: po}
 			if enabled("agent") && enabled("dns") && agentPossible() {
 				// Pods reach this DNS as the kube-dns Service: serve on the

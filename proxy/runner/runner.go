@@ -1,7 +1,7 @@
 // Package runner runs a sync function the way a proxy needs: requests
-// coalesce, runs are at least MinInterval apart, a periodic run happens
-// every Period whatever else happens, and a failed run is retried with
-// exponential backoff. It owns one goroutine, which stops when Run's
+// coalesce, runs are rate-limited to one per MinInterval with a burst of
+// Burst, a periodic run happens every Period whatever else happens, and a
+// failed run is retried with exponential backoff. It owns one goroutine, which stops when Run's
 // context ends; it knows nothing about what the function syncs.
 package runner
 
@@ -14,6 +14,12 @@ import (
 // (also) the periodic one, which callers use for a full resync.
 type Func func(ctx context.Context, periodic bool) error
 
+// Burst is how many runs may start back to back after a quiet period
+// (kube-proxy's burstSyncs): with one, a change that follows another by
+// less than MinInterval waits for it even when nothing else changed for
+// minutes; with two, it applies at once and only a third one waits.
+const Burst = 2
+
 // Runner coalesces requests to run a Func. Create it with New.
 type Runner struct {
 	fn          Func
@@ -23,10 +29,12 @@ type Runner struct {
 	trigger     chan struct{}
 }
 
-// New returns a runner for fn. minInterval is the least time between the
-// starts of two runs (zero allows back-to-back runs); period is how often
-// a periodic run happens (it must be positive). Retries after a failure
-// start at minInterval (at least 100ms) and double up to period.
+// New returns a runner for fn. Runs are limited by a token bucket, as
+// kube-proxy's BoundedFrequencyRunner: Burst tokens, one more every
+// minInterval, one taken by each run (zero minInterval allows
+// back-to-back runs); period is how often a periodic run happens (it must
+// be positive; periodic runs do not wait for a token). Retries after a
+// failure start at minInterval (at least 100ms) and double up to period.
 func New(fn Func, minInterval, period time.Duration) *Runner {
 	if period <= 0 {
 		panic("runner: period must be positive")
@@ -54,8 +62,8 @@ func (r *Runner) Trigger() {
 // an earlier first run.
 func (r *Runner) Run(ctx context.Context) {
 	var (
-		lastStart    time.Time // start of the last run; zero before the first
-		wanted       bool      // a Trigger arrived that no run has served yet
+		b            = bucket{credit: Burst * r.minInterval, every: r.minInterval}
+		wanted       bool // a Trigger arrived that no run has served yet
 		failures     int
 		retryAt      time.Time
 		periodicNext = time.Now().Add(r.period)
@@ -66,7 +74,7 @@ func (r *Runner) Run(ctx context.Context) {
 		now := time.Now()
 		next := periodicNext
 		if wanted {
-			if at := lastStart.Add(r.minInterval); at.Before(next) {
+			if at := b.next(now); at.Before(next) {
 				next = at
 			}
 		}
@@ -96,7 +104,7 @@ func (r *Runner) Run(ctx context.Context) {
 			periodicNext = now.Add(r.period)
 		}
 		wanted = false
-		lastStart = now
+		b.take(now)
 		if err := r.fn(ctx, periodic); err != nil {
 			if ctx.Err() != nil {
 				return
@@ -107,6 +115,38 @@ func (r *Runner) Run(ctx context.Context) {
 			failures = 0
 		}
 	}
+}
+
+// bucket is the runs' token bucket: up to Burst tokens, one more every
+// every (none needed when every is zero). It counts the tokens in time,
+// credit = tokens * every, so that the arithmetic is exact.
+type bucket struct {
+	credit time.Duration
+	every  time.Duration
+	at     time.Time // when credit was counted; zero before the first run
+}
+
+func (b *bucket) refill(now time.Time) {
+	if !b.at.IsZero() {
+		b.credit = min(Burst*b.every, b.credit+now.Sub(b.at))
+	}
+	b.at = now
+}
+
+// next returns when a run may start: now when a token is there.
+func (b *bucket) next(now time.Time) time.Time {
+	b.refill(now)
+	if b.credit >= b.every {
+		return now
+	}
+	return now.Add(b.every - b.credit)
+}
+
+// take takes a token for a run starting now (a periodic run may find
+// none; it takes what there is).
+func (b *bucket) take(now time.Time) {
+	b.refill(now)
+	b.credit = max(0, b.credit-b.every)
 }
 
 func (r *Runner) backoff(failures int) time.Duration {

@@ -63,7 +63,7 @@ func TestRunner(t *testing.T) {
 		until: 5 * time.Second,
 		want:  []run{{0, false}},
 	}, {
-		name: "triggers within the minimum interval coalesce into one run after it",
+		name: "beyond the burst, triggers coalesce into one run when a token is back",
 		steps: func(r *Runner) {
 			r.Trigger()
 			time.Sleep(100 * time.Millisecond)
@@ -73,7 +73,35 @@ func TestRunner(t *testing.T) {
 			r.Trigger()
 		},
 		until: 5 * time.Second,
-		want:  []run{{0, false}, {time.Second, false}},
+		// Two tokens at the start, one back per second: the second
+		// token is gone at 100ms and 0.1s of a token is back at 200ms.
+		want: []run{{0, false}, {100 * time.Millisecond, false}, {time.Second, false}},
+	}, {
+		// Regression: a pod that turned not-ready right after another
+		// endpoint change waited for the minimum interval (1 s), so it
+		// left rotation later than "within 1 s" although nothing else
+		// had changed for a long time.
+		name: "a change right after another one after a quiet period runs at once",
+		steps: func(r *Runner) {
+			time.Sleep(5 * time.Second)
+			r.Trigger()
+			time.Sleep(300 * time.Millisecond)
+			r.Trigger()
+		},
+		until: 9 * time.Second,
+		want:  []run{{5 * time.Second, false}, {5*time.Second + 300*time.Millisecond, false}},
+	}, {
+		name: "steady triggers run once per minimum interval",
+		steps: func(r *Runner) {
+			for range 8 {
+				r.Trigger()
+				time.Sleep(250 * time.Millisecond)
+			}
+		},
+		until: 3 * time.Second,
+		// The burst at 0 and 250ms; the token that came back meanwhile
+		// is whole at 1s, then one a second.
+		want: []run{{0, false}, {250 * time.Millisecond, false}, {time.Second, false}, {2 * time.Second, false}},
 	}, {
 		name:  "periodic runs every period with nothing else happening",
 		until: 25 * time.Second,

@@ -17,9 +17,21 @@ type backend struct {
 	name    string
 	active  atomic.Int64
 	labels  []string // service, port, endpoint
+	all     *metrics
+	m       atomic.Pointer[backendMetrics]
 	mu      sync.Mutex
 	conns   map[io.Closer]struct{}
 	removed bool
+}
+
+// stats returns the backend's series, made on first use: a Service with
+// many endpoints that are never used costs no series.
+func (b *backend) stats() *backendMetrics {
+	if m := b.m.Load(); m != nil {
+		return m
+	}
+	b.m.CompareAndSwap(nil, b.all.forBackend(b.labels))
+	return b.m.Load()
 }
 
 // track registers c to be closed when the backend is gone; false when it
@@ -60,7 +72,8 @@ type drainer interface{ drains() bool }
 // servicePort is the state of one Service port that outlives syncs: its
 // backends (with their open connections) and its affinity table.
 type servicePort struct {
-	key portKey
+	key     portKey
+	metrics *metrics
 
 	mu       sync.Mutex
 	all      map[netip.AddrPort]*backend
@@ -82,7 +95,7 @@ func (sp *servicePort) backends(eps []*snapshot.Endpoint) []*backend {
 		ap := e.AddrPort()
 		b := sp.all[ap]
 		if b == nil {
-			b = &backend{addr: ap, name: ap.String(), conns: map[io.Closer]struct{}{},
+			b = &backend{addr: ap, name: ap.String(), conns: map[io.Closer]struct{}{}, all: sp.metrics,
 				labels: []string{sp.key.svc.String(), sp.key.port, ap.String()}}
 			sp.all[ap] = b
 		}

@@ -1,6 +1,7 @@
 package userspace
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -224,5 +225,62 @@ func BenchmarkTCPConnect(b *testing.B) {
 		if got := askBye(b, addr, "x"); got != "bye:1" {
 			b.Fatalf("got %q", got)
 		}
+	}
+}
+
+// echoServer sends back what it reads and half-closes at the client's EOF.
+func echoServer(t testing.TB) netip.AddrPort {
+	t.Helper()
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				io.Copy(c, c)
+				c.(*net.TCPConn).CloseWrite()
+			}()
+		}
+	}()
+	return l.Addr().(*net.TCPAddr).AddrPort()
+}
+
+// TestTCPSmallAndBulk sends messages below and above the copy buffer both
+// ways: small ones are copied through a buffer, a stream that fills it
+// switches to splice, and every byte must arrive in order either way.
+func TestTCPSmallAndBulk(t *testing.T) {
+	np := freePort(t)
+	startProxier(t, Config{}, nodePortSnapshot(np, echoServer(t)))
+	for _, size := range []int{1, 1024, copyBufSize - 1, copyBufSize, 4 << 20} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			c, err := net.DialTimeout("tcp4", fmt.Sprintf("127.0.0.1:%d", np), 2*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(10 * time.Second))
+			want := make([]byte, size)
+			for i := range want {
+				want[i] = byte(i * 7 / 3)
+			}
+			go func() {
+				c.Write(want)
+				c.(*net.TCPConn).CloseWrite()
+			}()
+			got, err := io.ReadAll(c)
+			if err != nil {
+				t.Fatalf("read: %v", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("got %d bytes back, want the %d sent", len(got), len(want))
+			}
+		})
 	}
 }

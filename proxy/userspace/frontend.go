@@ -103,11 +103,7 @@ func (f *frontend) serveTCP() {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		f.p.wg.Add(1)
-		go func() {
-			defer f.p.wg.Done()
-			f.handleTCP(c)
-		}()
+		f.p.workers.run(func() { f.handleTCP(c) })
 	}
 }
 
@@ -137,7 +133,7 @@ func (f *frontend) handleTCP(c net.Conn) {
 		b := r.backends[i]
 		up, err := f.p.cfg.Dial(f.p.ctx, "tcp", b.name)
 		if err != nil {
-			f.p.metrics.failures.WithLabelValues(b.labels...).Inc()
+			b.stats().failures.Inc()
 			klog.V(3).InfoS("Connect to endpoint failed; trying the next", "endpoint", b.name, "err", err)
 			if tried == nil {
 				tried = make([]bool, len(r.backends))
@@ -164,6 +160,7 @@ func resetClose(c net.Conn) {
 type pair struct {
 	client, up net.Conn
 	once       sync.Once
+	ended      atomic.Int32 // directions that reached EOF
 }
 
 func (p *pair) Close() error {
@@ -186,27 +183,27 @@ func (p *Proxier) splice(client, up net.Conn, b *backend) {
 		pr.Close()
 		return
 	}
+	m := b.stats()
 	b.active.Add(1)
-	p.metrics.conns.WithLabelValues(b.labels...).Inc()
-	active := p.metrics.active.WithLabelValues(b.labels...)
-	active.Inc()
+	m.conns.Inc()
+	m.active.Inc()
 	defer func() {
 		b.untrack(pr)
 		b.active.Add(-1)
-		active.Dec()
+		m.active.Dec()
 		pr.Close()
 	}()
 	var wg sync.WaitGroup
 	var toEndpoint int64
 	wg.Add(1)
-	go func() {
+	p.workers.run(func() {
 		defer wg.Done()
 		toEndpoint = copyHalf(up, client, pr)
-	}()
+	})
 	toClient := copyHalf(client, up, pr)
 	wg.Wait()
-	p.metrics.bytes.WithLabelValues(b.labels[0], b.labels[1], b.labels[2], "to_endpoint").Add(float64(toEndpoint))
-	p.metrics.bytes.WithLabelValues(b.labels[0], b.labels[1], b.labels[2], "to_client").Add(float64(toClient))
+	m.toEndpoint.Add(float64(toEndpoint))
+	m.toClient.Add(float64(toClient))
 }
 
 type closeWriter interface{ CloseWrite() error }
@@ -214,9 +211,10 @@ type closeWriter interface{ CloseWrite() error }
 func copyHalf(dst, src net.Conn, pr *pair) int64 {
 	var n int64
 	var err error
-	// Unwrapped, so *net.TCPConn's ReadFrom (splice) is used.
-	if d, ok := dst.(*net.TCPConn); ok {
-		n, err = d.ReadFrom(src)
+	d, dok := dst.(*net.TCPConn)
+	s, sok := src.(*net.TCPConn)
+	if dok && sok {
+		n, err = copyTCP(d, s)
 	} else {
 		n, err = io.Copy(dst, src)
 	}
@@ -224,10 +222,38 @@ func copyHalf(dst, src net.Conn, pr *pair) int64 {
 		pr.Close()
 		return n
 	}
-	if cw, ok := dst.(closeWriter); ok {
-		cw.CloseWrite()
+	// The first direction to end passes its FIN on. When the second
+	// ends, both sockets are read to their end and are closed at once;
+	// close(2) sends the FIN itself, so a shutdown(2) would be one more
+	// system call (and one more trip through the loopback) for nothing.
+	if pr.ended.Add(1) == 1 {
+		if cw, ok := dst.(closeWriter); ok {
+			cw.CloseWrite()
+		}
 	}
 	return n
+}
+
+// copyBufSize is the buffer of copyTCP's small reads; a read that fills
+// it marks a bulk transfer.
+const copyBufSize = 16 << 10
+
+// errBulk ends copySmall when a read filled its buffer.
+var errBulk = errors.New("bulk transfer")
+
+// copyTCP copies src to dst until src's EOF. Requests and answers of a
+// few kilobytes go through read(2) and write(2) with a pooled buffer;
+// splice(2) through a pipe costs more system time per message than
+// copying a kilobyte. When a read fills the buffer, the stream is bulk
+// and the rest is spliced (io.Copy between *net.TCPConn), where not
+// copying the bytes wins.
+func copyTCP(dst, src *net.TCPConn) (int64, error) {
+	n, err := copySmall(dst, src)
+	if err != errBulk {
+		return n, err
+	}
+	m, err := dst.ReadFrom(src)
+	return n + m, err
 }
 
 // flow is one UDP client's traffic through a frontend: a connected socket
@@ -251,7 +277,7 @@ func (fl *flow) Close() error {
 		fl.f.mu.Unlock()
 		fl.b.untrack(fl)
 		fl.b.active.Add(-1)
-		fl.f.p.metrics.active.WithLabelValues(fl.b.labels...).Dec()
+		fl.b.stats().active.Dec()
 	})
 	return nil
 }
@@ -278,7 +304,7 @@ func (f *frontend) serveUDP() {
 		}
 		fl.last.Store(time.Now().UnixNano())
 		if _, err := fl.up.Write(buf[:n]); err == nil {
-			f.p.metrics.bytes.WithLabelValues(fl.b.labels[0], fl.b.labels[1], fl.b.labels[2], "to_endpoint").Add(float64(n))
+			fl.b.stats().toEndpoint.Add(float64(n))
 		}
 	}
 }
@@ -299,7 +325,7 @@ func (f *frontend) newFlow(client netip.AddrPort) *flow {
 		b := r.backends[i]
 		up, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(b.addr))
 		if err != nil {
-			f.p.metrics.failures.WithLabelValues(b.labels...).Inc()
+			b.stats().failures.Inc()
 			tried[i] = true
 			continue
 		}
@@ -311,8 +337,8 @@ func (f *frontend) newFlow(client netip.AddrPort) *flow {
 		}
 		r.remember(client.Addr(), b, time.Now())
 		b.active.Add(1)
-		f.p.metrics.conns.WithLabelValues(b.labels...).Inc()
-		f.p.metrics.active.WithLabelValues(b.labels...).Inc()
+		b.stats().conns.Inc()
+		b.stats().active.Inc()
 		f.mu.Lock()
 		f.flows[client] = fl
 		f.mu.Unlock()
@@ -331,7 +357,7 @@ func (fl *flow) replies() {
 	defer fl.Close()
 	idle := fl.f.p.cfg.UDPIdleTimeout
 	buf := make([]byte, 64*1024)
-	toClient := fl.f.p.metrics.bytes.WithLabelValues(fl.b.labels[0], fl.b.labels[1], fl.b.labels[2], "to_client")
+	toClient := fl.b.stats().toClient
 	for {
 		fl.up.SetReadDeadline(time.Now().Add(idle))
 		n, err := fl.up.Read(buf)

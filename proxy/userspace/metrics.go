@@ -37,3 +37,22 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	return m
 }
+
+// backendMetrics are one backend's series, looked up once so that the
+// data path only adds to them: a WithLabelValues per connection hashes
+// the labels and takes the vector's lock each time.
+type backendMetrics struct {
+	conns, failures, toEndpoint, toClient prometheus.Counter
+	active                                prometheus.Gauge
+}
+
+func (m *metrics) forBackend(labels []string) *backendMetrics {
+	svc, port, ep := labels[0], labels[1], labels[2]
+	return &backendMetrics{
+		conns:      m.conns.WithLabelValues(svc, port, ep),
+		failures:   m.failures.WithLabelValues(svc, port, ep),
+		toEndpoint: m.bytes.WithLabelValues(svc, port, ep, "to_endpoint"),
+		toClient:   m.bytes.WithLabelValues(svc, port, ep, "to_client"),
+		active:     m.active.WithLabelValues(svc, port, ep),
+	}
+}

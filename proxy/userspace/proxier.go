@@ -52,10 +52,12 @@ type Config struct {
 	// BeforeFirstSync, if set, runs once before the first sync; the proxy
 	// uses it to remove the kernel modes' rules.
 	BeforeFirstSync func(ctx context.Context) error
-	// Listen and ListenPacket open sockets (nil: net's); tests inject them.
+	// Listen and ListenPacket open sockets (nil: net's, without TCP
+	// keep-alives); tests inject them.
 	Listen       func(network, addr string) (net.Listener, error)
 	ListenPacket func(network, addr string) (net.PacketConn, error)
-	// Dial connects to endpoints (nil: a net.Dialer with DialTimeout).
+	// Dial connects to endpoints (nil: a net.Dialer with DialTimeout,
+	// without TCP keep-alives).
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
@@ -72,14 +74,23 @@ func (c *Config) defaults() {
 	if c.DialTimeout == 0 {
 		c.DialTimeout = 2 * time.Second
 	}
+	// No TCP keep-alive probes on either side, as HAProxy's defaults:
+	// turning them on costs four setsockopt(2) calls per socket, eight
+	// per proxied connection, and the peers run their own.
 	if c.Listen == nil {
-		c.Listen = net.Listen
+		lc := &net.ListenConfig{KeepAlive: -1}
+		c.Listen = func(network, addr string) (net.Listener, error) {
+			return lc.Listen(context.Background(), network, addr)
+		}
 	}
 	if c.ListenPacket == nil {
 		c.ListenPacket = net.ListenPacket
 	}
 	if c.Dial == nil {
-		d := &net.Dialer{Timeout: c.DialTimeout}
+		// Not Dialer.DialTCP: with a zero local address it binds the
+		// socket to port 0 before connecting, one more system call, and
+		// a port chosen without reusing TIME_WAIT ones.
+		d := &net.Dialer{Timeout: c.DialTimeout, KeepAlive: -1}
 		c.Dial = d.DialContext
 	}
 }
@@ -91,9 +102,10 @@ type Proxier struct {
 	metrics *metrics
 	started bool
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	workers *workers
 
 	mu        sync.Mutex
 	frontends map[frontendKey]*frontend
@@ -105,11 +117,13 @@ type Proxier struct {
 func New(cfg Config) *Proxier {
 	cfg.defaults()
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Proxier{
+	p := &Proxier{
 		cfg: cfg, metrics: newMetrics(cfg.Registerer), ctx: ctx, cancel: cancel,
 		frontends: map[frontendKey]*frontend{}, ports: map[portKey]*servicePort{},
 		announced: map[types.NamespacedName]string{},
 	}
+	p.workers = newWorkers(ctx, &p.wg)
+	return p
 }
 
 // frontendKey is one socket: a protocol and an address to listen on (the
@@ -315,7 +329,7 @@ func (p *Proxier) announce(snap *snapshot.Snapshot) {
 func (p *Proxier) servicePort(pk portKey) *servicePort {
 	sp := p.ports[pk]
 	if sp == nil {
-		sp = &servicePort{key: pk, all: map[netip.AddrPort]*backend{}, affinity: map[netip.Addr]affinityEntry{}}
+		sp = &servicePort{key: pk, metrics: p.metrics, all: map[netip.AddrPort]*backend{}, affinity: map[netip.Addr]affinityEntry{}}
 		p.ports[pk] = sp
 	}
 	return sp

@@ -1,0 +1,164 @@
+// Command proxy-userspace is the open-loop latency client of
+// bench/proxy/userspace.sh. wrk measures throughput with a closed loop
+// (each connection sends its next request when the last answer arrives),
+// so its percentiles at saturation say little about the latency a proxy
+// adds. This client sends GET requests at a fixed rate over a fixed set of
+// keep-alive connections, whatever the answers do, and reports the
+// percentiles of the request latency.
+//
+// Each request's latency is measured twice: from the moment it was due
+// (open loop: time a request waited for a free connection counts, so a
+// stall is not hidden) and from the moment it was written (the service
+// time of the path under test). At half of the path's peak rate the two
+// agree unless something stalls.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+)
+
+var (
+	addr     = flag.String("addr", "127.0.0.1:8080", "host:port to send the requests to")
+	path     = flag.String("path", "/1k.bin", "path to GET")
+	rate     = flag.Float64("rate", 10000, "requests per second")
+	conns    = flag.Int("conns", 64, "keep-alive connections")
+	duration = flag.Duration("duration", 10*time.Second, "how long to send (after -warmup)")
+	warmup   = flag.Duration("warmup", time.Second, "requests sent first and not counted")
+	name     = flag.String("name", "target", "label of the RESULT line")
+)
+
+type sample struct{ fromDue, fromSend time.Duration }
+
+func main() {
+	flag.Parse()
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "proxy-userspace:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	req := []byte("GET " + *path + " HTTP/1.1\r\nHost: bench\r\n\r\n")
+	due := make(chan time.Time, 1<<20)
+	var mu sync.Mutex
+	var samples []sample
+	var errs int
+	start := time.Now()
+	countFrom := start.Add(*warmup)
+	end := countFrom.Add(*duration)
+	var wg sync.WaitGroup
+	for range *conns {
+		c, err := net.Dial("tcp", *addr)
+		if err != nil {
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer c.Close()
+			br := bufio.NewReaderSize(c, 64<<10)
+			var mine []sample
+			for d := range due {
+				sent := time.Now()
+				if _, err := c.Write(req); err != nil {
+					mu.Lock()
+					errs++
+					mu.Unlock()
+					return
+				}
+				if err := readResponse(br); err != nil {
+					mu.Lock()
+					errs++
+					mu.Unlock()
+					return
+				}
+				now := time.Now()
+				if !d.Before(countFrom) {
+					mine = append(mine, sample{now.Sub(d), now.Sub(sent)})
+				}
+			}
+			mu.Lock()
+			samples = append(samples, mine...)
+			mu.Unlock()
+		}()
+	}
+	// The schedule: request k is due at start + k/rate. The sender
+	// sleeps until the next one is due and releases every due request
+	// at once when it wakes late.
+	interval := time.Duration(float64(time.Second) / *rate)
+	next := start
+	for next.Before(end) {
+		if wait := time.Until(next); wait > 0 {
+			time.Sleep(wait)
+		}
+		now := time.Now()
+		for !next.After(now) && next.Before(end) {
+			due <- next
+			next = next.Add(interval)
+		}
+	}
+	close(due)
+	wg.Wait()
+	if len(samples) == 0 {
+		return fmt.Errorf("no answers (%d errors)", errs)
+	}
+	q := func(xs []time.Duration, p float64) string {
+		return fmt.Sprintf("%.0f", float64(xs[min(len(xs)-1, int(p*float64(len(xs))))].Microseconds()))
+	}
+	due2 := make([]time.Duration, len(samples))
+	send := make([]time.Duration, len(samples))
+	for i, s := range samples {
+		due2[i], send[i] = s.fromDue, s.fromSend
+	}
+	slices.Sort(due2)
+	slices.Sort(send)
+	fmt.Printf("RESULT latency %s rate=%.0f conns=%d n=%d errors=%d p50_us=%s p90_us=%s p99_us=%s p999_us=%s max_us=%s sendp50_us=%s sendp99_us=%s\n",
+		*name, *rate, *conns, len(samples), errs, q(due2, 0.5), q(due2, 0.9), q(due2, 0.99), q(due2, 0.999), q(due2, 1),
+		q(send, 0.5), q(send, 0.99))
+	return nil
+}
+
+// readResponse reads one HTTP/1.1 response with a Content-Length body
+// (nginx serving a static file), without allocating per response.
+func readResponse(br *bufio.Reader) error {
+	length := -1
+	for first := true; ; first = false {
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			return err
+		}
+		if first {
+			if !bytes.HasPrefix(line, []byte("HTTP/1.1 200")) {
+				return fmt.Errorf("status %q", bytes.TrimSpace(line))
+			}
+			continue
+		}
+		if len(line) <= 2 {
+			break
+		}
+		if k, v, ok := bytes.Cut(line, []byte(":")); ok && bytes.EqualFold(k, []byte("Content-Length")) {
+			if length, err = strconv.Atoi(string(bytes.TrimSpace(v))); err != nil {
+				return err
+			}
+		}
+	}
+	if length < 0 {
+		return errors.New("no Content-Length")
+	}
+	_, err := br.Discard(length)
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return err
+}
