@@ -565,9 +565,16 @@ func (m *ruleMonitor) stop() {
 	m.cmd.Wait()
 }
 
-// dnats says whether rules DNAT to target ("ip:port").
+// dnats says whether rules DNAT to target ("ip:port"): a rule of its
+// own (affinity Services), or an element of a shared endpoint map
+// ("slot : ip . port"), which the proxy's rules pick from.
 func dnats(rules, target string) bool {
-	return strings.Contains(rules, "to "+target+"\n") || strings.Contains(rules, "to "+target+" ")
+	if strings.Contains(rules, "to "+target+"\n") || strings.Contains(rules, "to "+target+" ") {
+		return true
+	}
+	i := strings.LastIndexByte(target, ':')
+	elem := ": " + target[:i] + " . " + target[i+1:]
+	return strings.Contains(rules, elem+",") || strings.Contains(rules, elem+" ") || strings.Contains(rules, elem+"\n")
 }
 
 // wait returns the time of the first transaction at or after since after
