@@ -138,9 +138,10 @@ func (p *Proxier) Cleanup(ctx context.Context) error {
 				errs = append(errs, err)
 				continue
 			}
-			if script := leftovers.RestoreScript(table, save); script != "" {
+			for _, script := range leftovers.RestoreScripts(table, save) {
 				if _, err := fp.run(ctx, fp.tool.Restore, []string{"--noflush"}, script); err != nil {
 					errs = append(errs, err)
+					break
 				}
 			}
 		}
