@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/netip"
@@ -14,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"portal.dev/portal/e2e/framework"
 	"portal.dev/portal/e2e/testbed"
@@ -352,4 +354,103 @@ func (sb *switchBed) onlyStateOf(t *testing.T, mode string) {
 		}
 		return len(wrong) == 0, strings.Join(wrong, "; ") + "\n" + s.String()
 	})
+}
+
+// TestProxyUDPConntrack pins the UDP conntrack cases of kubernetes issues
+// 59368, 48370 and 139628 in both kernel modes (19029, a flow through a
+// ClusterIP moving off a removed backend, is in TestProxy): a client keeps
+// one source port, so all its datagrams are one conntrack entry, and
+// only the proxy's cleanup of that entry lets the flow follow the
+// endpoints.
+func TestProxyUDPConntrack(t *testing.T) {
+	for _, mode := range []string{"nftables", "iptables"} {
+		t.Run(mode, func(t *testing.T) {
+			pb := newProxyBed(t, mode)
+			const wait = 300 * time.Millisecond
+			relabel := func(pod, app string) {
+				t.Helper()
+				cur, err := pb.c.CoreV1().Pods(pb.ns).Get(context.Background(), pod, metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				cur.Labels["app"] = app
+				if _, err := pb.c.CoreV1().Pods(pb.ns).Update(context.Background(), cur, metav1.UpdateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			flow := func(ns *testbed.NS, addr string, port int) *testbed.UDPClient {
+				t.Helper()
+				u, err := ns.UDPClient(addr, port)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(u.Close)
+				return u
+			}
+
+			t.Run("59368: a NodePort flow from outside moves off a removed backend", func(t *testing.T) {
+				pb.backend("np-a", "np", "node1", 70, true)
+				pb.backend("np-b", "np", "node1", 71, true)
+				svc := pb.service("np", func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeNodePort })
+				u := flow(pb.client, hostPort(nodeIP, svc.Spec.Ports[1].NodePort), 41001)
+				var first string
+				eventually(t, "a UDP answer through the NodePort", func() (bool, string) {
+					got, err := u.Ask(wait)
+					first = got
+					return err == nil, fmt.Sprint(err)
+				})
+				relabel(first, "gone")
+				eventually(t, "the same flow answered by the other backend", func() (bool, string) {
+					got, err := u.Ask(wait)
+					return err == nil && got != first, fmt.Sprintf("%q %v", got, err)
+				})
+			})
+
+			t.Run("48370: a flow that began before any endpoint reaches the first one", func(t *testing.T) {
+				// The flow starts before the Service exists, so its
+				// conntrack entry is not DNATed, and nothing will DNAT it
+				// until the proxy deletes it.
+				const cip = "10.96.200.48"
+				u := flow(pb.node, hostPort(cip, 80), 41002)
+				for range 3 {
+					if got, err := u.Ask(wait); err == nil {
+						t.Fatalf("an address without a Service answered %q", got)
+					}
+				}
+				pb.service("late", func(s *corev1.Service) { s.Spec.ClusterIP = cip })
+				for range 3 {
+					if got, err := u.Ask(wait); err == nil {
+						t.Fatalf("a Service without endpoints answered %q", got)
+					}
+				}
+				pb.backend("late-a", "late", "node1", 72, true)
+				eventually(t, "the same flow answered by the new endpoint", func() (bool, string) {
+					got, err := u.Ask(wait)
+					return err == nil && got == "late-a", fmt.Sprintf("%q %v", got, err)
+				})
+			})
+
+			t.Run("139628: scaled to zero, a flow stops at once", func(t *testing.T) {
+				pb.backend("zero-a", "zero", "node1", 73, true)
+				svc := pb.service("zero", nil)
+				u := flow(pb.node, hostPort(svc.Spec.ClusterIP, 80), 41003)
+				eventually(t, "a UDP answer through the ClusterIP", func() (bool, string) {
+					got, err := u.Ask(wait)
+					return err == nil && got == "zero-a", fmt.Sprintf("%q %v", got, err)
+				})
+				// The pod leaves the Service but keeps serving: only a
+				// stale conntrack entry could still reach it.
+				relabel("zero-a", "gone")
+				eventually(t, "the flow gets no answer", func() (bool, string) {
+					got, err := u.Ask(wait)
+					return err != nil, "still answered by " + got
+				})
+				for range 3 {
+					if got, err := u.Ask(wait); err == nil {
+						t.Errorf("after scaling to zero the flow was answered by %q", got)
+					}
+				}
+			})
+		})
+	}
 }
