@@ -164,9 +164,12 @@ type familyProxier struct {
 	shared map[string]uint64
 }
 
-// writtenService is one Service's rules and the hash of each of its chains.
+// writtenService is what one Service has in the tables: its rules in the
+// shared chains, and the hash of each of its own chains. The rules of its
+// own chains are not kept: at 10,000 Services they are 330,000 strings,
+// and a partial sync only needs to know whether they changed.
 type writtenService struct {
-	rules  *serviceRules
+	rules  *serviceRules // natChains nil
 	chains map[string]uint64
 }
 
@@ -260,10 +263,12 @@ func parseSave(table, save string) *tableState {
 
 func (fp *familyProxier) planFull(snap *snapshot.Snapshot, existing map[string]*tableState) *plan {
 	written := make(map[types.NamespacedName]*writtenService, len(snap.Services))
+	own := make(map[types.NamespacedName][]chain, len(snap.Services))
 	for nn, svc := range snap.Services {
 		r := fp.b.service(svc, snap.Endpoints[nn], snap.Node)
 		if !r.empty() {
 			written[nn] = newWritten(r)
+			own[nn] = r.natChains
 		}
 	}
 	owned := map[string]bool{}
@@ -286,7 +291,7 @@ func (fp *familyProxier) planFull(snap *snapshot.Snapshot, existing map[string]*
 	}
 	var groups [][]chain
 	for _, nn := range sortedNames(written) {
-		groups = append(groups, written[nn].rules.natChains)
+		groups = append(groups, own[nn])
 	}
 	var missing []jump
 	for _, j := range jumps {
@@ -523,7 +528,9 @@ func isStatic(table, name string) bool {
 }
 
 func newWritten(r *serviceRules) *writtenService {
-	ws := &writtenService{rules: r, chains: make(map[string]uint64, len(r.natChains))}
+	shared := *r
+	shared.natChains = nil
+	ws := &writtenService{rules: &shared, chains: make(map[string]uint64, len(r.natChains))}
 	for _, c := range r.natChains {
 		ws.chains[c.name] = hashRules(c.rules)
 	}
