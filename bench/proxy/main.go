@@ -51,6 +51,7 @@ var (
 	changes    = flag.Int("changes", 40, "single-Service changes to time at scale")
 	wrkDur     = flag.Duration("wrk-duration", 10*time.Second, "duration of each wrk run")
 	throughput = flag.Bool("throughput", true, "run the wrk/curl throughput comparison")
+	rounds     = flag.Int("rounds", 1, "throughput: Portal runs, each between two anchor runs; past 1, medians are printed too")
 	keep       = flag.Bool("keep", false, "keep the data directory and logs")
 )
 
@@ -356,15 +357,23 @@ type zeros struct{}
 
 func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
 
-// compare runs the same load through the bare DNAT anchor, Portal's
-// ClusterIP, and the anchor again.
+// compare runs the same load through the bare DNAT anchor and Portal's
+// ClusterIP in turn, anchor first and last (anchor, Portal, anchor, ...),
+// and with -rounds > 1 prints the medians of each and their ratio: on
+// shared cores single runs swing by 2x.
 func (b *bench) compare(vip string, n int) error {
 	anchor := fmt.Sprintf("table ip portal-bench-anchor {\n chain out {\n  type nat hook output priority -100;\n  ip daddr %s tcp dport 80 dnat to %s:8080\n }\n}\n", anchorVIP, backendIP)
 	if err := shIn(anchor, "nft", "-f", "-"); err != nil {
 		return err
 	}
 	defer sh("nft", "delete", "table", "ip", "portal-bench-anchor")
-	for _, target := range []struct{ name, addr string }{{"bare-dnat", anchorVIP}, {"portal-" + *mode, vip}, {"bare-dnat", anchorVIP}} {
+	type target struct{ name, addr string }
+	order := []target{{"bare-dnat", anchorVIP}}
+	for range max(*rounds, 1) {
+		order = append(order, target{"portal-" + *mode, vip}, target{"bare-dnat", anchorVIP})
+	}
+	got := map[string][]float64{} // "target load" -> results
+	for _, target := range order {
 		for _, load := range []struct {
 			label string
 			args  []string
@@ -374,14 +383,35 @@ func (b *bench) compare(vip string, n int) error {
 				return err
 			}
 			fmt.Printf("RESULT l4 %s services=%d %s rps=%.0f p50=%s p99=%s\n", target.name, n, load.label, rps, p50, p99)
+			got[target.name+" "+load.label] = append(got[target.name+" "+load.label], rps)
 		}
 		mbps, err := bulk(target.addr)
 		if err != nil {
 			return err
 		}
 		fmt.Printf("RESULT l4 %s services=%d bulk100MiB MBps_mean=%.0f\n", target.name, n, mbps)
+		got[target.name+" bulk100MiB"] = append(got[target.name+" bulk100MiB"], mbps)
+	}
+	if *rounds > 1 {
+		for _, load := range []string{"keepalive", "close", "bulk100MiB"} {
+			p, a := median(got["portal-"+*mode+" "+load]), median(got["bare-dnat "+load])
+			fmt.Printf("RESULT l4-median portal-%s services=%d %s portal=%.0f bare-dnat=%.0f ratio=%.2f (runs: %d and %d)\n",
+				*mode, n, load, p, a, p/a, len(got["portal-"+*mode+" "+load]), len(got["bare-dnat "+load]))
+		}
 	}
 	return nil
+}
+
+func median(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s) == 0 {
+		return math.NaN()
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 var (
