@@ -51,6 +51,7 @@ var (
 	changes    = flag.Int("changes", 40, "single-Service changes to time at scale")
 	wrkDur     = flag.Duration("wrk-duration", 10*time.Second, "duration of each wrk run")
 	throughput = flag.Bool("throughput", true, "run the wrk/curl throughput comparison")
+	last       = flag.Bool("last", false, "name the throughput Service so it sorts after the others (iptables mode matches Services in name order: the worst case)")
 	rounds     = flag.Int("rounds", 1, "throughput: Portal runs, each between two anchor runs; past 1, medians are printed too")
 	keep       = flag.Bool("keep", false, "keep the data directory and logs")
 )
@@ -128,7 +129,7 @@ func run() error {
 	if err := b.fill(ctx, 0, 10, 1); err != nil {
 		return err
 	}
-	web, err := b.client.CoreV1().Services("default").Get(ctx, "web-0", metav1.GetOptions{})
+	web, err := b.client.CoreV1().Services("default").Get(ctx, serviceName(0), metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
@@ -248,7 +249,7 @@ func (b *bench) fill(ctx context.Context, from, to, n int) error {
 }
 
 func (b *bench) createService(ctx context.Context, i, n int) error {
-	name := fmt.Sprintf("web-%d", i)
+	name := serviceName(i)
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP,
@@ -261,6 +262,15 @@ func (b *bench) createService(ctx context.Context, i, n int) error {
 		return fmt.Errorf("create slice of %s: %w", name, err)
 	}
 	return nil
+}
+
+// serviceName is Service i's name: web-i, but with -last the throughput
+// Service web-0 is zz-web-0, after every web-i.
+func serviceName(i int) string {
+	if i == 0 && *last {
+		return "zz-web-0"
+	}
+	return fmt.Sprintf("web-%d", i)
 }
 
 // slice is Service i's EndpointSlice at generation gen: n endpoints in
