@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Proxy benchmark: builds portal, installs nginx, wrk and curl if missing,
 # and runs bench/proxy inside a fresh network namespace (removed at the end).
-# Usage (root): bench/proxy/run.sh [-mode nftables] [-services 10000] [-endpoints 10] [-throughput=false]
+# Usage (root): bench/proxy/run.sh [-mode nftables|iptables] [-services 10000] [-endpoints 10] [-throughput=false] [-rounds 5]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 need=()

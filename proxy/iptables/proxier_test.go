@@ -2,6 +2,7 @@ package iptables
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -233,24 +234,31 @@ func TestPartialSyncWritesOnlyChangedChains(t *testing.T) {
 
 	tests := []struct {
 		name    string
+		svc     *snapshot.Service
 		eps     *snapshot.ServiceEndpoints
 		changed []string
-		want    []string
+		want    []string // in the partial restore; none: no restore at all
 		notWant []string
 	}{
 		{
-			name:    "endpoint replaced: its chain goes, the new one and the service chain are written",
+			name:    "endpoint replaced: its chain goes, the new one and the service chain are written, the dispatch chains are not",
 			eps:     endpoints("10.244.0.10:8080", "10.244.0.12:8080"),
 			changed: []string{"default/web"},
 			want:    []string{":" + svcWeb + " - [0:0]", ":" + sepC + " - [0:0]", ":" + sepB + " - [0:0]", "-X " + sepB},
-			notWant: []string{":" + sepA + " ", ":" + svcOther + " ", "-I "},
+			notWant: []string{":" + sepA + " ", ":" + svcOther + " ", "-I ", ":PORTAL-SERVICES ", ":PORTAL-NODEPORTS ", "*filter"},
 		},
 		{
-			name:    "nothing changed in a changed Service: only the shared chains",
+			name:    "nothing changed in a changed Service: no restore",
 			eps:     endpoints("10.244.0.10:8080", "10.244.0.11:8080"),
 			changed: []string{"default/web"},
-			want:    []string{":PORTAL-SERVICES - [0:0]", "-A PORTAL-SERVICES -m comment --comment \"default/other:http\""},
-			notWant: []string{":" + svcWeb + " ", ":" + sepA + " ", "-X "},
+		},
+		{
+			name:    "port changed: the dispatch chain is rewritten, with every Service's rules",
+			svc:     service("default/web", "10.96.0.10", func(s *snapshot.Service) { s.Ports[0].Port = 81 }),
+			eps:     endpoints("10.244.0.10:8080", "10.244.0.11:8080"),
+			changed: []string{"default/web"},
+			want:    []string{":PORTAL-SERVICES - [0:0]", "--dport 81 -j " + svcWeb, "-A PORTAL-SERVICES -m comment --comment \"default/other:http\""},
+			notWant: []string{":PORTAL-NODEPORTS ", ":PORTAL-MARK-MASQ ", "*filter"},
 		},
 		{
 			name:    "Service deleted: all its chains go",
@@ -270,6 +278,9 @@ func TestPartialSyncWritesOnlyChangedChains(t *testing.T) {
 			eps := map[string]*snapshot.ServiceEndpoints{"default/other": endpoints("10.244.0.30:8080")}
 			if tc.eps != nil {
 				svcs["default/web"], eps["default/web"] = web, tc.eps
+				if tc.svc != nil {
+					svcs["default/web"] = tc.svc
+				}
 			}
 			changed := map[types.NamespacedName]struct{}{}
 			for _, c := range tc.changed {
@@ -277,6 +288,12 @@ func TestPartialSyncWritesOnlyChangedChains(t *testing.T) {
 			}
 			if err := p.Sync(context.Background(), snapshot.Request{Snapshot: snap(svcs, eps), Changed: changed}); err != nil {
 				t.Fatal(err)
+			}
+			if len(tc.want) == 0 {
+				if len(f.restores) != 1 {
+					t.Fatalf("got %d restores, want only the full sync's:\n%s", len(f.restores), f.last())
+				}
+				return
 			}
 			if len(f.restores) != 2 {
 				t.Fatalf("got %d restores, want 2", len(f.restores))
@@ -304,5 +321,64 @@ func TestProbability(t *testing.T) {
 		if got := probability(tc.n); got != tc.want {
 			t.Errorf("probability(%d): got %s, want %s", tc.n, got, tc.want)
 		}
+	}
+}
+
+// TestLargeSyncInChunks: past maxChainsPerRestore per-Service chains, a
+// sync writes them in several restores of whole Services ahead of the one
+// that switches the dispatch chains over, so no restore is large enough
+// for iptables-nft-restore's quadratic cost, and no Service's rules are
+// ever half written.
+func TestLargeSyncInChunks(t *testing.T) {
+	const services, eps = 500, 5 // 3,000 chains: two chunks
+	svcs := map[string]*snapshot.Service{}
+	all := map[string]*snapshot.ServiceEndpoints{}
+	for i := range services {
+		name := fmt.Sprintf("default/web-%d", i)
+		svcs[name] = service(name, netip.AddrFrom4([4]byte{10, 96, byte(i >> 8), byte(i)}).String())
+		var addrs []string
+		for j := range eps {
+			addrs = append(addrs, fmt.Sprintf("10.244.%d.%d:8080", i%200, j+1+i/200*10))
+		}
+		all[name] = endpoints(addrs...)
+	}
+	f := &fakeRunner{}
+	p := newTestProxier(f)
+	if err := p.Sync(context.Background(), snapshot.Request{Snapshot: snap(svcs, all), Full: true}); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.restores) != 3 {
+		t.Fatalf("got %d restores, want 2 chunks and the dispatch", len(f.restores))
+	}
+	inputOf := map[string]int{} // chain -> restore that declares it
+	for i, in := range f.restores {
+		n := 0
+		for _, line := range strings.Split(in, "\n") {
+			if name, ok := strings.CutPrefix(line, ":"); ok {
+				name, _, _ = strings.Cut(name, " ")
+				inputOf[name] = i
+				n++
+			}
+		}
+		if i < 2 && n > maxChainsPerRestore+2 {
+			t.Errorf("restore %d declares %d chains, want at most %d", i, n, maxChainsPerRestore+2)
+		}
+	}
+	if inputOf[markMasqChain] != 0 && !strings.Contains(f.restores[0], ":"+markMasqChain+" ") {
+		t.Errorf("the first chunk lacks %s, which per-Service chains jump to", markMasqChain)
+	}
+	if inputOf[servicesChain] != 2 || strings.Contains(f.restores[2], ":PORTAL-SVC-") {
+		t.Errorf("the last restore must write the dispatch chains and no per-Service chain")
+	}
+	for i := range services {
+		id := ids(fmt.Sprintf("default/web-%d", i), "http")
+		svc := chainName("PORTAL-SVC-", id)
+		sep := chainName("PORTAL-SEP-", id+"/"+all[fmt.Sprintf("default/web-%d", i)].ByPort[snapshot.PortKey{Name: "http", Protocol: v1.ProtocolTCP}][eps-1].AddrPort().String())
+		if a, ok := inputOf[svc]; !ok || a == 2 || inputOf[sep] != a {
+			t.Fatalf("Service web-%d: service chain in restore %d, its last endpoint chain in %d; want one chunk", i, inputOf[svc], inputOf[sep])
+		}
+	}
+	if !strings.Contains(f.restores[2], "-I PREROUTING 1 -j PORTAL-SERVICES") {
+		t.Error("the last restore lacks the jumps from the built-in chains")
 	}
 }
