@@ -542,13 +542,9 @@ func (a *Agent) startProbes(ctx context.Context, w *podWorker, pod *corev1.Pod, 
 	if len(rt.st.IPs) > 0 {
 		host = rt.st.IPs[0]
 	}
-	env, ns, mounts := cr.env, rt.namespaces(), rt.st.Mounts
-	pid := 0
-	if cr.proc != nil {
-		pid = cr.proc.Pid
-	}
+	env, ns, mounts, proc := cr.env, rt.namespaces(), rt.st.Mounts, cr.proc
 	target := probe.Target{Host: host, Ports: c.Ports, Exec: func(ctx context.Context, cmd []string) (int, []byte, error) {
-		return a.execIn(ctx, pid, env, ns, mounts, cmd)
+		return a.execIn(ctx, proc, env, ns, mounts, cmd)
 	}}
 	startedAt := cr.st.StartedAt
 	started := func() bool { return cr.started.Load() }
@@ -591,12 +587,12 @@ func (a *Agent) startProbes(ctx context.Context, w *podWorker, pod *corev1.Pod, 
 }
 
 // execIn runs cmd inside a pod's namespaces with the container's
-// environment (exec probes and hooks). With the container's process (pid)
+// environment (exec probes and hooks). With the container's process running
 // and nsenter on the node, cmd joins that process's namespaces, mounts
 // included, as `kubectl exec` would: nsenter costs about a millisecond.
 // Otherwise it goes through the init helper, which costs a start of this
 // whole binary (~50 ms of CPU), once per probe period per pod.
-func (a *Agent) execIn(ctx context.Context, pid int, env []string, ns container.Namespaces, mounts []container.Mount, cmd []string) (int, []byte, error) {
+func (a *Agent) execIn(ctx context.Context, proc *container.Process, env []string, ns container.Namespaces, mounts []container.Mount, cmd []string) (int, []byte, error) {
 	if len(cmd) == 0 {
 		return 0, nil, fmt.Errorf("empty command")
 	}
@@ -604,11 +600,26 @@ func (a *Agent) execIn(ctx context.Context, pid int, env []string, ns container.
 	if err != nil {
 		return 0, nil, err
 	}
-	if nsenter := nsenterPath(); nsenter != "" && pid > 0 {
-		args := append([]string{"nsenter", "--target", strconv.Itoa(pid), "--mount", "--uts", "--ipc", "--net", "--", path}, cmd[1:]...)
+	if nsenter := nsenterPath(); nsenter != "" && running(proc) {
+		args := append([]string{"nsenter", "--target", strconv.Itoa(proc.Pid), "--mount", "--uts", "--ipc", "--net", "--", path}, cmd[1:]...)
 		return container.Run(ctx, container.Spec{Path: nsenter, Args: args, Env: env}, nil)
 	}
 	return container.Run(ctx, container.Spec{Path: path, Args: cmd, Env: env, Namespaces: ns, Mounts: mounts, Init: a.opts.InitPath}, nil)
+}
+
+// running reports whether proc has not been seen to exit. nsenter must not
+// target the PID of a container that is gone: the PID may belong to
+// another process by now.
+func running(proc *container.Process) bool {
+	if proc == nil || proc.Pid <= 0 {
+		return false
+	}
+	select {
+	case <-proc.Done():
+		return false
+	default:
+		return true
+	}
 }
 
 // nsenterPath is util-linux's nsenter, or "" when the node has none.
@@ -647,11 +658,7 @@ func (a *Agent) runHook(ctx context.Context, rt *podRuntime, c *corev1.Container
 	logger := klog.FromContext(ctx).WithValues("container", c.Name)
 	switch {
 	case h.Exec != nil:
-		pid := 0
-		if cr.proc != nil {
-			pid = cr.proc.Pid
-		}
-		code, out, err := a.execIn(ctx, pid, cr.env, rt.namespaces(), rt.st.Mounts, h.Exec.Command)
+		code, out, err := a.execIn(ctx, cr.proc, cr.env, rt.namespaces(), rt.st.Mounts, h.Exec.Command)
 		if err != nil || code != 0 {
 			logger.Info("PreStop hook failed", "exitCode", code, "err", err, "output", string(out))
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -77,8 +78,22 @@ func (s *EtcdStore) Reserve(ctx context.Context, keys []Key, owner string) ([]Ke
 		go s.flush()
 	}
 	s.mu.Unlock()
-	res := <-r.done
-	return res.taken, res.err
+	select {
+	case res := <-r.done:
+		return res.taken, res.err
+	case <-ctx.Done():
+		// Still queued: nothing was sent, so it can go. Taken by a
+		// batch already: that batch's answer stands.
+		s.mu.Lock()
+		if i := slices.Index(s.queue, r); i >= 0 {
+			s.queue = slices.Delete(s.queue, i, i+1)
+			s.mu.Unlock()
+			return nil, ctx.Err()
+		}
+		s.mu.Unlock()
+		res := <-r.done
+		return res.taken, res.err
+	}
 }
 
 // flush commits the queued reservations batch by batch until none is left.
@@ -149,14 +164,24 @@ func (s *EtcdStore) commit(batch []*reservation) {
 		}
 	}
 	resp, err := s.client.Txn(ctx).If(cmps...).Then(puts...).Commit()
-	if err == nil && resp.Succeeded {
+	if err != nil {
+		// The write may still have happened (a timeout after commit):
+		// retrying could find the caller's own keys and call them
+		// taken. Each caller gets the error, as a lone reservation
+		// would, and the repair loop frees whatever was stored.
+		for _, r := range batch {
+			r.done <- reserved{err: fmt.Errorf("reserve: %w", err)}
+		}
+		return
+	}
+	if resp.Succeeded {
 		for _, r := range batch {
 			r.done <- reserved{}
 		}
 		return
 	}
-	// A key was taken (or the write failed): nothing of the batch is
-	// stored, so each reservation tries alone and gets its own answer.
+	// A key was taken: nothing of the batch is stored, so each
+	// reservation tries alone and gets its own answer.
 	for _, r := range batch {
 		taken, err := s.reserve(ctx, r.keys, r.owner)
 		r.done <- reserved{taken, err}

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 	cacherstorage "k8s.io/apiserver/pkg/storage/cacher"
 	"k8s.io/apiserver/pkg/storage/etcd3"
+	etcdfeature "k8s.io/apiserver/pkg/storage/feature"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/apiserver/pkg/storage/storagebackend/factory"
 	"k8s.io/apiserver/pkg/storage/value/encrypt/identity"
@@ -40,9 +42,23 @@ func newInProcessStorage(inner generic.RESTOptionsGetter, client *clientv3.Clien
 	client.KV = etcd3.NewETCDLatencyTracker(client.KV)
 	kc := &etcdkube.Client{Client: client}
 	kc.Kubernetes = kc
+	// etcd3.New asks the shared feature checker to probe the client's
+	// endpoints for RequestWatchProgress; an in-process client has none,
+	// so nothing would be probed and the watch cache would serve neither
+	// consistent reads nor streaming lists. Probe it under a name.
+	etcdfeature.DefaultFeatureSupportChecker.CheckClient(context.Background(), namedClient{client}, storage.RequestWatchProgress)
 	return &inProcessStorage{RESTOptionsGetter: inner, client: kc, compactionInterval: compactionInterval}
 }
 
+// namedClient gives the in-process client an endpoint name for the
+// feature checker; its Status answers for the one local member whatever
+// the endpoint.
+type namedClient struct{ *clientv3.Client }
+
+func (namedClient) Endpoints() []string { return []string{"in-process"} }
+
+// GetRESTOptions is the wrapped getter's options with storage on the
+// in-process client (see withCacher).
 func (g *inProcessStorage) GetRESTOptions(resource schema.GroupResource, example runtime.Object) (generic.RESTOptions, error) {
 	opts, err := g.RESTOptionsGetter.GetRESTOptions(resource, example)
 	if err != nil {

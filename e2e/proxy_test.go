@@ -328,6 +328,11 @@ func testProxy(t *testing.T, mode string) {
 					last = time.Since(start)
 					return false, fmt.Sprint(counts)
 				}
+				if got != "web-a" && got != "web-b" {
+					// A failure is not "out of rotation": the
+					// others must still answer.
+					return false, fmt.Sprint(counts)
+				}
 			}
 			return true, fmt.Sprint(counts)
 		})

@@ -156,7 +156,7 @@ func Start(spec Spec) (*Process, error) {
 // Starting the init helper costs a start of the whole portal binary, ~50
 // ms of CPU per pod.
 func startPause(spec Spec, sleep string) (*Process, error) {
-	cmd := &exec.Cmd{Path: sleep, Args: []string{"sleep", "infinity"}, Stdout: spec.Stdout, Stderr: spec.Stderr,
+	cmd := &exec.Cmd{Path: sleep, Args: []string{"sleep", "infinity"}, Env: []string{}, Stdout: spec.Stdout, Stderr: spec.Stderr,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Cloneflags: spec.NewNamespaces}}
 	if err := cmd.Start(); err != nil {
 		return nil, err

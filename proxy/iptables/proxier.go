@@ -191,7 +191,8 @@ var jumps = []jump{
 }
 
 // maxChainsPerRestore bounds the per-Service chains one iptables-restore
-// creates or rewrites. iptables-nft-restore --noflush (1.8.9) spends time
+// creates or rewrites (leftovers removes chains in inputs of the same
+// bound). iptables-nft-restore --noflush (1.8.9) spends time
 // quadratic in the chains of one input: 16,000 new chains took 1.2 s of
 // CPU in one input and 0.2 s in eight inputs of 2,000, and a full sync at
 // 10,000 Services writes 110,000. Each chunk holds whole Services (their
@@ -199,7 +200,7 @@ var jumps = []jump{
 // which the first chunk writes), and the last restore switches the
 // dispatch chains over and deletes stale chains, so the kernel is
 // consistent for every Service between any two restores.
-const maxChainsPerRestore = 2000
+const maxChainsPerRestore = leftovers.MaxChainsPerRestore
 
 func (fp *familyProxier) sync(ctx context.Context, req snapshot.Request) error {
 	var plan *plan

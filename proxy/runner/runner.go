@@ -1,8 +1,9 @@
 // Package runner runs a sync function the way a proxy needs: requests
 // coalesce, runs are rate-limited to one per MinInterval with a burst of
 // Burst, a periodic run happens every Period whatever else happens, and a
-// failed run is retried with exponential backoff. It owns one goroutine, which stops when Run's
-// context ends; it knows nothing about what the function syncs.
+// failed run is retried with exponential backoff. It owns one goroutine,
+// which stops when Run's context ends; it knows nothing about what the
+// function syncs.
 package runner
 
 import (
