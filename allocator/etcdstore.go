@@ -49,9 +49,10 @@ type reserved struct {
 // 128 operations (--max-txn-ops).
 const maxBatchKeys = 100
 
-// batchTimeout bounds one batch's transaction; callers wait for their batch
-// whatever their own context, so a reservation is never stored behind the
-// back of a caller that gave up.
+// batchTimeout bounds one batch's transaction. A caller whose batch has
+// started waits for it whatever its own context, so a reservation is never
+// stored behind the back of a caller that gave up; one still queued leaves
+// the queue when its context ends.
 const batchTimeout = 30 * time.Second
 
 // NewEtcdStore returns a store under prefix (e.g. "/registry/portal.dev/allocations/").
