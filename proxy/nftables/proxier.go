@@ -231,7 +231,7 @@ func (fp *familyProxier) full(tx *knftables.Transaction, snap *snapshot.Snapshot
 			endpointMaps[r.mapName()] = struct{}{}
 		}
 	}
-	for _, name := range keys(endpointMaps) {
+	for _, name := range sortedKeys(endpointMaps) {
 		m := fp.endpointMap(name)
 		tx.Add(m)
 		tx.Flush(m)
@@ -304,7 +304,26 @@ func (fp *familyProxier) full(tx *knftables.Transaction, snap *snapshot.Snapshot
 		tx.Add(fp.hairpinElem(a))
 	}
 
-	// Delete what an earlier run or an earlier sync left behind.
+	fp.deleteLeftBehind(tx, leftovers, written, endpointMaps)
+
+	return func() {
+		fp.written, fp.owners, fp.contested, fp.hairpin, fp.listed = written, owners, contested, hairpin, true
+		fp.endpointMaps = endpointMaps
+		keep := map[string]struct{}{}
+		for _, ws := range written {
+			for _, r := range ws.slots {
+				keep[r.chain] = struct{}{}
+			}
+		}
+		fp.ids.keepOnly(func(chain string) bool { _, ok := keep[chain]; return ok })
+	}
+}
+
+// deleteLeftBehind deletes the chains, sets and maps an earlier run or an
+// earlier sync left behind: everything listed in leftovers or written
+// before that the full sync about to commit (written, endpointMaps) does
+// not write again, static objects apart.
+func (fp *familyProxier) deleteLeftBehind(tx *knftables.Transaction, leftovers map[string][]string, written map[types.NamespacedName]*writtenService, endpointMaps map[string]struct{}) {
 	staleChains, staleSets := map[string]struct{}{}, map[string]struct{}{}
 	for _, ws := range fp.written {
 		for c := range ws.chains {
@@ -348,19 +367,7 @@ func (fp *familyProxier) full(tx *knftables.Transaction, snap *snapshot.Snapshot
 	for m := range fp.endpointMaps {
 		isMap[m] = true
 	}
-	deleteStale(tx, keys(staleChains), keys(staleSets), isMap)
-
-	return func() {
-		fp.written, fp.owners, fp.contested, fp.hairpin, fp.listed = written, owners, contested, hairpin, true
-		fp.endpointMaps = endpointMaps
-		keep := map[string]struct{}{}
-		for _, ws := range written {
-			for _, r := range ws.slots {
-				keep[r.chain] = struct{}{}
-			}
-		}
-		fp.ids.keepOnly(func(chain string) bool { _, ok := keep[chain]; return ok })
-	}
+	deleteStale(tx, sortedKeys(staleChains), sortedKeys(staleSets), isMap)
 }
 
 // partial rewrites only the Services in changed, diffing each against
@@ -420,7 +427,7 @@ func (fp *familyProxier) partial(tx *knftables.Transaction, snap *snapshot.Snaps
 	}
 	newOwners := make(map[string]ownership, len(affected))
 	var elemDeletes, elemAdds []*elem
-	for _, id := range keys(affected) {
+	for _, id := range sortedKeys(affected) {
 		wanters := map[types.NamespacedName]struct{}{}
 		if o, ok := fp.owners[id]; ok {
 			wanters[o] = struct{}{}
@@ -476,7 +483,7 @@ func (fp *familyProxier) partial(tx *knftables.Transaction, snap *snapshot.Snaps
 			}
 		}
 	}
-	for _, m := range keys(newMaps) {
+	for _, m := range sortedKeys(newMaps) {
 		tx.Add(fp.endpointMap(m))
 	}
 
@@ -735,8 +742,6 @@ func sortedAddrs(m map[netip.Addr]int) []netip.Addr {
 	slices.SortFunc(out, func(a, b netip.Addr) int { return a.Compare(b) })
 	return out
 }
-
-func keys(m map[string]struct{}) []string { return sortedKeys(m) }
 
 func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
