@@ -78,8 +78,12 @@ type servicePort struct {
 	mu       sync.Mutex
 	all      map[netip.AddrPort]*backend
 	affinity map[netip.Addr]affinityEntry
+	sweepAt  int                  // affinity size that triggers the next sweep
 	sched    map[string]Scheduler // by scheduler name + backend list
 }
+
+// minAffinitySweep is the smallest affinity table that is swept.
+const minAffinitySweep = 64
 
 type affinityEntry struct {
 	backend *backend
@@ -196,8 +200,28 @@ func (r *route) remember(client netip.Addr, b *backend, now time.Time) {
 		return
 	}
 	r.sp.mu.Lock()
+	if len(r.sp.affinity) >= r.sp.sweepAt {
+		r.sp.sweepAffinityLocked(now)
+	}
 	r.sp.affinity[client] = affinityEntry{backend: b, expires: now.Add(r.affinity)}
 	r.sp.mu.Unlock()
+}
+
+// sweepAffinityLocked drops the expired affinity entries, so that a
+// stream of distinct clients does not grow the table without bound. It
+// runs when the table has doubled since the last sweep: each connection
+// pays a constant share of the sweeps, and the table holds at most twice
+// the clients of one timeout (plus minAffinitySweep). The live entries
+// move to a new map, since a map does not shrink when entries are deleted.
+func (sp *servicePort) sweepAffinityLocked(now time.Time) {
+	live := map[netip.Addr]affinityEntry{}
+	for c, e := range sp.affinity {
+		if now.Before(e.expires) {
+			live[c] = e
+		}
+	}
+	sp.affinity = live
+	sp.sweepAt = max(2*len(live), minAffinitySweep)
 }
 
 // allowed reports whether client may use the route.
