@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"portal.dev/portal/proxy/snapshot"
 )
 
@@ -16,7 +18,7 @@ type backend struct {
 	addr    netip.AddrPort
 	name    string
 	active  atomic.Int64
-	labels  []string // service, port, endpoint
+	series  seriesKey
 	all     *metrics
 	m       atomic.Pointer[backendMetrics]
 	mu      sync.Mutex
@@ -25,13 +27,20 @@ type backend struct {
 }
 
 // stats returns the backend's series, made on first use: a Service with
-// many endpoints that are never used costs no series.
+// many endpoints that are never used costs no series. A backend that is
+// gone and drained gets the detached ones.
 func (b *backend) stats() *backendMetrics {
 	if m := b.m.Load(); m != nil {
 		return m
 	}
-	b.m.CompareAndSwap(nil, b.all.forBackend(b.labels))
-	return b.m.Load()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if m := b.m.Load(); m != nil {
+		return m
+	}
+	m := b.all.forBackend(b.series)
+	b.m.Store(m)
+	return m
 }
 
 // track registers c to be closed when the backend is gone; false when it
@@ -46,19 +55,53 @@ func (b *backend) track(c io.Closer) bool {
 	return true
 }
 
+// untrack forgets c, which has ended and counted all it will count.
 func (b *backend) untrack(c io.Closer) {
 	b.mu.Lock()
 	delete(b.conns, c)
+	b.forgetLocked()
 	b.mu.Unlock()
 }
 
-// closeAll closes every tracked connection or flow.
+// remove marks b gone: it takes no new connections, and its series leave
+// /metrics when its last connection has ended. It returns the tracked
+// UDP flows, for the caller to close.
+func (b *backend) remove() []io.Closer {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.removed = true
+	var flows []io.Closer
+	for c := range b.conns {
+		if d, ok := c.(drainer); !ok || !d.drains() {
+			flows = append(flows, c)
+		}
+	}
+	b.forgetLocked()
+	return flows
+}
+
+// forgetLocked deletes the series of a backend that is gone and drained:
+// an endpoint that left must not stay in /metrics for the life of the
+// proxy.
+func (b *backend) forgetLocked() {
+	if !b.removed || len(b.conns) > 0 {
+		return
+	}
+	if m := b.m.Swap(detachedBackend); m != nil && m != detachedBackend {
+		b.all.release(b.series)
+	}
+}
+
+// closeAll closes every tracked connection or flow; each is untracked as
+// it ends.
 func (b *backend) closeAll() {
 	b.mu.Lock()
-	conns := b.conns
-	b.conns = map[io.Closer]struct{}{}
+	conns := make([]io.Closer, 0, len(b.conns))
+	for c := range b.conns {
+		conns = append(conns, c)
+	}
 	b.mu.Unlock()
-	for c := range conns {
+	for _, c := range conns {
 		c.Close()
 	}
 }
@@ -76,10 +119,16 @@ type servicePort struct {
 	metrics *metrics
 
 	mu       sync.Mutex
+	denied   prometheus.Counter // made on the first refusal
+	gone     bool
 	all      map[netip.AddrPort]*backend
 	affinity map[netip.Addr]affinityEntry
+	sweepAt  int                  // affinity size that triggers the next sweep
 	sched    map[string]Scheduler // by scheduler name + backend list
 }
+
+// minAffinitySweep is the smallest affinity table that is swept.
+const minAffinitySweep = 64
 
 type affinityEntry struct {
 	backend *backend
@@ -96,7 +145,7 @@ func (sp *servicePort) backends(eps []*snapshot.Endpoint) []*backend {
 		b := sp.all[ap]
 		if b == nil {
 			b = &backend{addr: ap, name: ap.String(), conns: map[io.Closer]struct{}{}, all: sp.metrics,
-				labels: []string{sp.key.svc.String(), sp.key.port, ap.String()}}
+				series: seriesKey{sp.key.svc.String(), sp.key.port, ap.String()}}
 			sp.all[ap] = b
 		}
 		out = append(out, b)
@@ -152,16 +201,7 @@ func (sp *servicePort) retain(keep []*backend, drain time.Duration) {
 	}
 	sp.mu.Unlock()
 	for _, b := range gone {
-		b.mu.Lock()
-		b.removed = true
-		var flows []io.Closer
-		for c := range b.conns {
-			if d, ok := c.(drainer); !ok || !d.drains() {
-				flows = append(flows, c)
-			}
-		}
-		b.mu.Unlock()
-		for _, c := range flows {
+		for _, c := range b.remove() {
 			c.Close()
 		}
 		if drain <= 0 {
@@ -169,6 +209,39 @@ func (sp *servicePort) retain(keep []*backend, drain time.Duration) {
 		} else {
 			time.AfterFunc(drain, b.closeAll)
 		}
+	}
+}
+
+// series is the label set of the Service port's own series.
+func (k portKey) series() seriesKey { return seriesKey{service: k.svc.String(), port: k.port} }
+
+// deniedCounter returns the series of the connections refused by
+// loadBalancerSourceRanges, made on the first refusal.
+func (sp *servicePort) deniedCounter() prometheus.Counter {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if sp.denied == nil {
+		if sp.gone {
+			return detachedDenied
+		}
+		sp.denied = sp.metrics.forPort(sp.key.series())
+	}
+	return sp.denied
+}
+
+// remove removes the Service port: its backends drain, and its own series
+// leave /metrics now.
+func (sp *servicePort) remove(drain time.Duration) {
+	sp.retain(nil, drain)
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if sp.gone {
+		return
+	}
+	sp.gone = true
+	if sp.denied != nil {
+		sp.metrics.release(sp.key.series())
+		sp.denied = detachedDenied
 	}
 }
 
@@ -196,8 +269,28 @@ func (r *route) remember(client netip.Addr, b *backend, now time.Time) {
 		return
 	}
 	r.sp.mu.Lock()
+	if len(r.sp.affinity) >= r.sp.sweepAt {
+		r.sp.sweepAffinityLocked(now)
+	}
 	r.sp.affinity[client] = affinityEntry{backend: b, expires: now.Add(r.affinity)}
 	r.sp.mu.Unlock()
+}
+
+// sweepAffinityLocked drops the expired affinity entries, so that a
+// stream of distinct clients does not grow the table without bound. It
+// runs when the table has doubled since the last sweep: each connection
+// pays a constant share of the sweeps, and the table holds at most twice
+// the clients of one timeout (plus minAffinitySweep). The live entries
+// move to a new map, since a map does not shrink when entries are deleted.
+func (sp *servicePort) sweepAffinityLocked(now time.Time) {
+	live := map[netip.Addr]affinityEntry{}
+	for c, e := range sp.affinity {
+		if now.Before(e.expires) {
+			live[c] = e
+		}
+	}
+	sp.affinity = live
+	sp.sweepAt = max(2*len(live), minAffinitySweep)
 }
 
 // allowed reports whether client may use the route.

@@ -113,7 +113,7 @@ func (f *frontend) handleTCP(c net.Conn) {
 	r := f.route.Load()
 	client := addrPortOf(c.RemoteAddr())
 	if !r.allowed(client.Addr()) {
-		f.p.metrics.denied.WithLabelValues(r.sp.key.svc.String(), r.sp.key.port).Inc()
+		r.sp.deniedCounter().Inc()
 		resetClose(c)
 		return
 	}
@@ -188,10 +188,10 @@ func (p *Proxier) splice(client, up net.Conn, b *backend) {
 	m.conns.Inc()
 	m.active.Inc()
 	defer func() {
-		b.untrack(pr)
+		pr.Close()
 		b.active.Add(-1)
 		m.active.Dec()
-		pr.Close()
+		b.untrack(pr) // last: it may delete the series
 	}()
 	var wg sync.WaitGroup
 	var toEndpoint int64
@@ -275,9 +275,9 @@ func (fl *flow) Close() error {
 			delete(fl.f.flows, fl.client)
 		}
 		fl.f.mu.Unlock()
-		fl.b.untrack(fl)
 		fl.b.active.Add(-1)
 		fl.b.stats().active.Dec()
+		fl.b.untrack(fl) // last: it may delete the series
 	})
 	return nil
 }
@@ -312,7 +312,7 @@ func (f *frontend) serveUDP() {
 func (f *frontend) newFlow(client netip.AddrPort) *flow {
 	r := f.route.Load()
 	if !r.allowed(client.Addr()) {
-		f.p.metrics.denied.WithLabelValues(r.sp.key.svc.String(), r.sp.key.port).Inc()
+		r.sp.deniedCounter().Inc()
 		return nil
 	}
 	conn := Conn{Client: client, Frontend: f.key.addr}

@@ -1,17 +1,29 @@
 package userspace
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // metrics are the data path's counters, labelled by Service
 // (namespace/name), port name and endpoint (ip:port); per-Service figures
-// are their sums.
+// are their sums. A series is in /metrics while a backend or Service port
+// uses it: the last user that goes deletes it.
 type metrics struct {
 	conns    *prometheus.CounterVec
 	active   *prometheus.GaugeVec
 	bytes    *prometheus.CounterVec
 	failures *prometheus.CounterVec
 	denied   *prometheus.CounterVec
+
+	mu    sync.Mutex
+	users map[seriesKey]int
 }
+
+// seriesKey is one label set; endpoint is empty for a Service port's own
+// series (denied).
+type seriesKey struct{ service, port, endpoint string }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	labels := []string{"service", "port", "endpoint"}
@@ -31,6 +43,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		denied: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "portal_userspace_denied_total", Help: "Connections refused by loadBalancerSourceRanges",
 		}, []string{"service", "port"}),
+		users: map[seriesKey]int{},
 	}
 	if reg != nil {
 		reg.MustRegister(m.conns, m.active, m.bytes, m.failures, m.denied)
@@ -46,13 +59,60 @@ type backendMetrics struct {
 	active                                prometheus.Gauge
 }
 
-func (m *metrics) forBackend(labels []string) *backendMetrics {
-	svc, port, ep := labels[0], labels[1], labels[2]
+// The detached series stand for those of a backend or Service port that
+// has left /metrics: what still counts into them (the last bytes of a
+// flow closed under it, a connect that raced the removal) is seen by
+// nobody, and does not bring the series back.
+var (
+	detached        = newMetrics(nil)
+	detachedBackend = detached.series(seriesKey{})
+	detachedDenied  = detached.denied.WithLabelValues("", "")
+)
+
+func (m *metrics) series(k seriesKey) *backendMetrics {
 	return &backendMetrics{
-		conns:      m.conns.WithLabelValues(svc, port, ep),
-		failures:   m.failures.WithLabelValues(svc, port, ep),
-		toEndpoint: m.bytes.WithLabelValues(svc, port, ep, "to_endpoint"),
-		toClient:   m.bytes.WithLabelValues(svc, port, ep, "to_client"),
-		active:     m.active.WithLabelValues(svc, port, ep),
+		conns:      m.conns.WithLabelValues(k.service, k.port, k.endpoint),
+		failures:   m.failures.WithLabelValues(k.service, k.port, k.endpoint),
+		toEndpoint: m.bytes.WithLabelValues(k.service, k.port, k.endpoint, "to_endpoint"),
+		toClient:   m.bytes.WithLabelValues(k.service, k.port, k.endpoint, "to_client"),
+		active:     m.active.WithLabelValues(k.service, k.port, k.endpoint),
 	}
+}
+
+// forBackend returns the series of k, a backend's label set, and counts
+// one more user of them. Two backends can share a label set: an endpoint
+// that left and came back while it drains, or a port name that changed
+// protocol.
+func (m *metrics) forBackend(k seriesKey) *backendMetrics {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.users[k]++
+	return m.series(k)
+}
+
+// forPort is forBackend for a Service port's own series.
+func (m *metrics) forPort(k seriesKey) prometheus.Counter {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.users[k]++
+	return m.denied.WithLabelValues(k.service, k.port)
+}
+
+// release counts one user of k less and deletes its series with the last.
+func (m *metrics) release(k seriesKey) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.users[k]--; m.users[k] > 0 {
+		return
+	}
+	delete(m.users, k)
+	if k.endpoint == "" {
+		m.denied.DeleteLabelValues(k.service, k.port)
+		return
+	}
+	m.conns.DeleteLabelValues(k.service, k.port, k.endpoint)
+	m.failures.DeleteLabelValues(k.service, k.port, k.endpoint)
+	m.active.DeleteLabelValues(k.service, k.port, k.endpoint)
+	m.bytes.DeleteLabelValues(k.service, k.port, k.endpoint, "to_endpoint")
+	m.bytes.DeleteLabelValues(k.service, k.port, k.endpoint, "to_client")
 }

@@ -280,7 +280,7 @@ func (p *Proxier) plan(snap *snapshot.Snapshot) (map[frontendKey]*route, []netip
 	}
 	for pk, sp := range p.ports {
 		if !seen[pk] {
-			sp.retain(nil, p.cfg.DrainTimeout)
+			sp.remove(p.cfg.DrainTimeout)
 			delete(p.ports, pk)
 		}
 	}
@@ -345,7 +345,7 @@ func (p *Proxier) Close() error {
 		delete(p.frontends, k)
 	}
 	for _, sp := range p.ports {
-		sp.retain(nil, 0)
+		sp.remove(0)
 	}
 	p.mu.Unlock()
 	p.wg.Wait()
