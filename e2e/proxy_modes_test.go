@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -73,6 +74,44 @@ func TestProxyUserspace(t *testing.T) {
 			}
 		}
 	})
+
+	t.Run("new Services cost no full sync", func(t *testing.T) {
+		// The Service addresses on portal-vip are not the node's: were
+		// they counted, every new ClusterIP would change the node's
+		// addresses and the next sync would rewrite everything.
+		before := fullSyncs(t, pb.node)
+		for i, name := range []string{"extra-a", "extra-b"} {
+			pb.backend(name+"-pod", name, "node1", byte(62+i), true)
+			svc := pb.service(name, nil)
+			eventually(t, name+" answers", func() (bool, string) {
+				got, err := ask(pb.node, "", hostPort(svc.Spec.ClusterIP, 80))
+				return err == nil && got == name+"-pod", fmt.Sprint(got, err)
+			})
+		}
+		if after := fullSyncs(t, pb.node); after != before {
+			t.Errorf("full syncs went from %d to %d while two Services were added, want partial syncs only", before, after)
+		}
+	})
+}
+
+// fullSyncs reads the proxy's count of full syncs from its /metrics.
+func fullSyncs(t *testing.T, node *testbed.NS) int {
+	t.Helper()
+	code, body := httpGet(node, "http://127.0.0.1:10249/metrics")
+	if code != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %s", code, body)
+	}
+	for _, line := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(line, "kubeproxy_sync_full_proxy_rules_duration_seconds_count "); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatalf("bad full sync count %q", line)
+			}
+			return n
+		}
+	}
+	t.Fatalf("/metrics has no kubeproxy_sync_full_proxy_rules_duration_seconds_count")
+	return 0
 }
 
 // TestProxyModeSwitch: switching a node from one proxy mode to another

@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"portal.dev/portal/proxy/leftovers"
 	"portal.dev/portal/proxy/snapshot"
 )
 
@@ -36,14 +37,32 @@ func (t *nodeTracker) get() *v1.Node {
 }
 
 // localAddrs lists the addresses of the local interfaces, loopback and
-// link-local excluded.
+// link-local excluded, and so are the Service addresses userspace mode
+// puts on its VIP link: they are not the node's (NodePorts must not listen
+// on them), and counting them would make every new Service a node change.
 func localAddrs() ([]netip.Addr, error) {
-	ifaddrs, err := net.InterfaceAddrs()
+	ifaces, err := net.Interfaces()
 	if err != nil {
 		return nil, err
 	}
+	var addrs []net.Addr
+	for _, iface := range ifaces {
+		if iface.Name == leftovers.VIPLink {
+			continue
+		}
+		a, err := iface.Addrs()
+		if err != nil {
+			return nil, err
+		}
+		addrs = append(addrs, a...)
+	}
+	return nodeAddrs(addrs), nil
+}
+
+// nodeAddrs keeps the addresses that can be a node's: sorted, once each.
+func nodeAddrs(addrs []net.Addr) []netip.Addr {
 	var out []netip.Addr
-	for _, ia := range ifaddrs {
+	for _, ia := range addrs {
 		ipn, ok := ia.(*net.IPNet)
 		if !ok {
 			continue
@@ -59,7 +78,7 @@ func localAddrs() ([]netip.Addr, error) {
 		out = append(out, a)
 	}
 	slices.SortFunc(out, netip.Addr.Compare)
-	return slices.Compact(out), nil
+	return slices.Compact(out)
 }
 
 // buildNode returns the snapshot's view of this node from its Node
