@@ -199,7 +199,10 @@ var jumps = []jump{
 // chains only jump to each other and to the static PORTAL-MARK-* chains,
 // which the first chunk writes), and the last restore switches the
 // dispatch chains over and deletes stale chains, so the kernel is
-// consistent for every Service between any two restores.
+// consistent for every Service between any two restores. A restore that
+// fails part way leaves chains nothing jumps to yet, harmless to traffic;
+// the full sync that follows any failed sync deletes every chain that no
+// Service owns.
 const maxChainsPerRestore = leftovers.MaxChainsPerRestore
 
 func (fp *familyProxier) sync(ctx context.Context, req snapshot.Request) error {
