@@ -68,7 +68,7 @@ func newServerCommand() *cobra.Command {
 				ao.RootDir = filepath.Join(o.DataDir, "agent")
 			}
 			po.HostnameOverride, po.ClusterCIDR = ao.NodeName, mo.ClusterCIDR
-			proxyModeDefaults(cmd.Flags(), &po)
+			settleProxyMode(cmd.Flags(), &po, runtime.GOOS == "linux" && os.Geteuid() == 0)
 			so := serverOptions{api: o, controllers: mo, dns: do, agent: ao, proxy: po}
 			if enabled("agent") && enabled("dns") && agentPossible() {
 				// Pods reach this DNS as the kube-dns Service: serve on the
@@ -167,7 +167,7 @@ func runServer(ctx context.Context, so serverOptions, enabled func(string) bool)
 			}()
 		}
 	}
-	if enabled("proxy") && proxyPossible(&so.proxy) {
+	if enabled("proxy") {
 		if err := so.proxy.Validate(); err != nil {
 			return err
 		}
@@ -242,19 +242,16 @@ func agentPossible() bool {
 	return true
 }
 
-// proxyPossible says whether this process can run the service proxy, and
-// switches it to the userspace mode when the kernel modes cannot run: they
-// need root on Linux; the userspace mode does not (it then serves
-// NodePorts only).
-func proxyPossible(o *proxy.Options) bool {
-	if runtime.GOOS == "linux" && os.Geteuid() == 0 {
-		return true
-	}
-	if o.Mode != proxy.ModeUserspace {
+// settleProxyMode switches the proxy to the userspace mode when the
+// kernel modes cannot run (they need root on Linux; the userspace mode
+// then serves NodePorts only), then gives the flags not set the defaults
+// of the mode it settled on.
+func settleProxyMode(fs *pflag.FlagSet, o *proxy.Options, kernelModes bool) {
+	if !kernelModes && o.Mode != proxy.ModeUserspace {
 		klog.InfoS("Kernel proxy modes need root on Linux; running the userspace proxy instead", "requested", o.Mode, "os", runtime.GOOS, "uid", os.Geteuid())
 		o.Mode = proxy.ModeUserspace
 	}
-	return true
+	proxyModeDefaults(fs, o)
 }
 
 // readyCheck is a /readyz check that passes once ready says so.
