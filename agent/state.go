@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -223,4 +224,27 @@ func ctrID(uid types.UID, name string, n int32) string {
 		u = u[:8]
 	}
 	return fmt.Sprintf("portal://%s-%s-%d", u, name, n)
+}
+
+// KillPods kills the process groups of every pod process recorded under
+// rootDir (an agent's --root-dir). Pod processes live in namespaces of
+// their own and outlive a killed agent: tests and benchmarks clean up
+// with it.
+func KillPods(rootDir string) {
+	files, _ := filepath.Glob(filepath.Join(rootDir, "pods", "*", "state.json"))
+	for _, f := range files {
+		var st podState
+		data, err := os.ReadFile(f)
+		if err != nil || json.Unmarshal(data, &st) != nil {
+			continue
+		}
+		for _, c := range st.Containers {
+			if c != nil && c.Pid > 0 {
+				syscall.Kill(-c.Pid, syscall.SIGKILL)
+			}
+		}
+		if st.SandboxPid > 0 {
+			syscall.Kill(-st.SandboxPid, syscall.SIGKILL)
+		}
+	}
 }

@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -26,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
+	"portal.dev/portal/agent"
 	"portal.dev/portal/e2e/framework"
 	"portal.dev/portal/e2e/testbed"
 )
@@ -147,32 +147,10 @@ func (ab *agentBed) killAgent() {
 }
 
 // killPods kills every process the agents' state files list.
-func (ab *agentBed) killPods() { killAgentPods(filepath.Join(ab.rootDir, "agent*")) }
-
-// killAgentPods kills every process listed in the state files of the
-// agents whose root directories match rootGlob, so pod processes (in
-// namespaces of their own) never outlive a test.
-func killAgentPods(rootGlob string) {
-	dirs, _ := filepath.Glob(filepath.Join(rootGlob, "pods", "*", "state.json"))
-	for _, f := range dirs {
-		var st struct {
-			SandboxPid int `json:"sandboxPid"`
-			Containers map[string]struct {
-				Pid int `json:"pid"`
-			} `json:"containers"`
-		}
-		data, _ := os.ReadFile(f)
-		if json.Unmarshal(data, &st) != nil {
-			continue
-		}
-		for _, c := range st.Containers {
-			if c.Pid > 0 {
-				syscall.Kill(-c.Pid, syscall.SIGKILL)
-			}
-		}
-		if st.SandboxPid > 0 {
-			syscall.Kill(-st.SandboxPid, syscall.SIGKILL)
-		}
+func (ab *agentBed) killPods() {
+	roots, _ := filepath.Glob(filepath.Join(ab.rootDir, "agent*"))
+	for _, root := range roots {
+		agent.KillPods(root)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"portal.dev/portal/agent"
 	"portal.dev/portal/e2e/framework"
 	"portal.dev/portal/e2e/testbed"
 )
@@ -47,7 +48,7 @@ func TestSeedsScenario(t *testing.T) {
 		Dial: node1.DialContext,
 	}
 	framework.Attach(t, s)
-	t.Cleanup(func() { killAgentPods(filepath.Join(s.DataDir, "agent")) })
+	t.Cleanup(func() { agent.KillPods(filepath.Join(s.DataDir, "agent")) })
 	s.Start()
 	c := s.Client()
 
@@ -58,7 +59,7 @@ func TestSeedsScenario(t *testing.T) {
 	}
 	logs := t.TempDir()
 	root2 := filepath.Join(t.TempDir(), "agent2")
-	t.Cleanup(func() { killAgentPods(root2) })
+	t.Cleanup(func() { agent.KillPods(root2) })
 	proxyLog, _ := os.Create(filepath.Join(logs, "proxy2.log"))
 	node2.Start(proxyLog, framework.Binary(t), "proxy", "--kubeconfig", kc, "--hostname-override", "node2",
 		"--cluster-cidr", "10.244.0.0/16")

@@ -187,24 +187,8 @@ type switchBed struct {
 }
 
 func newSwitchBed(t *testing.T) *switchBed {
-	b := testbed.New(t)
-	pb := &proxyBed{t: t, bed: b, ns: "default", pods: map[string]*testbed.NS{}}
-	pb.node = b.Namespace("node")
-	pb.node.Bridge("tb0", podGateway+"/24")
-	pb.client = b.Namespace("client")
-	b.Link(pb.node, nodeIP+"/24", pb.client, clientIP+"/24")
-	pb.client.MustRun("ip", "route", "add", "default", "via", nodeIP)
-	pb.node.MustRun("ip", "route", "add", "default", "via", clientIP)
-	s := &framework.Server{Command: "server", DataDir: t.TempDir(), Port: 6443,
-		Args: []string{"--advertise-address", nodeIP, "--hostname-override", "node1", "--node-monitor-grace-period", "1h",
-			"--disable", "dns,proxy,agent,ingress"},
-		Wrap: []string{"ip", "netns", "exec", pb.node.Name},
-		Dial: pb.node.DialContext,
-	}
-	framework.Attach(t, s)
-	s.Start()
-	pb.server, pb.c = s, s.Client()
-	makeNodeWithIP(t, pb.c, "node1", "zone-a", nodeIP)
+	pb := newProxyNet(t)
+	pb.startServer("--advertise-address", nodeIP, "--disable", "dns,proxy,agent,ingress")
 
 	sb := &switchBed{proxyBed: pb}
 	for i, name := range []string{"web-a", "web-b"} {
@@ -239,7 +223,7 @@ func newSwitchBed(t *testing.T) *switchBed {
 			}
 		},
 	}
-	sb.proxyArgs = []string{"proxy", "--kubeconfig", s.Kubeconfig(), "--hostname-override", "node1",
+	sb.proxyArgs = []string{"proxy", "--kubeconfig", pb.server.Kubeconfig(), "--hostname-override", "node1",
 		"--cluster-cidr", "10.244.0.0/16", "--healthz-bind-address", "127.0.0.1:10256", "--metrics-bind-address", "127.0.0.1:10249"}
 	return sb
 }

@@ -52,6 +52,16 @@ type proxyBed struct {
 }
 
 func newProxyBed(t *testing.T, mode string) *proxyBed {
+	pb := newProxyNet(t)
+	pb.startServer("--proxy-mode", mode, "--cluster-cidr", "10.244.0.0/16", "--loadbalancer-ip-pools", lbPool,
+		"--disable", "dns,agent,ingress")
+	makeNodeWithIP(t, pb.c, "node2", "zone-b", "10.100.0.9")
+	return pb
+}
+
+// newProxyNet builds the bed's network: the node with its pod bridge, and
+// the client outside, which is also the node's router.
+func newProxyNet(t *testing.T) *proxyBed {
 	b := testbed.New(t)
 	pb := &proxyBed{t: t, bed: b, ns: "default", pods: map[string]*testbed.NS{}}
 	pb.node = b.Namespace("node")
@@ -63,21 +73,21 @@ func newProxyBed(t *testing.T, mode string) *proxyBed {
 	// A node has a default route (here the client plays its router);
 	// without one a connect to a ClusterIP fails before any hook sees it.
 	pb.node.MustRun("ip", "route", "add", "default", "via", clientIP)
+	return pb
+}
 
-	s := &framework.Server{Command: "server", DataDir: t.TempDir(), Port: 6443,
-		Args: []string{"--proxy-mode", mode, "--hostname-override", "node1",
-			"--cluster-cidr", "10.244.0.0/16", "--loadbalancer-ip-pools", lbPool,
-			"--node-monitor-grace-period", "1h", "--disable", "dns,agent,ingress"},
+// startServer runs `portal server` in the node as node1 with args added,
+// and registers node1 with the node's address.
+func (pb *proxyBed) startServer(args ...string) {
+	s := &framework.Server{Command: "server", DataDir: pb.t.TempDir(), Port: 6443,
+		Args: append([]string{"--hostname-override", "node1", "--node-monitor-grace-period", "1h"}, args...),
 		Wrap: []string{"ip", "netns", "exec", pb.node.Name},
 		Dial: pb.node.DialContext,
 	}
-	framework.Attach(t, s)
+	framework.Attach(pb.t, s)
 	s.Start()
-	pb.server = s
-	pb.c = s.Client()
-	makeNodeWithIP(t, pb.c, "node1", "zone-a", nodeIP)
-	makeNodeWithIP(t, pb.c, "node2", "zone-b", "10.100.0.9")
-	return pb
+	pb.server, pb.c = s, s.Client()
+	makeNodeWithIP(pb.t, pb.c, "node1", "zone-a", nodeIP)
 }
 
 func makeNodeWithIP(t *testing.T, c kubernetes.Interface, name, zone, ip string) {

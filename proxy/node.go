@@ -41,22 +41,24 @@ func (t *nodeTracker) get() *v1.Node {
 // puts on its VIP link: they are not the node's (NodePorts must not listen
 // on them), and counting them would make every new Service a node change.
 func localAddrs() ([]netip.Addr, error) {
-	ifaces, err := net.Interfaces()
+	addrs, err := net.InterfaceAddrs()
 	if err != nil {
 		return nil, err
 	}
-	var addrs []net.Addr
-	for _, iface := range ifaces {
-		if iface.Name == leftovers.VIPLink {
-			continue
-		}
-		a, err := iface.Addrs()
-		if err != nil {
-			return nil, err
-		}
-		addrs = append(addrs, a...)
+	out := nodeAddrs(addrs)
+	vip, err := net.InterfaceByName(leftovers.VIPLink)
+	if err != nil {
+		return out, nil // no VIP link: nothing to leave out
 	}
-	return nodeAddrs(addrs), nil
+	vipAddrs, err := vip.Addrs()
+	if err != nil {
+		return nil, err
+	}
+	skip := nodeAddrs(vipAddrs)
+	return slices.DeleteFunc(out, func(a netip.Addr) bool {
+		_, found := slices.BinarySearchFunc(skip, a, netip.Addr.Compare)
+		return found
+	}), nil
 }
 
 // nodeAddrs keeps the addresses that can be a node's: sorted, once each.

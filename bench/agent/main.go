@@ -14,12 +14,9 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/tls"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,6 +37,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
+
+	"portal.dev/portal/agent"
+	"portal.dev/portal/bench/internal/host"
 )
 
 var (
@@ -102,7 +102,7 @@ func (b *bench) run() error {
 		"--node-monitor-grace-period", "1h"); err != nil {
 		return err
 	}
-	if err := waitHTTP(apiURL+"/readyz", 120*time.Second); err != nil {
+	if err := host.WaitHTTP(apiURL+"/readyz", 120*time.Second); err != nil {
 		return err
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags(apiURL, filepath.Join(*dir, "server", "admin.kubeconfig"))
@@ -280,7 +280,7 @@ func benchPod(name, node, file string, period int32) *corev1.Pod {
 // before is Ready, and reports create -> Ready.
 func (b *bench) podStart(ctx context.Context) error {
 	var lat []time.Duration
-	cpu0, agent0 := readCPU(), cpuTime(b.agents[0].Process.Pid)
+	cpu0, agent0 := readCPU(), host.CPU(b.agents[0].Process.Pid)
 	for i := range *startPods {
 		name := fmt.Sprintf("start-%d", i)
 		ch := b.readyChan(name)
@@ -298,7 +298,7 @@ func (b *bench) podStart(ctx context.Context) error {
 		b.mu.Unlock()
 	}
 	busy := readCPU().busySince(cpu0)
-	agentCPU := cpuTime(b.agents[0].Process.Pid) - agent0
+	agentCPU := host.CPU(b.agents[0].Process.Pid) - agent0
 	slices.Sort(lat)
 	fmt.Printf("RESULT pod-start n=%d p50=%s p90=%s max=%s min=%s cores_busy=%.0f%% agent_cpu_per_pod=%s\n", len(lat),
 		ms(quantile(lat, 0.5)), ms(quantile(lat, 0.9)), ms(lat[len(lat)-1]), ms(lat[0]), busy*100,
@@ -313,7 +313,7 @@ func (b *bench) manyPods(ctx context.Context) error {
 	for i := range *pods {
 		chans[i] = b.readyChan(fmt.Sprintf("many-%d", i))
 	}
-	cpu0, agent0 := readCPU(), cpuTime(b.agents[1].Process.Pid)
+	cpu0, agent0 := readCPU(), host.CPU(b.agents[1].Process.Pid)
 	t0 := time.Now()
 	work := make(chan int)
 	errs := make(chan error, *pods)
@@ -349,7 +349,7 @@ func (b *bench) manyPods(ctx context.Context) error {
 	}
 	all := time.Since(t0)
 	busy := readCPU().busySince(cpu0)
-	agentCPU := cpuTime(b.agents[1].Process.Pid) - agent0
+	agentCPU := host.CPU(b.agents[1].Process.Pid) - agent0
 	var lat []time.Duration
 	b.mu.Lock()
 	for i := range *pods {
@@ -642,45 +642,9 @@ func (b *bench) stopAll() {
 			<-done
 		}
 	}
-	states, _ := filepath.Glob(filepath.Join(*dir, "node*-agent", "pods", "*", "state.json"))
-	for _, f := range states {
-		var st struct {
-			SandboxPid int `json:"sandboxPid"`
-			Containers map[string]struct {
-				Pid int `json:"pid"`
-			} `json:"containers"`
-		}
-		data, _ := os.ReadFile(f)
-		if json.Unmarshal(data, &st) != nil {
-			continue
-		}
-		for _, c := range st.Containers {
-			if c.Pid > 0 {
-				syscall.Kill(-c.Pid, syscall.SIGKILL)
-			}
-		}
-		if st.SandboxPid > 0 {
-			syscall.Kill(-st.SandboxPid, syscall.SIGKILL)
-		}
-	}
-}
-
-func waitHTTP(url string, timeout time.Duration) error {
-	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	deadline := time.Now().Add(timeout)
-	for {
-		resp, err := c.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return nil
-			}
-			err = fmt.Errorf("status %d", resp.StatusCode)
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not ready after %v: %v", url, timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	roots, _ := filepath.Glob(filepath.Join(*dir, "node*-agent"))
+	for _, root := range roots {
+		agent.KillPods(root)
 	}
 }
 
@@ -694,46 +658,9 @@ func (m memory) String() string {
 }
 
 func readMemory(pid int) memory {
-	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	var m memory
-	for _, line := range strings.Split(string(data), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		kb, _ := strconv.ParseFloat(f[1], 64)
-		switch f[0] {
-		case "VmRSS:":
-			m.rss = kb / 1024
-		case "RssAnon:":
-			m.anon = kb / 1024
-		case "RssFile:":
-			m.file = kb / 1024
-		case "RssShmem:":
-			m.shmem = kb / 1024
-		}
-	}
-	data, _ = os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
-	for _, line := range strings.Split(string(data), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "FilePmdMapped:" {
-			kb, _ := strconv.ParseFloat(f[1], 64)
-			m.filePMD = kb / 1024
-		}
-	}
-	return m
-}
-
-// cpuTime is a process's user+system CPU time.
-func cpuTime(pid int) time.Duration {
-	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	s := string(data)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	if len(f) < 13 {
-		return 0
-	}
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	sy, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(u+sy) * time.Second / 100 // USER_HZ
+	st := host.MiB(pid, "status")
+	return memory{rss: st["VmRSS"], anon: st["RssAnon"], file: st["RssFile"], shmem: st["RssShmem"],
+		filePMD: host.MiB(pid, "smaps_rollup")["FilePmdMapped"]}
 }
 
 // cpuStat is the machine's busy and total jiffies from /proc/stat.

@@ -38,6 +38,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"portal.dev/portal/bench/internal/host"
 )
 
 func main() {
@@ -88,7 +90,7 @@ func run(portal, core string, d time.Duration, nServices, nWatchers int, clients
 	listLatency(ctx, client)
 	watchLatency(ctx, client, nWatchers)
 	fmt.Printf("RESULT rss services=%d rss_mib=%.1f (portal apiserver process, embedded etcd included)\n",
-		nServices, float64(srv.rss())/(1<<20))
+		nServices, host.MiB(srv.cmd.Process.Pid, "status")["VmRSS"])
 	return nil
 }
 
@@ -137,10 +139,10 @@ func throughput(ctx context.Context, portal, core string, d time.Duration, clien
 	// operation: unlike the rates, it hardly depends on what else the
 	// machine is doing.
 	measure := func(d time.Duration, c int, op func(worker, i int) error) result {
-		cpu0 := srv.cpu()
+		cpu0 := host.CPU(srv.cmd.Process.Pid)
 		r := measure(d, c, op)
 		if r.n > 0 {
-			r.cpuPerOp = (srv.cpu() - cpu0) / time.Duration(r.n)
+			r.cpuPerOp = (host.CPU(srv.cmd.Process.Pid) - cpu0) / time.Duration(r.n)
 		}
 		return r
 	}
@@ -206,40 +208,6 @@ func startPortal(binary, core, dir string) (*server, error) {
 func (s *server) stop() {
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	s.cmd.Wait()
-}
-
-// cpu reads the user and system CPU time the portal process has used.
-func (s *server) cpu() time.Duration {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
-	if err != nil {
-		return 0
-	}
-	// The fields after the command name (which may hold spaces): utime
-	// and stime are the 12th and 13th, in clock ticks of 1/100 s.
-	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	var utime, stime int64
-	fmt.Sscan(f[11], &utime)
-	fmt.Sscan(f[12], &stime)
-	return time.Duration(utime+stime) * 10 * time.Millisecond
-}
-
-// rss reads VmRSS of the portal process (the taskset child exec's into it).
-func (s *server) rss() int64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") {
-			var kb int64
-			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(line, "VmRSS:"), "kB")), &kb)
-			return kb << 10
-		}
-	}
-	return 0
 }
 
 func etcdClient(dir string) (*clientv3.Client, error) {

@@ -30,6 +30,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"portal.dev/portal/bench/internal/host"
 )
 
 var (
@@ -122,7 +124,7 @@ func run() error {
 	slices.Sort(lat)
 	fmt.Printf("RESULT pod-to-slice flips=%d p50=%s p99=%s max=%s\n", len(lat),
 		lat[len(lat)/2].Round(time.Microsecond), lat[len(lat)*99/100].Round(time.Microsecond), lat[len(lat)-1].Round(time.Microsecond))
-	fmt.Printf("RESULT controller-manager rss_mib=%.1f services=%d pods=%d\n", rssMiB(cm.Process.Pid), *services, len(pods))
+	fmt.Printf("RESULT controller-manager rss_mib=%.1f services=%d pods=%d\n", host.MiB(cm.Process.Pid, "status")["VmRSS"], *services, len(pods))
 
 	// Restart: changes made while it was down are written within ...
 	before := writeCounts(ctx, client)
@@ -329,18 +331,6 @@ func waitFor(w watch.Interface, ip string, ready bool) error {
 			return fmt.Errorf("no slice showed %s ready=%v", ip, ready)
 		}
 	}
-}
-
-func rssMiB(pid int) float64 {
-	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") {
-			var kb float64
-			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(line, "VmRSS:"), "kB")), &kb)
-			return kb / 1024
-		}
-	}
-	return 0
 }
 
 // writeCounts reads the API server's request counters for writes to

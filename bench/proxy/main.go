@@ -11,7 +11,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"flag"
 	"fmt"
 	"io"
@@ -39,6 +38,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
+
+	"portal.dev/portal/bench/internal/host"
 )
 
 var (
@@ -113,7 +114,7 @@ func run() error {
 	if _, err := b.start("apiserver", *otherCore, *portal, "apiserver", "--data-dir", dir, "--secure-port", apiPort); err != nil {
 		return err
 	}
-	if err := waitHTTP("https://127.0.0.1:"+apiPort+"/readyz", 90*time.Second); err != nil {
+	if err := host.WaitHTTP("https://127.0.0.1:"+apiPort+"/readyz", 90*time.Second); err != nil {
 		return err
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "admin.kubeconfig"))
@@ -143,7 +144,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	if err := waitHTTP("http://"+vip+"/1k.bin", 30*time.Second); *throughput && err != nil {
+	if err := host.WaitHTTP("http://"+vip+"/1k.bin", 30*time.Second); *throughput && err != nil {
 		return fmt.Errorf("ClusterIP %s: %w", vip, err)
 	}
 	if *throughput {
@@ -185,7 +186,7 @@ func run() error {
 	// buckets end at 16 s).
 	fmt.Printf("RESULT %s full-sync services=%d endpoints=%d first_full_sync=%s synced_after_start=%s\n",
 		*mode, *services, *services**endpoints, secs(full.mean()), ready.Round(time.Millisecond))
-	fmt.Printf("RESULT %s rss services=%d endpoints=%d rss_mib=%.1f %s\n", *mode, *services, *services**endpoints, rssMiB(proxy.Process.Pid), memDetail(proxy.Process.Pid))
+	fmt.Printf("RESULT %s rss services=%d endpoints=%d rss_mib=%.1f %s\n", *mode, *services, *services**endpoints, host.MiB(proxy.Process.Pid, "status")["VmRSS"], memDetail(proxy.Process.Pid))
 
 	before, _ := scrape()
 	if err := b.churn(ctx); err != nil {
@@ -202,10 +203,10 @@ func run() error {
 		part.count, secs(part.mean()), secs(part.quantile(0.5)), secs(part.quantile(0.99)))
 	fmt.Printf("RESULT %s programming-latency services=%d n=%.0f p50<=%s p99<=%s\n", *mode, *services,
 		prog.count, secs(prog.quantile(0.5)), secs(prog.quantile(0.99)))
-	fmt.Printf("RESULT %s rss-after-churn rss_mib=%.1f %s\n", *mode, rssMiB(proxy.Process.Pid), memDetail(proxy.Process.Pid))
+	fmt.Printf("RESULT %s rss-after-churn rss_mib=%.1f %s\n", *mode, host.MiB(proxy.Process.Pid, "status")["VmRSS"], memDetail(proxy.Process.Pid))
 	// The Go runtime hands freed pages back to the OS over a minute or so.
 	time.Sleep(30 * time.Second)
-	fmt.Printf("RESULT %s rss-settled rss_mib=%.1f %s\n", *mode, rssMiB(proxy.Process.Pid), memDetail(proxy.Process.Pid))
+	fmt.Printf("RESULT %s rss-settled rss_mib=%.1f %s\n", *mode, host.MiB(proxy.Process.Pid, "status")["VmRSS"], memDetail(proxy.Process.Pid))
 	if *throughput {
 		if err := b.compare(vip, *services); err != nil {
 			return err
@@ -325,7 +326,7 @@ func (b *bench) startProxy() (*exec.Cmd, error) {
 	if err != nil {
 		return nil, err
 	}
-	return p, waitHTTP("http://127.0.0.1:10256/healthz", 120*time.Second)
+	return p, host.WaitHTTP("http://127.0.0.1:10256/healthz", 120*time.Second)
 }
 
 func (b *bench) startNginx() error {
@@ -363,7 +364,7 @@ http {
 	if _, err := b.start("nginx", *otherCore, "nginx", "-p", filepath.Join(b.dir, "nginx"), "-c", cf); err != nil {
 		return err
 	}
-	return waitHTTP("http://"+backendIP+":8080/1k.bin", 10*time.Second)
+	return host.WaitHTTP("http://"+backendIP+":8080/1k.bin", 10*time.Second)
 }
 
 type zeros struct{}
@@ -518,53 +519,17 @@ func shIn(stdin string, args ...string) error {
 	return nil
 }
 
-func waitHTTP(url string, timeout time.Duration) error {
-	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	deadline := time.Now().Add(timeout)
-	for {
-		resp, err := c.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return nil
-			}
-			err = fmt.Errorf("status %d", resp.StatusCode)
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not ready after %v: %v", url, timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func rssMiB(pid int) float64 {
-	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	for _, line := range strings.Split(string(data), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
-			kb, _ := strconv.ParseFloat(f[1], 64)
-			return kb / 1024
-		}
-	}
-	return 0
-}
-
 // memDetail splits the RSS into anonymous memory and pages of files
 // (the binary), and adds the Go heap in use from the proxy's metrics.
 func memDetail(pid int) string {
-	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	kb := map[string]float64{}
-	for _, line := range strings.Split(string(data), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 {
-			kb[f[0]], _ = strconv.ParseFloat(f[1], 64)
-		}
-	}
+	st := host.MiB(pid, "status")
 	heap := math.NaN()
 	if m, err := scrape(); err == nil {
 		if mf := m["go_memstats_heap_inuse_bytes"]; mf != nil && len(mf.Metric) > 0 {
 			heap = mf.Metric[0].GetGauge().GetValue() / (1 << 20)
 		}
 	}
-	return fmt.Sprintf("anon_mib=%.1f file_mib=%.1f heap_inuse_mib=%.1f", kb["RssAnon:"]/1024, kb["RssFile:"]/1024, heap)
+	return fmt.Sprintf("anon_mib=%.1f file_mib=%.1f heap_inuse_mib=%.1f", st["RssAnon"], st["RssFile"], heap)
 }
 
 func secs(s float64) string {

@@ -8,19 +8,15 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"portal.dev/portal/proxy/internal/netnstest"
 	"portal.dev/portal/proxy/leftovers"
 	"portal.dev/portal/proxy/snapshot"
 )
-
-// kernelChildEnv tells a re-executed test binary that it runs inside the
-// throwaway network namespace and may touch the kernel.
-const kernelChildEnv = "PORTAL_IPTABLES_KERNEL_CHILD"
 
 // TestKernelScale measures real iptables-nft-restore runs for N Services
 // x 10 endpoints (PORTAL_IPT_SCALE=N, as root) in a throwaway network
@@ -28,14 +24,12 @@ const kernelChildEnv = "PORTAL_IPTABLES_KERNEL_CHILD"
 // Service, with the size of each restore input. It is slow, so it only
 // runs when asked.
 func TestKernelScale(t *testing.T) {
-	if os.Getenv(kernelChildEnv) == "" {
-		if os.Getenv("PORTAL_IPT_SCALE") == "" {
-			t.Skip("skipped: set PORTAL_IPT_SCALE=10000 to measure real iptables-nft-restore at 10,000 Services")
-		}
-		runInNetns(t, "^TestKernelScale$")
+	if os.Getenv("PORTAL_IPT_SCALE") == "" {
+		t.Skip("skipped: set PORTAL_IPT_SCALE=10000 to measure real iptables-nft-restore at 10,000 Services")
+	}
+	if !netnstest.Enter(t, "iptables-nft-restore") {
 		return
 	}
-	mustBePrivateNetns(t)
 	n, err := strconv.Atoi(os.Getenv("PORTAL_IPT_SCALE"))
 	if err != nil || n < 1 {
 		t.Fatalf("PORTAL_IPT_SCALE=%q: want a number of Services", os.Getenv("PORTAL_IPT_SCALE"))
@@ -119,52 +113,4 @@ func clone[K comparable, V any](m map[K]V) map[K]V {
 		out[k] = v
 	}
 	return out
-}
-
-// runInNetns re-executes the test binary in a new network namespace to
-// run the tests matching pattern there.
-func runInNetns(t *testing.T, pattern string) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("skipped: needs root, to load rules inside a throwaway network namespace (unshare --net)")
-	}
-	for _, bin := range []string{"unshare", "iptables-nft-restore"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("skipped: %s not installed", bin)
-		}
-	}
-	args := []string{"--net", "--", os.Args[0], "-test.run=" + pattern, "-test.count=1", "-test.timeout=20m", "-test.v"}
-	parent, err := netnsInode()
-	if err != nil {
-		t.Fatalf("network namespace of the test: %v", err)
-	}
-	cmd := exec.Command("unshare", args...)
-	cmd.Env = append(os.Environ(), kernelChildEnv+"="+parent)
-	out, err := cmd.CombinedOutput()
-	t.Logf("in a private network namespace:\n%s", out)
-	if err != nil {
-		t.Fatalf("kernel test failed: %v", err)
-	}
-}
-
-// mustBePrivateNetns refuses to run unless the process is in another
-// network namespace than the test that started it, so a mistake can
-// never touch the host.
-func mustBePrivateNetns(t *testing.T) {
-	t.Helper()
-	self, err := netnsInode()
-	if err != nil {
-		t.Fatalf("network namespace: %v", err)
-	}
-	if self == os.Getenv(kernelChildEnv) {
-		t.Fatal("refusing to run kernel checks in the parent's network namespace")
-	}
-}
-
-func netnsInode() (string, error) {
-	fi, err := os.Stat("/proc/self/ns/net")
-	if err != nil {
-		return "", err
-	}
-	return fmt.Sprint(fi.Sys().(*syscall.Stat_t).Ino), nil
 }

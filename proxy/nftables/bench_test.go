@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/knftables"
 
+	"portal.dev/portal/proxy/internal/netnstest"
 	"portal.dev/portal/proxy/snapshot"
 )
 
@@ -133,14 +134,12 @@ func TestMemory10k(t *testing.T) {
 // 10 endpoints in a throwaway network namespace. It is slow and only runs
 // with PORTAL_NFT_SCALE=1 (as root).
 func TestKernelScale(t *testing.T) {
-	if os.Getenv(kernelChildEnv) == "" {
-		if os.Getenv("PORTAL_NFT_SCALE") == "" {
-			t.Skip("skipped: set PORTAL_NFT_SCALE=1 to measure real nft at 10,000 Services")
-		}
-		runInNetns(t, "^TestKernelScale$")
+	if os.Getenv("PORTAL_NFT_SCALE") == "" {
+		t.Skip("skipped: set PORTAL_NFT_SCALE=1 to measure real nft at 10,000 Services")
+	}
+	if !netnstest.Enter(t, "nft") {
 		return
 	}
-	mustBePrivateNetns(t)
 	nft4, err := knftables.New(knftables.IPv4Family, tableName)
 	if err != nil {
 		t.Fatal(err)

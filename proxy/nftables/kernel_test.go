@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"os"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -21,13 +20,10 @@ import (
 	"sigs.k8s.io/knftables"
 
 	"portal.dev/portal/proxy/conntrack"
+	"portal.dev/portal/proxy/internal/netnstest"
 	"portal.dev/portal/proxy/leftovers"
 	"portal.dev/portal/proxy/snapshot"
 )
-
-// kernelChildEnv tells a re-executed test binary that it runs inside the
-// throwaway network namespace and may touch the kernel.
-const kernelChildEnv = "PORTAL_NFTABLES_KERNEL_CHILD"
 
 // TestKernel loads realistic rulesets into the real kernel and reads them
 // back, so every rule form we generate is proven to parse and load (nft
@@ -36,11 +32,9 @@ const kernelChildEnv = "PORTAL_NFTABLES_KERNEL_CHILD"
 // under `unshare --net`, so the host's rules and conntrack table are
 // never touched.
 func TestKernel(t *testing.T) {
-	if os.Getenv(kernelChildEnv) == "" {
-		runInNetns(t, "^TestKernel$")
+	if !netnstest.Enter(t, "nft", "ip") {
 		return
 	}
-	mustBePrivateNetns(t)
 	ctx := context.Background()
 	setupLinks(t)
 
@@ -259,57 +253,6 @@ func kernelWorld() *world {
 	w.set(svc("default/ilocal", "10.96.0.18", internalLocal), endpointsFor("http", v1.ProtocolTCP, ep("10.244.2.9:8080"), ep("10.244.1.10:8080", "local")))
 	w.set(svc("default/sctp", "10.96.0.19", port("s", v1.ProtocolSCTP, 9000, 30091)), endpointsFor("s", v1.ProtocolSCTP, ep("10.244.3.1:9000"), ep("10.244.3.2:9000", "terminating")))
 	return w
-}
-
-// runInNetns re-executes the test binary in a new network namespace to
-// run the tests matching pattern there.
-func runInNetns(t *testing.T, pattern string) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("skipped: needs root, to load rules into the kernel inside a throwaway network namespace (unshare --net); CI runs as root")
-	}
-	for _, bin := range []string{"unshare", "nft", "ip"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("skipped: %s not installed", bin)
-		}
-	}
-	args := []string{"--net", "--", os.Args[0], "-test.run=" + pattern, "-test.count=1", "-test.timeout=5m"}
-	if testing.Verbose() {
-		args = append(args, "-test.v")
-	}
-	parent, err := netnsInode()
-	if err != nil {
-		t.Fatalf("network namespace of the test: %v", err)
-	}
-	cmd := exec.Command("unshare", args...)
-	cmd.Env = append(os.Environ(), kernelChildEnv+"="+parent)
-	out, err := cmd.CombinedOutput()
-	t.Logf("in a private network namespace:\n%s", out)
-	if err != nil {
-		t.Fatalf("kernel test failed: %v", err)
-	}
-}
-
-// mustBePrivateNetns refuses to run unless the process is in another
-// network namespace than the test that started it, so a mistake can
-// never touch the host.
-func mustBePrivateNetns(t *testing.T) {
-	t.Helper()
-	self, err := netnsInode()
-	if err != nil {
-		t.Fatalf("network namespace: %v", err)
-	}
-	if self == os.Getenv(kernelChildEnv) {
-		t.Fatal("refusing to run kernel checks in the parent's network namespace")
-	}
-}
-
-func netnsInode() (string, error) {
-	fi, err := os.Stat("/proc/self/ns/net")
-	if err != nil {
-		return "", err
-	}
-	return fmt.Sprint(fi.Sys().(*syscall.Stat_t).Ino), nil
 }
 
 // setupLinks gives the namespace a link with addresses and routes to the

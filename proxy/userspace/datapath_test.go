@@ -29,9 +29,9 @@ func freePort(t testing.TB) uint16 {
 	return uint16(l.Addr().(*net.TCPAddr).Port)
 }
 
-// byeServer reads a connection to its end, then answers "bye:<bytes read>"
-// and closes: it needs the client's half-close to answer at all.
-func byeServer(t testing.TB) netip.AddrPort {
+// tcpServer serves every connection on loopback with handle, then closes
+// it.
+func tcpServer(t testing.TB, handle func(c *net.TCPConn)) netip.AddrPort {
 	t.Helper()
 	l, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
@@ -46,12 +46,28 @@ func byeServer(t testing.TB) netip.AddrPort {
 			}
 			go func() {
 				defer c.Close()
-				n, _ := io.Copy(io.Discard, c)
-				fmt.Fprintf(c, "bye:%d", n)
+				handle(c.(*net.TCPConn))
 			}()
 		}
 	}()
 	return l.Addr().(*net.TCPAddr).AddrPort()
+}
+
+// byeServer reads a connection to its end, then answers "bye:<bytes read>"
+// and closes: it needs the client's half-close to answer at all.
+func byeServer(t testing.TB) netip.AddrPort {
+	return tcpServer(t, func(c *net.TCPConn) {
+		n, _ := io.Copy(io.Discard, c)
+		fmt.Fprintf(c, "bye:%d", n)
+	})
+}
+
+// echoServer sends back what it reads and half-closes at the client's EOF.
+func echoServer(t testing.TB) netip.AddrPort {
+	return tcpServer(t, func(c *net.TCPConn) {
+		io.Copy(c, c)
+		c.CloseWrite()
+	})
 }
 
 func nodePortSnapshot(nodePort uint16, eps ...netip.AddrPort) *snapshot.Snapshot {
@@ -182,22 +198,9 @@ func TestDrain(t *testing.T) {
 // BenchmarkTCPBulk measures the spliced data path: 1 MiB per op through
 // the proxy on loopback.
 func BenchmarkTCPBulk(b *testing.B) {
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() { io.Copy(io.Discard, c); c.Close() }()
-		}
-	}()
+	sink := tcpServer(b, func(c *net.TCPConn) { io.Copy(io.Discard, c) })
 	np := freePort(b)
-	startProxier(b, Config{}, nodePortSnapshot(np, l.Addr().(*net.TCPAddr).AddrPort()))
+	startProxier(b, Config{}, nodePortSnapshot(np, sink))
 	c, err := net.Dial("tcp4", fmt.Sprintf("127.0.0.1:%d", np))
 	if err != nil {
 		b.Fatal(err)
@@ -226,30 +229,6 @@ func BenchmarkTCPConnect(b *testing.B) {
 			b.Fatalf("got %q", got)
 		}
 	}
-}
-
-// echoServer sends back what it reads and half-closes at the client's EOF.
-func echoServer(t testing.TB) netip.AddrPort {
-	t.Helper()
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				io.Copy(c, c)
-				c.(*net.TCPConn).CloseWrite()
-			}()
-		}
-	}()
-	return l.Addr().(*net.TCPAddr).AddrPort()
 }
 
 // TestTCPSmallAndBulk sends messages below and above the copy buffer both
