@@ -4,5 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./hack/deps.sh
-go build -o bin/portal ./cmd/portal
+./hack/build.sh
 exec ./bin/portal server "$@"

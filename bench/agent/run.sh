@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 command -v nft >/dev/null || { echo "bench/agent: needs nft (Debian nftables)" >&2; exit 2; }
-go build -o bin/portal ./cmd/portal
+./hack/build.sh
 go build -o bin/bench-agent ./bench/agent
 dir=$(mktemp -d /tmp/portal-bench-agent-XXXXXX)
 n1=portal-bench-n1-$$

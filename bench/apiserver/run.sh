@@ -3,6 +3,6 @@
 # Usage: bench/apiserver/run.sh [-duration 10s] [-services 10000]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-go build -o bin/portal ./cmd/portal
+./hack/build.sh
 go build -o bin/bench-apiserver ./bench/apiserver
 exec taskset -c 1 bin/bench-apiserver -portal bin/portal -server-core 0 "$@"

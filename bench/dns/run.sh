@@ -23,7 +23,7 @@ for tool in dnsperf knotd dig curl taskset; do
   command -v "$tool" >/dev/null || { echo "bench/dns: $tool not found (apt-get install -y dnsperf knot bind9-dnsutils curl)" >&2; exit 1; }
 done
 
-go build -o bin/portal ./cmd/portal
+./hack/build.sh
 go build -o bin/bench-dns ./bench/dns
 work=$(mktemp -d /tmp/portal-bench-dns.XXXX)
 pids=()

@@ -9,7 +9,7 @@ command -v nginx >/dev/null || need+=(nginx-light)
 command -v wrk >/dev/null || need+=(wrk)
 command -v curl >/dev/null || need+=(curl)
 if ((${#need[@]})); then apt-get install -y -qq "${need[@]}" >/dev/null; fi
-go build -o bin/portal ./cmd/portal
+./hack/build.sh
 go build -o bin/bench-proxy ./bench/proxy
 ns=portal-bench-$$
 ip netns add "$ns"

@@ -31,7 +31,7 @@ command -v wrk >/dev/null || need+=(wrk)
 command -v curl >/dev/null || need+=(curl)
 if ((${#need[@]})); then apt-get install -y -qq "${need[@]}" >/dev/null; fi
 
-go build -o bin/portal ./cmd/portal
+./hack/build.sh
 go build -o bin/bench-latency ./bench/proxy-userspace
 
 # The anchors' knobs, pointed at a namespace and directory of our own so that a

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -54,4 +55,14 @@ func newRootCommand() *cobra.Command {
 		},
 	)
 	return root
+}
+
+// collectGarbageSooner makes a node component collect garbage when its heap
+// is half again its live data instead of Go's double, unless GOGC says
+// otherwise: every node pays these components' memory, and they are idle
+// most of the time, so the extra collections cost little.
+func collectGarbageSooner() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(50)
+	}
 }

@@ -44,8 +44,7 @@ func Binary(t testing.TB) string {
 			return
 		}
 		binary = filepath.Join(dir, "portal")
-		cmd := exec.Command("go", "build", "-o", binary, "./cmd/portal")
-		cmd.Dir = root
+		cmd := exec.Command(filepath.Join(root, "hack", "build.sh"), binary)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
