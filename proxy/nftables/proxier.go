@@ -64,6 +64,7 @@ func New(cfg Config) (*Proxier, error) {
 			family = knftables.IPv6Family
 		}
 		fp.forFullSync = func() (knftables.Interface, error) { return knftables.New(family, tableName) }
+		fp.batch = newNetlinkWriter(family, tableName)
 	}
 	return p, nil
 }
@@ -144,6 +145,9 @@ func DeleteTable(ctx context.Context, nft knftables.Interface) error {
 type familyProxier struct {
 	b   *builder
 	nft knftables.Interface
+	// batch, if set, writes full syncs (see nlwriter.go); nft writes
+	// partial ones, and full ones batch cannot encode.
+	batch batchWriter
 	// forFullSync, if set, returns a client for one full sync. knftables
 	// keeps the buffer of the largest transaction it ran for good (14 MiB
 	// of text at 10,000 Services): full syncs, rare, get a client of their
@@ -186,41 +190,71 @@ func (fp *familyProxier) reset() {
 }
 
 func (fp *familyProxier) sync(ctx context.Context, req snapshot.Request) error {
-	nft := fp.nft
 	full := req.Full || fp.written == nil
-	if full && fp.forFullSync != nil {
+	if !full {
+		tx := fp.nft.NewTransaction()
+		commit := fp.partial(tx, req.Snapshot, req.Changed)
+		if err := fp.run(ctx, fp.nft, tx); err != nil {
+			return err
+		}
+		commit()
+		return nil
+	}
+	var leftovers map[string][]string
+	if !fp.listed {
+		all, err := fp.nft.ListAll(ctx)
+		if err != nil && !knftables.IsNotFound(err) {
+			return fmt.Errorf("list %s table %s: %w", fp.b.ip, tableName, err)
+		}
+		leftovers = all
+	}
+	rec := &recording{}
+	commit := fp.full(rec, req.Snapshot, leftovers)
+	if err := fp.writeFull(ctx, rec); err != nil {
+		return err
+	}
+	commit()
+	return nil
+}
+
+// writeFull writes a full sync's operations: through netlink when it
+// can, else through nft.
+func (fp *familyProxier) writeFull(ctx context.Context, rec *recording) error {
+	if fp.batch != nil {
+		err := fp.batch.Write(ctx, rec)
+		if !errors.Is(err, errNotEncodable) {
+			if err != nil {
+				return fmt.Errorf("%s %s netlink transaction (%d operations): %w", fp.b.ip, tableName, rec.NumOperations(), err)
+			}
+			return nil
+		}
+		klog.InfoS("Full sync goes through nft", "family", fp.b.ip, "reason", err)
+	}
+	nft := fp.nft
+	if fp.forFullSync != nil {
 		if n, err := fp.forFullSync(); err == nil {
 			nft = n
 		}
 	}
 	tx := nft.NewTransaction()
-	var commit func()
-	if full {
-		var leftovers map[string][]string
-		if !fp.listed {
-			all, err := nft.ListAll(ctx)
-			if err != nil && !knftables.IsNotFound(err) {
-				return fmt.Errorf("list %s table %s: %w", fp.b.ip, tableName, err)
-			}
-			leftovers = all
-		}
-		commit = fp.full(tx, req.Snapshot, leftovers)
-	} else {
-		commit = fp.partial(tx, req.Snapshot, req.Changed)
+	rec.replay(tx)
+	return fp.run(ctx, nft, tx)
+}
+
+func (fp *familyProxier) run(ctx context.Context, nft knftables.Interface, tx *knftables.Transaction) error {
+	if tx.NumOperations() == 0 {
+		return nil
 	}
-	if tx.NumOperations() > 0 {
-		if err := nft.Run(ctx, tx); err != nil {
-			return fmt.Errorf("%s %s transaction (%d operations): %w", fp.b.ip, tableName, tx.NumOperations(), err)
-		}
+	if err := nft.Run(ctx, tx); err != nil {
+		return fmt.Errorf("%s %s transaction (%d operations): %w", fp.b.ip, tableName, tx.NumOperations(), err)
 	}
-	commit()
 	return nil
 }
 
 // full rewrites the whole table: static objects, every Service, and the
 // deletion of whatever is there but no longer wanted. Affinity sets are
 // added, never flushed, so clients keep their endpoints across resyncs.
-func (fp *familyProxier) full(tx *knftables.Transaction, snap *snapshot.Snapshot, leftovers map[string][]string) func() {
+func (fp *familyProxier) full(tx txOps, snap *snapshot.Snapshot, leftovers map[string][]string) func() {
 	fp.writeStatic(tx, snap.Node)
 	names := sortedNames(snap.Services)
 	all := make([]*serviceObjects, len(names))
@@ -323,7 +357,7 @@ func (fp *familyProxier) full(tx *knftables.Transaction, snap *snapshot.Snapshot
 // earlier sync left behind: everything listed in leftovers or written
 // before that the full sync about to commit (written, endpointMaps) does
 // not write again, static objects apart.
-func (fp *familyProxier) deleteLeftBehind(tx *knftables.Transaction, leftovers map[string][]string, written map[types.NamespacedName]*writtenService, endpointMaps map[string]struct{}) {
+func (fp *familyProxier) deleteLeftBehind(tx txOps, leftovers map[string][]string, written map[types.NamespacedName]*writtenService, endpointMaps map[string]struct{}) {
 	staleChains, staleSets := map[string]struct{}{}, map[string]struct{}{}
 	for _, ws := range fp.written {
 		for c := range ws.chains {
@@ -634,7 +668,7 @@ func slotDiff(old, cur []slotRange) (del, add []*knftables.Element, released []s
 // flushed first (stale chains can jump to each other and use the stale
 // sets), then the sets and maps go (a leftover map can point at a stale
 // chain), then the chains.
-func deleteStale(tx *knftables.Transaction, chains, sets []string, isMap map[string]bool) {
+func deleteStale(tx txOps, chains, sets []string, isMap map[string]bool) {
 	for _, c := range chains {
 		tx.Flush(&knftables.Chain{Name: c})
 	}
@@ -650,7 +684,7 @@ func deleteStale(tx *knftables.Transaction, chains, sets []string, isMap map[str
 	}
 }
 
-func writeChain(tx *knftables.Transaction, c chain, flush bool) {
+func writeChain(tx txOps, c chain, flush bool) {
 	tx.Add(&knftables.Chain{Name: c.name})
 	if flush {
 		tx.Flush(&knftables.Chain{Name: c.name})
