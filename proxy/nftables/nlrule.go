@@ -58,7 +58,7 @@ type ruleCompiler struct {
 // compile writes the NFTA_RULE_EXPRESSIONS of rule; false means a
 // statement it does not know.
 func (c *ruleCompiler) compile(rule string) bool {
-	c.w, c.i = strings.Fields(rule), 0
+	c.w, c.i = appendFields(c.w[:0], rule), 0
 	c.b.open(unix.NFTA_RULE_EXPRESSIONS)
 	for c.i < len(c.w) {
 		if !c.statement() {
@@ -498,6 +498,20 @@ func (c *ruleCompiler) expr(name string, data func(b *nlBatch)) {
 	data(b)
 	b.close()
 	b.close()
+}
+
+// appendFields appends the space-separated words of s to w (the
+// proxier's rules have single spaces, but any run of spaces works).
+func appendFields(w []string, s string) []string {
+	for {
+		s = strings.TrimLeft(s, " ")
+		if s == "" {
+			return w
+		}
+		word, rest, _ := strings.Cut(s, " ")
+		w = append(w, word)
+		s = rest
+	}
 }
 
 func hostU32(v uint32) []byte { return binary.NativeEndian.AppendUint32(nil, v) }

@@ -41,32 +41,91 @@ const (
 	opDelete
 )
 
+// op is one recorded operation. obj is a knftables.Object, or, for the
+// bulk of a full sync's elements, kept as values rather than text
+// (200,000 elements at 10,000 Services: their text is most of the
+// garbage a full sync makes), a *slotRange (its endpoint map elements)
+// or hairpinAddrs (hairpin set elements).
 type op struct {
 	verb opVerb
-	obj  knftables.Object
+	obj  any
 }
 
-// recording keeps a transaction's operations, in order.
-type recording struct{ ops []op }
+// hairpinAddrs are elements of the hairpin set.
+type hairpinAddrs []netip.Addr
 
-func (r *recording) Add(obj knftables.Object)    { r.ops = append(r.ops, op{opAdd, obj}) }
-func (r *recording) Flush(obj knftables.Object)  { r.ops = append(r.ops, op{opFlush, obj}) }
-func (r *recording) Delete(obj knftables.Object) { r.ops = append(r.ops, op{opDelete, obj}) }
+// recording keeps a transaction's operations, in order.
+type recording struct {
+	ops []op
+	n   int // operations, counting each element of a bulk op
+}
+
+func (r *recording) Add(obj knftables.Object)    { r.ops = append(r.ops, op{opAdd, obj}); r.n++ }
+func (r *recording) Flush(obj knftables.Object)  { r.ops = append(r.ops, op{opFlush, obj}); r.n++ }
+func (r *recording) Delete(obj knftables.Object) { r.ops = append(r.ops, op{opDelete, obj}); r.n++ }
+
+func (r *recording) addSlots(s *slotRange) {
+	r.ops = append(r.ops, op{opAdd, s})
+	r.n += len(s.eps)
+}
+
+func (r *recording) addHairpins(addrs []netip.Addr) {
+	r.ops = append(r.ops, op{opAdd, hairpinAddrs(addrs)})
+	r.n += len(addrs)
+}
 
 // NumOperations is the number of operations recorded.
-func (r *recording) NumOperations() int { return len(r.ops) }
+func (r *recording) NumOperations() int { return r.n }
 
 // replay writes the recording into tx.
 func (r *recording) replay(tx *knftables.Transaction) {
 	for _, o := range r.ops {
-		switch o.verb {
-		case opAdd:
-			tx.Add(o.obj)
-		case opFlush:
-			tx.Flush(o.obj)
-		case opDelete:
-			tx.Delete(o.obj)
+		switch obj := o.obj.(type) {
+		case *slotRange:
+			for i := range obj.eps {
+				tx.Add(obj.elem(i))
+			}
+		case hairpinAddrs:
+			for _, a := range obj {
+				tx.Add(hairpinElem(a))
+			}
+		case knftables.Object:
+			switch o.verb {
+			case opAdd:
+				tx.Add(obj)
+			case opFlush:
+				tx.Flush(obj)
+			case opDelete:
+				tx.Delete(obj)
+			}
 		}
+	}
+}
+
+// bulkWriter is a txOps that takes endpoint map and hairpin elements as
+// values.
+type bulkWriter interface {
+	addSlots(s *slotRange)
+	addHairpins(addrs []netip.Addr)
+}
+
+// addBulkElements adds the endpoint map elements of slots and the
+// hairpin elements of addrs.
+func addBulkElements(tx txOps, slots []slotRange, addrs []netip.Addr) {
+	if bw, ok := tx.(bulkWriter); ok {
+		for i := range slots {
+			bw.addSlots(&slots[i])
+		}
+		bw.addHairpins(addrs)
+		return
+	}
+	for _, r := range slots {
+		for i := range r.eps {
+			tx.Add(r.elem(i))
+		}
+	}
+	for _, a := range addrs {
+		tx.Add(hairpinElem(a))
 	}
 }
 
@@ -88,6 +147,8 @@ type netlinkWriter struct {
 	table string
 	// send is nlBatch.send; tests replace it.
 	send func(*nlBatch) error
+	// lastSize is the size of the last batch, to size the next one.
+	lastSize int
 }
 
 func newNetlinkWriter(family knftables.Family, table string) *netlinkWriter {
@@ -104,6 +165,7 @@ func (w *netlinkWriter) Write(_ context.Context, rec *recording) error {
 	if err != nil {
 		return err
 	}
+	w.lastSize = len(b.buf)
 	return w.send(b)
 }
 
@@ -144,22 +206,23 @@ type encoder struct {
 
 // encode turns rec into a batch, or fails with errNotEncodable.
 func (w *netlinkWriter) encode(rec *recording) (*nlBatch, error) {
-	e := &encoder{w: w, b: newNLBatch(w.fam.proto, w.table, 64*len(rec.ops)+4096), sets: map[string]*setInfo{}}
+	size := 80*rec.NumOperations() + 4096 // about what the proxier's operations take
+	if w.lastSize > 0 {
+		size = w.lastSize + w.lastSize/8
+	}
+	e := &encoder{w: w, b: newNLBatch(w.fam.proto, w.table, size), sets: map[string]*setInfo{}}
 	e.b.describe = func(i int32) string { return describeOp(rec.ops[i]) }
 	e.rc = ruleCompiler{b: e.b, fam: w.fam, sets: func(name string) (*setInfo, bool) { s, ok := e.sets[name]; return s, ok }}
 	ops := rec.ops
 	for i := 0; i < len(ops); {
 		o := ops[i]
-		if _, ok := o.obj.(*knftables.Element); ok && o.verb != opFlush {
+		if isElementOp(o) {
 			// A run of element operations of one verb goes out grouped by
 			// set: element additions (or deletions) of different sets do
 			// not depend on each other, and the kernel then looks each
 			// set up once per message, not once per element.
 			j := i
-			for j < len(ops) && ops[j].verb == o.verb {
-				if _, ok := ops[j].obj.(*knftables.Element); !ok {
-					break
-				}
+			for j < len(ops) && ops[j].verb == o.verb && isElementOp(ops[j]) {
 				j++
 			}
 			if err := e.elements(ops[i:j], int32(i)); err != nil {
@@ -176,6 +239,16 @@ func (w *netlinkWriter) encode(rec *recording) (*nlBatch, error) {
 	return e.b, nil
 }
 
+func isElementOp(o op) bool {
+	switch o.obj.(type) {
+	case *knftables.Element:
+		return o.verb != opFlush
+	case *slotRange, hairpinAddrs:
+		return true
+	}
+	return false
+}
+
 func (e *encoder) notEncodable(o op, why string) error {
 	return fmt.Errorf("%w: %s: %s", errNotEncodable, describeOp(o), why)
 }
@@ -186,6 +259,9 @@ func (e *encoder) checkTable(family knftables.Family, table string) bool {
 
 func (e *encoder) op(o op, idx int32) error {
 	b := e.b
+	if _, ok := o.obj.(knftables.Object); !ok {
+		return e.notEncodable(o, "object type")
+	}
 	switch obj := o.obj.(type) {
 	case *knftables.Table:
 		if !e.checkTable(obj.Family, obj.Name) || obj.Handle != nil || len(obj.Flags) > 0 {
@@ -490,54 +566,68 @@ var hookNumbers = map[knftables.BaseChainHook]uint32{
 // 64 KiB attribute limit.
 const maxElementsBytes = 60000
 
+// elemRef is one element of a run: ops[op], element i of it when the op
+// is a bulk one.
+type elemRef struct{ op, i int32 }
+
 // elements writes a run of element operations of one verb, grouped by
 // set, a message per set (more for big ones).
 func (e *encoder) elements(run []op, first int32) error {
 	var order []string
-	bySet := map[string][]int{}
-	for i, o := range run {
-		el := o.obj.(*knftables.Element)
-		name := el.Set
-		if el.Map != "" {
-			name = el.Map
-		}
-		if !e.checkTable(el.Family, el.Table) || (el.Set != "" && el.Map != "") || el.Comment != nil {
-			return e.notEncodable(o, "element attributes")
-		}
+	bySet := map[string][]elemRef{}
+	add := func(name string, ref elemRef) error {
 		if _, ok := e.sets[name]; !ok {
-			return e.notEncodable(o, "set not declared in this transaction")
+			return e.notEncodable(run[ref.op], "set not declared in this transaction")
 		}
-		if _, ok := bySet[name]; !ok {
+		refs, ok := bySet[name]
+		if !ok {
 			order = append(order, name)
 		}
-		bySet[name] = append(bySet[name], i)
+		bySet[name] = append(refs, ref)
+		return nil
+	}
+	for i, o := range run {
+		var err error
+		switch obj := o.obj.(type) {
+		case *knftables.Element:
+			name := obj.Set
+			if obj.Map != "" {
+				name = obj.Map
+			}
+			if !e.checkTable(obj.Family, obj.Table) || (obj.Set != "" && obj.Map != "") || obj.Comment != nil {
+				return e.notEncodable(o, "element attributes")
+			}
+			err = add(name, elemRef{int32(i), -1})
+		case *slotRange:
+			for j := range obj.eps {
+				if err = add(obj.mapName(), elemRef{int32(i), int32(j)}); err != nil {
+					break
+				}
+			}
+		case hairpinAddrs:
+			for j := range obj {
+				if err = add(hairpinSet, elemRef{int32(i), int32(j)}); err != nil {
+					break
+				}
+			}
+		}
+		if err != nil {
+			return err
+		}
 	}
 	typ, flags := uint16(unix.NFT_MSG_NEWSETELEM), uint16(unix.NLM_F_CREATE)
 	if run[0].verb == opDelete {
 		typ, flags = unix.NFT_MSG_DELSETELEM, 0
 	}
 	b := e.b
-	var key, keyEnd, data []byte
+	el := elemEncoding{fam: e.w.fam}
 	for _, name := range order {
 		info := e.sets[name]
 		open := false
-		for _, i := range bySet[name] {
-			el := run[i].obj.(*knftables.Element)
-			var ok bool
-			key, keyEnd, ok = encodeKey(info, el.Key, key[:0], keyEnd[:0])
-			if !ok {
-				return e.notEncodable(run[i], "key")
-			}
-			var v verdict
-			if info.isMap && run[0].verb == opAdd {
-				if info.data == nil {
-					v, ok = parseVerdict(strings.Fields(strings.Join(el.Value, " ")))
-				} else {
-					data, ok = encodeFields(info.data, el.Value, data[:0])
-				}
-				if !ok {
-					return e.notEncodable(run[i], "value")
-				}
+		for _, ref := range bySet[name] {
+			o := run[ref.op]
+			if !el.encode(info, o, int(ref.i), run[0].verb == opAdd) {
+				return e.notEncodable(o, "element key or value")
 			}
 			if open && len(b.buf)-b.nest[len(b.nest)-1] > maxElementsBytes {
 				b.close()
@@ -545,7 +635,7 @@ func (e *encoder) elements(run []op, first int32) error {
 				open = false
 			}
 			if !open {
-				b.msg(typ, flags, first+int32(i))
+				b.msg(typ, flags, first+ref.op)
 				b.str(unix.NFTA_SET_ELEM_LIST_TABLE, e.w.table)
 				b.str(unix.NFTA_SET_ELEM_LIST_SET, name)
 				b.u32(unix.NFTA_SET_ELEM_LIST_SET_ID, info.id)
@@ -553,16 +643,15 @@ func (e *encoder) elements(run []op, first int32) error {
 				open = true
 			}
 			b.open(unix.NFTA_LIST_ELEM)
-			b.dataValue(unix.NFTA_SET_ELEM_KEY, key)
-			if keyEnd != nil {
-				b.dataValue(nftaSetElemKeyEnd, keyEnd)
+			b.dataValue(unix.NFTA_SET_ELEM_KEY, el.key)
+			if el.keyEnd != nil {
+				b.dataValue(nftaSetElemKeyEnd, el.keyEnd)
 			}
-			if info.isMap && run[0].verb == opAdd {
-				if info.data == nil {
-					b.verdict(unix.NFTA_SET_ELEM_DATA, v)
-				} else {
-					b.dataValue(unix.NFTA_SET_ELEM_DATA, data)
-				}
+			switch {
+			case el.hasVerdict:
+				b.verdict(unix.NFTA_SET_ELEM_DATA, el.verdict)
+			case el.data != nil:
+				b.dataValue(unix.NFTA_SET_ELEM_DATA, el.data)
 			}
 			b.close()
 		}
@@ -574,111 +663,196 @@ func (e *encoder) elements(run []op, first int32) error {
 	return nil
 }
 
-// encodeKey encodes an element key; for an interval set also the end of
-// its range (a prefix in the last field).
-func encodeKey(info *setInfo, words []string, key, keyEnd []byte) ([]byte, []byte, bool) {
-	parts := splitFields(words)
-	if len(parts) != len(info.key) {
-		return nil, nil, false
-	}
-	if !info.interval {
-		k, ok := encodeFields(info.key, words, key)
-		return k, nil, ok
-	}
-	if len(info.key) < 2 {
-		return nil, nil, false // non-concatenated intervals: not used
-	}
-	for i, f := range info.key {
-		start, end, ok := fieldRange(f, parts[i])
-		if !ok {
-			return nil, nil, false
-		}
-		key = appendPadded(key, start)
-		keyEnd = appendPadded(keyEnd, end)
-	}
-	return key, keyEnd, true
+// elemEncoding is one element's encoding, its buffers reused from one
+// element to the next.
+type elemEncoding struct {
+	fam         nfFamily
+	key, keyEnd []byte
+	keyEndBuf   []byte
+	data        []byte
+	verdict     verdict
+	hasVerdict  bool
+	parts       []string
 }
 
-func splitFields(words []string) []string {
-	var parts []string
+// encode encodes element i of o (a knftables element when i is -1) of
+// the set info; withData says whether a map element carries its value.
+func (el *elemEncoding) encode(info *setInfo, o op, i int, withData bool) bool {
+	el.key, el.keyEnd, el.data, el.hasVerdict = el.key[:0], nil, nil, false
+	switch obj := o.obj.(type) {
+	case *slotRange:
+		// Key: the slot number (host order); value: address . port.
+		if !info.isMap || len(info.key) != 1 || info.key[0] != fieldInteger || len(info.data) != 2 || info.data[0].len != el.fam.addrLen || info.data[1] != fieldService {
+			return false
+		}
+		ap := obj.eps[i]
+		if ap.Addr().BitLen() != 8*el.fam.addrLen {
+			return false
+		}
+		el.key = binary.NativeEndian.AppendUint32(el.key, slotOffset(obj.id)+uint32(i))
+		if withData {
+			el.data = appendAddr(el.data[:0], ap.Addr())
+			el.data = pad32(binary.BigEndian.AppendUint16(el.data, ap.Port()), 2)
+		}
+		return true
+	case hairpinAddrs:
+		a := obj[i]
+		if info.isMap || info.interval || len(info.key) != 2 || info.key[0].len != el.fam.addrLen || info.key[1] != info.key[0] || a.BitLen() != 8*el.fam.addrLen {
+			return false
+		}
+		el.key = appendAddr(appendAddr(el.key, a), a)
+		return true
+	case *knftables.Element:
+		var ok bool
+		var keyEnd []byte
+		el.key, keyEnd, el.parts, ok = encodeKey(info, obj.Key, el.key, el.keyEndBuf[:0], el.parts)
+		if !ok {
+			return false
+		}
+		if keyEnd != nil {
+			el.keyEnd, el.keyEndBuf = keyEnd, keyEnd
+		}
+		if !info.isMap || !withData {
+			return true
+		}
+		if info.data == nil {
+			el.verdict, ok = parseVerdict(strings.Fields(strings.Join(obj.Value, " ")))
+			el.hasVerdict = ok
+			return ok
+		}
+		el.parts = splitFields(obj.Value, el.parts[:0])
+		el.data, ok = encodeFields(info.data, el.parts, el.data[:0])
+		return ok
+	}
+	return false
+}
+
+// encodeKey encodes an element key; for an interval set also the end of
+// its range (a prefix in the last field). parts is scratch space.
+func encodeKey(info *setInfo, words []string, key, keyEnd []byte, parts []string) ([]byte, []byte, []string, bool) {
+	parts = splitFields(words, parts[:0])
+	if len(parts) != len(info.key) {
+		return nil, nil, parts, false
+	}
+	if !info.interval {
+		k, ok := encodeFields(info.key, parts, key)
+		return k, nil, parts, ok
+	}
+	if len(info.key) < 2 {
+		return nil, nil, parts, false // non-concatenated intervals: not used
+	}
+	for i, f := range info.key {
+		var ok bool
+		if key, keyEnd, ok = appendFieldRange(f, parts[i], key, keyEnd); !ok {
+			return nil, nil, parts, false
+		}
+	}
+	return key, keyEnd, parts, true
+}
+
+// splitFields appends to parts the values of words, which knftables
+// gives either one per field or joined by " . ".
+func splitFields(words []string, parts []string) []string {
 	for _, w := range words {
-		for p := range strings.SplitSeq(w, " . ") {
+		for {
+			p, rest, found := strings.Cut(w, " . ")
 			parts = append(parts, strings.TrimSpace(p))
+			if !found {
+				break
+			}
+			w = rest
 		}
 	}
 	return parts
 }
 
-// encodeFields encodes a concatenation of values, each padded to 32 bits.
-func encodeFields(fs []fieldType, words []string, out []byte) ([]byte, bool) {
-	parts := splitFields(words)
+// encodeFields appends a concatenation of values, each padded to 32 bits.
+func encodeFields(fs []fieldType, parts []string, out []byte) ([]byte, bool) {
 	if len(parts) != len(fs) {
 		return nil, false
 	}
 	for i, f := range fs {
-		v, ok := fieldValue(f, parts[i])
-		if !ok {
+		var ok bool
+		if out, ok = appendFieldValue(out, f, parts[i]); !ok {
 			return nil, false
 		}
-		if len(fs) == 1 {
-			return append(out, v...), true
+		if len(fs) > 1 {
+			out = pad32(out, f.len)
 		}
-		out = appendPadded(out, v)
 	}
 	return out, true
 }
 
-func appendPadded(out, v []byte) []byte {
-	out = append(out, v...)
-	for n := len(v); n%4 != 0; n++ {
+// pad32 pads the value of n bytes just appended to out to 32 bits.
+func pad32(out []byte, n int) []byte {
+	for ; n%4 != 0; n++ {
 		out = append(out, 0)
 	}
 	return out
 }
 
-func fieldValue(f fieldType, s string) ([]byte, bool) {
+func appendFieldValue(out []byte, f fieldType, s string) ([]byte, bool) {
 	switch f {
 	case fieldIPv4, fieldIPv6:
 		a, err := netip.ParseAddr(s)
 		if err != nil || a.BitLen() != 8*f.len || a.Zone() != "" {
 			return nil, false
 		}
-		return a.AsSlice(), true
+		return appendAddr(out, a), true
 	case fieldProto:
 		p, ok := protoNumber(s)
-		return []byte{p}, ok
+		return append(out, p), ok
 	case fieldService:
 		p, err := strconv.ParseUint(s, 10, 16)
-		return binary.BigEndian.AppendUint16(nil, uint16(p)), err == nil
+		return binary.BigEndian.AppendUint16(out, uint16(p)), err == nil
 	case fieldInteger:
 		v, err := strconv.ParseUint(s, 10, 32)
-		return binary.NativeEndian.AppendUint32(nil, uint32(v)), err == nil
+		return binary.NativeEndian.AppendUint32(out, uint32(v)), err == nil
 	}
 	return nil, false
 }
 
-// fieldRange is the first and last value of a field of an interval
-// key: an address prefix, or a single value.
-func fieldRange(f fieldType, s string) (start, end []byte, ok bool) {
+func appendAddr(out []byte, a netip.Addr) []byte {
+	if a.Is4() {
+		b := a.As4()
+		return append(out, b[:]...)
+	}
+	b := a.As16()
+	return append(out, b[:]...)
+}
+
+// appendFieldRange appends the first and last value of a field of an
+// interval key, padded: an address prefix, or a single value.
+func appendFieldRange(f fieldType, s string, start, end []byte) ([]byte, []byte, bool) {
 	if (f == fieldIPv4 || f == fieldIPv6) && strings.Contains(s, "/") {
 		p, err := netip.ParsePrefix(s)
 		if err != nil || p.Addr().BitLen() != 8*f.len || p != p.Masked() {
 			return nil, nil, false
 		}
-		start = p.Addr().AsSlice()
-		end = append([]byte(nil), start...)
+		n := len(end)
+		start = appendAddr(start, p.Addr())
+		end = appendAddr(end, p.Addr())
 		for i := p.Bits(); i < 8*f.len; i++ {
-			end[i/8] |= 0x80 >> (i % 8)
+			end[n+i/8] |= 0x80 >> (i % 8)
 		}
-		return start, end, true
+		return pad32(start, f.len), pad32(end, f.len), true
 	}
-	v, ok := fieldValue(f, s)
-	return v, v, ok
+	var ok bool
+	n := len(start)
+	if start, ok = appendFieldValue(start, f, s); !ok {
+		return nil, nil, false
+	}
+	end = append(end, start[n:]...)
+	return pad32(start, f.len), pad32(end, f.len), true
 }
 
 func describeOp(o op) string {
 	verb := [...]string{"add", "flush", "delete"}[o.verb]
 	switch obj := o.obj.(type) {
+	case *slotRange:
+		return fmt.Sprintf("%s elements of map %s (chain %s's %d endpoints)", verb, obj.mapName(), obj.chain, len(obj.eps))
+	case hairpinAddrs:
+		return fmt.Sprintf("%s %d elements of set %s", verb, len(obj), hairpinSet)
 	case *knftables.Table:
 		return verb + " table"
 	case *knftables.Chain:

@@ -98,6 +98,28 @@ func TestNetlinkScale(t *testing.T) {
 	if got := sh(t, "nft list table ip portal"); got != want {
 		t.Errorf("netlink resync lists differently:\n%s", listingDiff(want, got))
 	}
+
+	// Where a first full sync's time goes.
+	if err := viaNetlink.Cleanup(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	fresh, _, _ := newKernelProxiers(t, withCIDR, false)
+	fp := fresh.families[0]
+	start = time.Now()
+	rec := &recording{}
+	fp.full(rec, w.snap, nil)
+	built := time.Since(start)
+	start = time.Now()
+	batch, err := newNetlinkWriter(knftables.IPv4Family, tableName).encode(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	encoded := time.Since(start)
+	start = time.Now()
+	if err := batch.send(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("first full sync: building the objects %v, encoding %v (%d MiB), kernel %v", built, encoded, len(batch.buf)>>20, time.Since(start))
 }
 
 // listingDiff returns the lines only in want ("- ") and only in got

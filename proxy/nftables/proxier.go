@@ -17,6 +17,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -100,7 +101,10 @@ func NewWithInterfaces(cfg Config, ipv4, ipv6 knftables.Interface) *Proxier {
 // transaction; a failed one leaves that table as it was.
 func (p *Proxier) Sync(ctx context.Context, req snapshot.Request) error {
 	if !p.started && p.cfg.BeforeFirstSync != nil {
-		if err := p.cfg.BeforeFirstSync(ctx); err != nil {
+		start := time.Now()
+		err := p.cfg.BeforeFirstSync(ctx)
+		klog.InfoS("Looked for other proxy modes' rules", "took", time.Since(start).Round(time.Millisecond))
+		if err != nil {
 			// Other modes' leftovers shadow or duplicate our rules but do
 			// not stop ours from working: log, go on, retry next start.
 			klog.ErrorS(err, "Could not remove other proxy modes' rules")
@@ -171,6 +175,8 @@ type familyProxier struct {
 	endpointMaps map[string]struct{}
 	// listed is true once leftovers of an earlier run were looked for.
 	listed bool
+	// lastFullOps is the length of the last full sync's recording.
+	lastFullOps int
 }
 
 // writtenService is what one Service has in the table.
@@ -200,6 +206,7 @@ func (fp *familyProxier) sync(ctx context.Context, req snapshot.Request) error {
 		commit()
 		return nil
 	}
+	start := time.Now()
 	var leftovers map[string][]string
 	if !fp.listed {
 		all, err := fp.nft.ListAll(ctx)
@@ -208,25 +215,35 @@ func (fp *familyProxier) sync(ctx context.Context, req snapshot.Request) error {
 		}
 		leftovers = all
 	}
-	rec := &recording{}
+	listed := time.Now()
+	// Sized as the last full sync: growing it would copy 200,000
+	// operations several times.
+	rec := &recording{ops: make([]op, 0, fp.lastFullOps+fp.lastFullOps/8)}
 	commit := fp.full(rec, req.Snapshot, leftovers)
-	if err := fp.writeFull(ctx, rec); err != nil {
+	built := time.Now()
+	via, err := fp.writeFull(ctx, rec)
+	if err != nil {
 		return err
 	}
 	commit()
+	fp.lastFullOps = len(rec.ops)
+	// Full syncs are rare (start, errors, once an hour) and slow: say
+	// where the time went.
+	klog.InfoS("Full sync", "family", fp.b.ip, "services", len(req.Snapshot.Services), "operations", rec.NumOperations(), "via", via,
+		"list", listed.Sub(start).Round(time.Millisecond), "build", built.Sub(listed).Round(time.Millisecond), "write", time.Since(built).Round(time.Millisecond))
 	return nil
 }
 
-// writeFull writes a full sync's operations: through netlink when it
-// can, else through nft.
-func (fp *familyProxier) writeFull(ctx context.Context, rec *recording) error {
+// writeFull writes a full sync's operations, through netlink when it
+// can, else through nft, and says which.
+func (fp *familyProxier) writeFull(ctx context.Context, rec *recording) (string, error) {
 	if fp.batch != nil {
 		err := fp.batch.Write(ctx, rec)
 		if !errors.Is(err, errNotEncodable) {
 			if err != nil {
-				return fmt.Errorf("%s %s netlink transaction (%d operations): %w", fp.b.ip, tableName, rec.NumOperations(), err)
+				return "", fmt.Errorf("%s %s netlink transaction (%d operations): %w", fp.b.ip, tableName, rec.NumOperations(), err)
 			}
-			return nil
+			return "netlink", nil
 		}
 		klog.InfoS("Full sync goes through nft", "family", fp.b.ip, "reason", err)
 	}
@@ -238,7 +255,7 @@ func (fp *familyProxier) writeFull(ctx context.Context, rec *recording) error {
 	}
 	tx := nft.NewTransaction()
 	rec.replay(tx)
-	return fp.run(ctx, nft, tx)
+	return "nft", fp.run(ctx, nft, tx)
 }
 
 func (fp *familyProxier) run(ctx context.Context, nft knftables.Interface, tx *knftables.Transaction) error {
@@ -329,14 +346,7 @@ func (fp *familyProxier) full(tx txOps, snap *snapshot.Snapshot, leftovers map[s
 	for _, e := range elems {
 		tx.Add(e.knft())
 	}
-	for _, r := range slots {
-		for i := range r.eps {
-			tx.Add(r.elem(i))
-		}
-	}
-	for _, a := range sortedAddrs(hairpin) {
-		tx.Add(fp.hairpinElem(a))
-	}
+	addBulkElements(tx, slots, sortedAddrs(hairpin))
 
 	fp.deleteLeftBehind(tx, leftovers, written, endpointMaps)
 
@@ -713,8 +723,11 @@ func (fp *familyProxier) endpointMap(name string) *knftables.Map {
 	}
 }
 
-func (fp *familyProxier) hairpinElem(a netip.Addr) *knftables.Element {
-	return &knftables.Element{Set: hairpinSet, Key: []string{a.String(), a.String()}}
+func (fp *familyProxier) hairpinElem(a netip.Addr) *knftables.Element { return hairpinElem(a) }
+
+func hairpinElem(a netip.Addr) *knftables.Element {
+	s := a.String()
+	return &knftables.Element{Set: hairpinSet, Key: []string{s, s}}
 }
 
 func (e *elem) knft() *knftables.Element {
