@@ -175,6 +175,10 @@ func parseVerdict(words []string) (verdict, bool) {
 	return verdict{}, false
 }
 
+// errNotSent means the kernel did not see the batch at all (no socket,
+// a batch bigger than the socket may send), so nft may still write it.
+var errNotSent = errors.New("netlink batch not sent")
+
 // send writes the batch through a netlink socket of the current network
 // namespace and waits for the kernel's answer. The kernel processes a
 // batch while sendmsg runs; only the last message asks for an
@@ -188,11 +192,11 @@ func (b *nlBatch) send() error {
 
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_NETFILTER)
 	if err != nil {
-		return fmt.Errorf("open netlink socket: %w", err)
+		return fmt.Errorf("%w: open netlink socket: %w", errNotSent, err)
 	}
 	defer unix.Close(fd)
 	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-		return fmt.Errorf("bind netlink socket: %w", err)
+		return fmt.Errorf("%w: bind netlink socket: %w", errNotSent, err)
 	}
 	// The whole batch goes in one message, so the send buffer must hold it.
 	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, len(b.buf)+4096); err != nil {
@@ -202,7 +206,9 @@ func (b *nlBatch) send() error {
 	tv := unix.Timeval{Sec: 30}
 	_ = unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
 	if err := unix.Sendto(fd, b.buf, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-		return fmt.Errorf("send netlink batch of %d bytes: %w", len(b.buf), err)
+		// The kernel processes a batch inside sendmsg; an error of
+		// sendmsg itself means it did not get it.
+		return fmt.Errorf("%w: send netlink batch of %d bytes: %w", errNotSent, len(b.buf), err)
 	}
 	var errs []error
 	rb := make([]byte, 1<<16)

@@ -135,8 +135,8 @@ var errNotEncodable = errors.New("not encodable as netlink")
 
 // batchWriter writes a full sync's recording in one transaction.
 type batchWriter interface {
-	// Write applies rec atomically; errNotEncodable (wrapped) means it
-	// did nothing and rec must go through knftables.
+	// Write applies rec atomically; errNotEncodable or errNotSent
+	// (wrapped) mean it did nothing and rec must go through knftables.
 	Write(ctx context.Context, rec *recording) error
 }
 

@@ -52,7 +52,14 @@ func newKernelProxiers(t *testing.T, cfg Config, ipv6 bool) (viaNetlink, viaNFT 
 	}
 	viaNFT = NewWithInterfaces(cfg, nft4, nft6)
 	viaNetlink = NewWithInterfaces(cfg, nft4, nft6)
-	for _, fp := range viaNetlink.families {
+	return viaNetlink, viaNFT, useNetlink(t, viaNetlink)
+}
+
+// useNetlink makes p write full syncs through netlink, as New does, and
+// fail the test rather than fall back to nft.
+func useNetlink(t *testing.T, p *Proxier) []*strictBatch {
+	var batches []*strictBatch
+	for _, fp := range p.families {
 		family := knftables.IPv4Family
 		if fp.b.ip == "ip6" {
 			family = knftables.IPv6Family
@@ -61,7 +68,7 @@ func newKernelProxiers(t *testing.T, cfg Config, ipv6 bool) (viaNetlink, viaNFT 
 		fp.batch = sb
 		batches = append(batches, sb)
 	}
-	return viaNetlink, viaNFT, batches
+	return batches
 }
 
 // TestNetlinkScale measures a netlink full sync of 10,000 Services x 10

@@ -106,35 +106,60 @@ func TestNetlinkRefusesUnknown(t *testing.T) {
 	}
 }
 
-// refusingBatch is a batchWriter that can encode nothing.
-type refusingBatch struct{ calls int }
-
-func (r *refusingBatch) Write(context.Context, *recording) error {
-	r.calls++
-	return fmt.Errorf("%w: test", errNotEncodable)
+// failingBatch is a batchWriter whose every Write fails with err.
+type failingBatch struct {
+	err   error
+	calls int
 }
 
-// TestFullSyncFallsBackToNFT: a full sync the netlink writer refuses is
-// written by knftables, the same ruleset as without the writer.
+func (f *failingBatch) Write(context.Context, *recording) error {
+	f.calls++
+	return f.err
+}
+
+// TestFullSyncFallsBackToNFT: a full sync the netlink writer cannot
+// encode or send is written by knftables, the same ruleset as without
+// the writer; one the kernel refused is not retried through nft (the
+// kernel would refuse it again) but fails.
 func TestFullSyncFallsBackToNFT(t *testing.T) {
 	w := kernelWorld()
 	plain, f4, f6 := newFakeProxier(withCIDR)
 	mustSync(t, plain, fullRequest(w.snap))
-
-	withWriter, g4, g6 := newFakeProxier(withCIDR)
-	refusing := &refusingBatch{}
-	for _, fp := range withWriter.families {
-		fp.batch = refusing
-	}
-	mustSync(t, withWriter, fullRequest(w.snap))
-	if refusing.calls != 2 {
-		t.Errorf("netlink writer asked %d times, want 2 (one per family)", refusing.calls)
-	}
-	for _, pair := range [][2]*knftables.Fake{{f4, g4}, {f6, g6}} {
-		want, got := canonicalDump(pair[0]), canonicalDump(pair[1])
-		if got != want || !strings.Contains(got, "service-default/web") {
-			t.Errorf("fallback ruleset differs:\n%s", diffLines(want, got))
-		}
+	for _, tc := range []struct {
+		name     string
+		err      error
+		fallback bool
+	}{
+		{"not encodable", fmt.Errorf("%w: test", errNotEncodable), true},
+		{"not sent", fmt.Errorf("%w: test", errNotSent), true},
+		{"refused by the kernel", errors.New("commit: invalid argument"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, g4, g6 := newFakeProxier(withCIDR)
+			failing := &failingBatch{err: tc.err}
+			for _, fp := range p.families {
+				fp.batch = failing
+			}
+			err := p.Sync(context.Background(), fullRequest(w.snap))
+			if failing.calls != 2 {
+				t.Errorf("netlink writer asked %d times, want 2 (one per family)", failing.calls)
+			}
+			if !tc.fallback {
+				if err == nil || strings.Contains(canonicalDump(g4), "service-default/web") {
+					t.Errorf("got error %v and a ruleset through nft, want the kernel's error and nothing through nft", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("got %v, want the sync through nft", err)
+			}
+			for _, pair := range [][2]*knftables.Fake{{f4, g4}, {f6, g6}} {
+				want, got := canonicalDump(pair[0]), canonicalDump(pair[1])
+				if got != want || !strings.Contains(got, "service-default/web") {
+					t.Errorf("fallback ruleset differs:\n%s", diffLines(want, got))
+				}
+			}
+		})
 	}
 }
 

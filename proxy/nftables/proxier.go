@@ -5,7 +5,9 @@
 // the first, a sync sends only what changed. It owns those two tables and
 // nothing else: it must not touch other tables, conntrack (the core does
 // that) or anything outside the kernel's nftables. knftables is injected,
-// so tests check the resulting ruleset against knftables' fake.
+// so tests check the resulting ruleset against knftables' fake; full
+// syncs, large, go to the kernel as a netlink batch of the same ruleset
+// (nlwriter.go), falling back to knftables.
 package nftables
 
 import (
@@ -103,7 +105,7 @@ func (p *Proxier) Sync(ctx context.Context, req snapshot.Request) error {
 	if !p.started && p.cfg.BeforeFirstSync != nil {
 		start := time.Now()
 		err := p.cfg.BeforeFirstSync(ctx)
-		klog.InfoS("Looked for other proxy modes' rules", "took", time.Since(start).Round(time.Millisecond))
+		klog.V(2).InfoS("Looked for other proxy modes' rules", "took", time.Since(start).Round(time.Millisecond))
 		if err != nil {
 			// Other modes' leftovers shadow or duplicate our rules but do
 			// not stop ours from working: log, go on, retry next start.
@@ -239,7 +241,7 @@ func (fp *familyProxier) sync(ctx context.Context, req snapshot.Request) error {
 func (fp *familyProxier) writeFull(ctx context.Context, rec *recording) (string, error) {
 	if fp.batch != nil {
 		err := fp.batch.Write(ctx, rec)
-		if !errors.Is(err, errNotEncodable) {
+		if !errors.Is(err, errNotEncodable) && !errors.Is(err, errNotSent) {
 			if err != nil {
 				return "", fmt.Errorf("%s %s netlink transaction (%d operations): %w", fp.b.ip, tableName, rec.NumOperations(), err)
 			}
