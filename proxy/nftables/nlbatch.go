@@ -242,8 +242,8 @@ func (b *nlBatch) send() error {
 				return errors.Join(errs...)
 			}
 		}
-		if len(errs) > 0 && len(errs) >= 100 {
-			return errors.Join(errs...)
+		if len(errs) >= 100 {
+			return errors.Join(errs...) // enough to go on
 		}
 	}
 }

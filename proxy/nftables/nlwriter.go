@@ -161,6 +161,9 @@ func newNetlinkWriter(family knftables.Family, table string) *netlinkWriter {
 
 // Write implements batchWriter.
 func (w *netlinkWriter) Write(_ context.Context, rec *recording) error {
+	if len(rec.ops) == 0 {
+		return nil
+	}
 	b, err := w.encode(rec)
 	if err != nil {
 		return err
