@@ -260,89 +260,100 @@ func (e *encoder) checkTable(family knftables.Family, table string) bool {
 	return (family == "" || string(family) == e.w.fam.ip) && (table == "" || table == e.w.table)
 }
 
+// op encodes one operation on a table, chain, rule, set or map.
 func (e *encoder) op(o op, idx int32) error {
-	b := e.b
-	if _, ok := o.obj.(knftables.Object); !ok {
-		return e.notEncodable(o, "object type")
-	}
 	switch obj := o.obj.(type) {
 	case *knftables.Table:
-		if !e.checkTable(obj.Family, obj.Name) || obj.Handle != nil || len(obj.Flags) > 0 {
-			return e.notEncodable(o, "table attributes")
-		}
-		switch o.verb {
-		case opAdd:
-			b.msg(unix.NFT_MSG_NEWTABLE, 0, idx)
-			b.str(unix.NFTA_TABLE_NAME, e.w.table)
-			b.u32(unix.NFTA_TABLE_FLAGS, 0)
-			if obj.Comment != nil {
-				ud, ok := udataComment(0, *obj.Comment) // NFTNL_UDATA_TABLE_COMMENT
-				if !ok {
-					return e.notEncodable(o, "comment too long")
-				}
-				b.attr(nftaTableUserdata, ud)
-			}
-		case opDelete:
-			b.msg(unix.NFT_MSG_DELTABLE, 0, idx)
-			b.str(unix.NFTA_TABLE_NAME, e.w.table)
-		default:
-			return e.notEncodable(o, "verb")
-		}
-		b.end()
+		return e.table(o, obj, idx)
 	case *knftables.Chain:
-		if !e.checkTable(obj.Family, obj.Table) || obj.Handle != nil || obj.Policy != nil || obj.Device != nil || obj.Comment != nil {
-			return e.notEncodable(o, "chain attributes")
-		}
-		switch o.verb {
-		case opAdd:
-			b.msg(unix.NFT_MSG_NEWCHAIN, unix.NLM_F_CREATE, idx)
-			b.str(unix.NFTA_CHAIN_TABLE, e.w.table)
-			b.str(unix.NFTA_CHAIN_NAME, obj.Name)
-			if obj.Type != nil || obj.Hook != nil || obj.Priority != nil {
-				if obj.Type == nil || obj.Hook == nil || obj.Priority == nil {
-					return e.notEncodable(o, "incomplete base chain")
-				}
-				hook, ok := hookNumbers[*obj.Hook]
-				prio, err := strconv.ParseInt(string(*obj.Priority), 10, 32)
-				if !ok || err != nil {
-					return e.notEncodable(o, "hook or priority")
-				}
-				b.str(unix.NFTA_CHAIN_TYPE, string(*obj.Type))
-				b.open(unix.NFTA_CHAIN_HOOK)
-				b.u32(unix.NFTA_HOOK_HOOKNUM, hook)
-				b.u32(unix.NFTA_HOOK_PRIORITY, uint32(int32(prio)))
-				b.close()
-			}
-		case opFlush:
-			b.msg(unix.NFT_MSG_DELRULE, 0, idx)
-			b.str(unix.NFTA_RULE_TABLE, e.w.table)
-			b.str(unix.NFTA_RULE_CHAIN, obj.Name)
-		case opDelete:
-			b.msg(unix.NFT_MSG_DELCHAIN, 0, idx)
-			b.str(unix.NFTA_CHAIN_TABLE, e.w.table)
-			b.str(unix.NFTA_CHAIN_NAME, obj.Name)
-		}
-		b.end()
+		return e.chain(o, obj, idx)
 	case *knftables.Rule:
-		if o.verb != opAdd || !e.checkTable(obj.Family, obj.Table) || obj.Handle != nil || obj.Index != nil || obj.Comment != nil {
-			return e.notEncodable(o, "rule attributes")
-		}
-		mark := len(b.buf)
-		b.msg(unix.NFT_MSG_NEWRULE, unix.NLM_F_CREATE|unix.NLM_F_APPEND, idx)
-		b.str(unix.NFTA_RULE_TABLE, e.w.table)
-		b.str(unix.NFTA_RULE_CHAIN, obj.Chain)
-		if !e.rc.compile(obj.Rule) {
-			b.buf = b.buf[:mark]
-			return e.notEncodable(o, "rule")
-		}
-		b.end()
+		return e.rule(o, obj, idx)
 	case *knftables.Set:
 		return e.set(o, idx, obj.Family, obj.Table, obj.Name, setDecl{typ: obj.Type, typeOf: obj.TypeOf, flags: obj.Flags, timeout: obj.Timeout, comment: obj.Comment, other: obj.GCInterval != nil || obj.Size != nil || obj.Policy != nil || obj.Handle != nil || obj.AutoMerge != nil})
 	case *knftables.Map:
 		return e.set(o, idx, obj.Family, obj.Table, obj.Name, setDecl{isMap: true, typ: obj.Type, typeOf: obj.TypeOf, flags: obj.Flags, timeout: obj.Timeout, comment: obj.Comment, other: obj.GCInterval != nil || obj.Size != nil || obj.Policy != nil || obj.Handle != nil})
-	default:
-		return e.notEncodable(o, "object type")
 	}
+	return e.notEncodable(o, "object type")
+}
+
+func (e *encoder) table(o op, t *knftables.Table, idx int32) error {
+	b := e.b
+	if !e.checkTable(t.Family, t.Name) || t.Handle != nil || len(t.Flags) > 0 {
+		return e.notEncodable(o, "table attributes")
+	}
+	switch o.verb {
+	case opAdd:
+		b.msg(unix.NFT_MSG_NEWTABLE, 0, idx)
+		b.str(unix.NFTA_TABLE_NAME, e.w.table)
+		b.u32(unix.NFTA_TABLE_FLAGS, 0)
+		if t.Comment != nil {
+			ud, ok := udataComment(0, *t.Comment) // NFTNL_UDATA_TABLE_COMMENT
+			if !ok {
+				return e.notEncodable(o, "comment too long")
+			}
+			b.attr(nftaTableUserdata, ud)
+		}
+	case opDelete:
+		b.msg(unix.NFT_MSG_DELTABLE, 0, idx)
+		b.str(unix.NFTA_TABLE_NAME, e.w.table)
+	default:
+		return e.notEncodable(o, "verb")
+	}
+	b.end()
+	return nil
+}
+
+func (e *encoder) chain(o op, c *knftables.Chain, idx int32) error {
+	b := e.b
+	if !e.checkTable(c.Family, c.Table) || c.Handle != nil || c.Policy != nil || c.Device != nil || c.Comment != nil {
+		return e.notEncodable(o, "chain attributes")
+	}
+	switch o.verb {
+	case opAdd:
+		b.msg(unix.NFT_MSG_NEWCHAIN, unix.NLM_F_CREATE, idx)
+		b.str(unix.NFTA_CHAIN_TABLE, e.w.table)
+		b.str(unix.NFTA_CHAIN_NAME, c.Name)
+		if c.Type != nil || c.Hook != nil || c.Priority != nil {
+			if c.Type == nil || c.Hook == nil || c.Priority == nil {
+				return e.notEncodable(o, "incomplete base chain")
+			}
+			hook, ok := hookNumbers[*c.Hook]
+			prio, err := strconv.ParseInt(string(*c.Priority), 10, 32)
+			if !ok || err != nil {
+				return e.notEncodable(o, "hook or priority")
+			}
+			b.str(unix.NFTA_CHAIN_TYPE, string(*c.Type))
+			b.open(unix.NFTA_CHAIN_HOOK)
+			b.u32(unix.NFTA_HOOK_HOOKNUM, hook)
+			b.u32(unix.NFTA_HOOK_PRIORITY, uint32(int32(prio)))
+			b.close()
+		}
+	case opFlush:
+		b.msg(unix.NFT_MSG_DELRULE, 0, idx)
+		b.str(unix.NFTA_RULE_TABLE, e.w.table)
+		b.str(unix.NFTA_RULE_CHAIN, c.Name)
+	case opDelete:
+		b.msg(unix.NFT_MSG_DELCHAIN, 0, idx)
+		b.str(unix.NFTA_CHAIN_TABLE, e.w.table)
+		b.str(unix.NFTA_CHAIN_NAME, c.Name)
+	}
+	b.end()
+	return nil
+}
+
+func (e *encoder) rule(o op, r *knftables.Rule, idx int32) error {
+	b := e.b
+	if o.verb != opAdd || !e.checkTable(r.Family, r.Table) || r.Handle != nil || r.Index != nil || r.Comment != nil {
+		return e.notEncodable(o, "rule attributes")
+	}
+	b.msg(unix.NFT_MSG_NEWRULE, unix.NLM_F_CREATE|unix.NLM_F_APPEND, idx)
+	b.str(unix.NFTA_RULE_TABLE, e.w.table)
+	b.str(unix.NFTA_RULE_CHAIN, r.Chain)
+	if !e.rc.compile(r.Rule) {
+		return e.notEncodable(o, "rule") // the batch is dropped
+	}
+	b.end()
 	return nil
 }
 
