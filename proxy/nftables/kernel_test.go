@@ -47,13 +47,37 @@ func TestKernel(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Everything twice: full syncs through nft, then through netlink (what
+	// portal proxy does), each followed by partial syncs through nft.
+	for _, viaNetlink := range []bool{false, true} {
+		name := "full syncs through nft"
+		if viaNetlink {
+			name = "full syncs through netlink"
+		}
+		t.Run(name, func(t *testing.T) {
+			sh(t, "conntrack -F 2>/dev/null || true")
+			kernelChecks(t, ctx, nft4, nft6, viaNetlink)
+		})
+	}
+}
+
+// kernelChecks is TestKernel's sequence; it starts and ends with no portal
+// table.
+func kernelChecks(t *testing.T, ctx context.Context, nft4, nft6 knftables.Interface, viaNetlink bool) {
 	// The iptables mode's leftovers, to be removed before the first sync.
 	sh(t, "iptables-nft -t nat -N PORTAL-SERVICES && iptables-nft -t nat -A PREROUTING -j PORTAL-SERVICES && iptables-nft -t filter -N PORTAL-FIREWALL && iptables-nft -A INPUT -j PORTAL-FIREWALL && ip6tables-nft -t nat -N PORTAL-SERVICES && ip6tables-nft -t nat -A OUTPUT -j PORTAL-SERVICES")
 	cfg := Config{
 		ClusterCIDRs:    []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16"), netip.MustParsePrefix("fd00:244::/64")},
 		BeforeFirstSync: func(ctx context.Context) error { return leftovers.DeleteIPTables(ctx, nil) },
 	}
-	p := NewWithInterfaces(cfg, nft4, nft6)
+	newProxier := func() *Proxier {
+		p := NewWithInterfaces(cfg, nft4, nft6)
+		if viaNetlink {
+			useNetlink(t, p)
+		}
+		return p
+	}
+	p := newProxier()
 	w := kernelWorld()
 
 	t.Run("full sync of every kind of Service loads", func(t *testing.T) {
@@ -192,7 +216,7 @@ func TestKernel(t *testing.T) {
 		// first full sync finds the leftovers by listing the table.
 		// An older version's map pointing at its own chain must go too.
 		sh(t, "nft add chain ip portal old-chain && nft add map ip portal old-map '{ type ipv4_addr : verdict ; }' && nft add element ip portal old-map '{ 1.2.3.4 : goto old-chain }'")
-		fresh := NewWithInterfaces(cfg, nft4, nft6)
+		fresh := newProxier()
 		small := newWorld()
 		small.set(svc("default/web", "10.96.0.10"), endpointsFor("http", v1.ProtocolTCP, ep("10.0.0.1:8080", "local")))
 		mustSync(t, fresh, fullRequest(small.snap))
@@ -207,7 +231,7 @@ func TestKernel(t *testing.T) {
 
 	t.Run("nodeport-addresses as a set", func(t *testing.T) {
 		w.snap.Node = &snapshot.Node{Name: "node1", NodePorts: snapshot.NodePortAddresses{Addrs: []netip.Addr{netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("fd00::1")}}}
-		p2 := NewWithInterfaces(cfg, nft4, nft6)
+		p2 := newProxier()
 		mustSync(t, p2, fullRequest(w.snap))
 		checkTCP(t, "10.0.0.1:30080", "hello")
 	})

@@ -5,7 +5,9 @@
 // the first, a sync sends only what changed. It owns those two tables and
 // nothing else: it must not touch other tables, conntrack (the core does
 // that) or anything outside the kernel's nftables. knftables is injected,
-// so tests check the resulting ruleset against knftables' fake.
+// so tests check the resulting ruleset against knftables' fake; full
+// syncs, large, go to the kernel as a netlink batch of the same ruleset
+// (nlwriter.go), falling back to knftables.
 package nftables
 
 import (
@@ -17,6 +19,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -64,6 +67,7 @@ func New(cfg Config) (*Proxier, error) {
 			family = knftables.IPv6Family
 		}
 		fp.forFullSync = func() (knftables.Interface, error) { return knftables.New(family, tableName) }
+		fp.batch = newNetlinkWriter(family, tableName)
 	}
 	return p, nil
 }
@@ -99,7 +103,10 @@ func NewWithInterfaces(cfg Config, ipv4, ipv6 knftables.Interface) *Proxier {
 // transaction; a failed one leaves that table as it was.
 func (p *Proxier) Sync(ctx context.Context, req snapshot.Request) error {
 	if !p.started && p.cfg.BeforeFirstSync != nil {
-		if err := p.cfg.BeforeFirstSync(ctx); err != nil {
+		start := time.Now()
+		err := p.cfg.BeforeFirstSync(ctx)
+		klog.V(2).InfoS("Looked for other proxy modes' rules", "took", time.Since(start).Round(time.Millisecond))
+		if err != nil {
 			// Other modes' leftovers shadow or duplicate our rules but do
 			// not stop ours from working: log, go on, retry next start.
 			klog.ErrorS(err, "Could not remove other proxy modes' rules")
@@ -144,6 +151,9 @@ func DeleteTable(ctx context.Context, nft knftables.Interface) error {
 type familyProxier struct {
 	b   *builder
 	nft knftables.Interface
+	// batch, if set, writes full syncs (see nlwriter.go); nft writes
+	// partial ones, and full ones batch cannot encode.
+	batch batchWriter
 	// forFullSync, if set, returns a client for one full sync. knftables
 	// keeps the buffer of the largest transaction it ran for good (14 MiB
 	// of text at 10,000 Services): full syncs, rare, get a client of their
@@ -167,6 +177,8 @@ type familyProxier struct {
 	endpointMaps map[string]struct{}
 	// listed is true once leftovers of an earlier run were looked for.
 	listed bool
+	// lastFullOps is the length of the last full sync's recording.
+	lastFullOps int
 }
 
 // writtenService is what one Service has in the table.
@@ -186,41 +198,82 @@ func (fp *familyProxier) reset() {
 }
 
 func (fp *familyProxier) sync(ctx context.Context, req snapshot.Request) error {
-	nft := fp.nft
 	full := req.Full || fp.written == nil
-	if full && fp.forFullSync != nil {
+	if !full {
+		tx := fp.nft.NewTransaction()
+		commit := fp.partial(tx, req.Snapshot, req.Changed)
+		if err := fp.run(ctx, fp.nft, tx); err != nil {
+			return err
+		}
+		commit()
+		return nil
+	}
+	start := time.Now()
+	var leftovers map[string][]string
+	if !fp.listed {
+		all, err := fp.nft.ListAll(ctx)
+		if err != nil && !knftables.IsNotFound(err) {
+			return fmt.Errorf("list %s table %s: %w", fp.b.ip, tableName, err)
+		}
+		leftovers = all
+	}
+	listed := time.Now()
+	// Sized as the last full sync: growing it would copy 200,000
+	// operations several times.
+	rec := &recording{ops: make([]op, 0, fp.lastFullOps+fp.lastFullOps/8)}
+	commit := fp.full(rec, req.Snapshot, leftovers)
+	built := time.Now()
+	via, err := fp.writeFull(ctx, rec)
+	if err != nil {
+		return err
+	}
+	commit()
+	fp.lastFullOps = len(rec.ops)
+	// Full syncs are rare (start, errors, once an hour) and slow: say
+	// where the time went.
+	klog.InfoS("Full sync", "family", fp.b.ip, "services", len(req.Snapshot.Services), "operations", rec.NumOperations(), "via", via,
+		"list", listed.Sub(start).Round(time.Millisecond), "build", built.Sub(listed).Round(time.Millisecond), "write", time.Since(built).Round(time.Millisecond))
+	return nil
+}
+
+// writeFull writes a full sync's operations, through netlink when it
+// can, else through nft, and says which.
+func (fp *familyProxier) writeFull(ctx context.Context, rec *recording) (string, error) {
+	if fp.batch != nil {
+		err := fp.batch.Write(ctx, rec)
+		if !errors.Is(err, errNotEncodable) && !errors.Is(err, errNotSent) {
+			if err != nil {
+				return "", fmt.Errorf("%s %s netlink transaction (%d operations): %w", fp.b.ip, tableName, rec.NumOperations(), err)
+			}
+			return "netlink", nil
+		}
+		klog.InfoS("Full sync goes through nft", "family", fp.b.ip, "reason", err)
+	}
+	nft := fp.nft
+	if fp.forFullSync != nil {
 		if n, err := fp.forFullSync(); err == nil {
 			nft = n
 		}
 	}
 	tx := nft.NewTransaction()
-	var commit func()
-	if full {
-		var leftovers map[string][]string
-		if !fp.listed {
-			all, err := nft.ListAll(ctx)
-			if err != nil && !knftables.IsNotFound(err) {
-				return fmt.Errorf("list %s table %s: %w", fp.b.ip, tableName, err)
-			}
-			leftovers = all
-		}
-		commit = fp.full(tx, req.Snapshot, leftovers)
-	} else {
-		commit = fp.partial(tx, req.Snapshot, req.Changed)
+	rec.replay(tx)
+	return "nft", fp.run(ctx, nft, tx)
+}
+
+func (fp *familyProxier) run(ctx context.Context, nft knftables.Interface, tx *knftables.Transaction) error {
+	if tx.NumOperations() == 0 {
+		return nil
 	}
-	if tx.NumOperations() > 0 {
-		if err := nft.Run(ctx, tx); err != nil {
-			return fmt.Errorf("%s %s transaction (%d operations): %w", fp.b.ip, tableName, tx.NumOperations(), err)
-		}
+	if err := nft.Run(ctx, tx); err != nil {
+		return fmt.Errorf("%s %s transaction (%d operations): %w", fp.b.ip, tableName, tx.NumOperations(), err)
 	}
-	commit()
 	return nil
 }
 
 // full rewrites the whole table: static objects, every Service, and the
 // deletion of whatever is there but no longer wanted. Affinity sets are
 // added, never flushed, so clients keep their endpoints across resyncs.
-func (fp *familyProxier) full(tx *knftables.Transaction, snap *snapshot.Snapshot, leftovers map[string][]string) func() {
+func (fp *familyProxier) full(tx txOps, snap *snapshot.Snapshot, leftovers map[string][]string) func() {
 	fp.writeStatic(tx, snap.Node)
 	names := sortedNames(snap.Services)
 	all := make([]*serviceObjects, len(names))
@@ -295,14 +348,7 @@ func (fp *familyProxier) full(tx *knftables.Transaction, snap *snapshot.Snapshot
 	for _, e := range elems {
 		tx.Add(e.knft())
 	}
-	for _, r := range slots {
-		for i := range r.eps {
-			tx.Add(r.elem(i))
-		}
-	}
-	for _, a := range sortedAddrs(hairpin) {
-		tx.Add(fp.hairpinElem(a))
-	}
+	addBulkElements(tx, slots, sortedAddrs(hairpin))
 
 	fp.deleteLeftBehind(tx, leftovers, written, endpointMaps)
 
@@ -323,7 +369,7 @@ func (fp *familyProxier) full(tx *knftables.Transaction, snap *snapshot.Snapshot
 // earlier sync left behind: everything listed in leftovers or written
 // before that the full sync about to commit (written, endpointMaps) does
 // not write again, static objects apart.
-func (fp *familyProxier) deleteLeftBehind(tx *knftables.Transaction, leftovers map[string][]string, written map[types.NamespacedName]*writtenService, endpointMaps map[string]struct{}) {
+func (fp *familyProxier) deleteLeftBehind(tx txOps, leftovers map[string][]string, written map[types.NamespacedName]*writtenService, endpointMaps map[string]struct{}) {
 	staleChains, staleSets := map[string]struct{}{}, map[string]struct{}{}
 	for _, ws := range fp.written {
 		for c := range ws.chains {
@@ -634,7 +680,7 @@ func slotDiff(old, cur []slotRange) (del, add []*knftables.Element, released []s
 // flushed first (stale chains can jump to each other and use the stale
 // sets), then the sets and maps go (a leftover map can point at a stale
 // chain), then the chains.
-func deleteStale(tx *knftables.Transaction, chains, sets []string, isMap map[string]bool) {
+func deleteStale(tx txOps, chains, sets []string, isMap map[string]bool) {
 	for _, c := range chains {
 		tx.Flush(&knftables.Chain{Name: c})
 	}
@@ -650,7 +696,7 @@ func deleteStale(tx *knftables.Transaction, chains, sets []string, isMap map[str
 	}
 }
 
-func writeChain(tx *knftables.Transaction, c chain, flush bool) {
+func writeChain(tx txOps, c chain, flush bool) {
 	tx.Add(&knftables.Chain{Name: c.name})
 	if flush {
 		tx.Flush(&knftables.Chain{Name: c.name})
@@ -679,8 +725,11 @@ func (fp *familyProxier) endpointMap(name string) *knftables.Map {
 	}
 }
 
-func (fp *familyProxier) hairpinElem(a netip.Addr) *knftables.Element {
-	return &knftables.Element{Set: hairpinSet, Key: []string{a.String(), a.String()}}
+func (fp *familyProxier) hairpinElem(a netip.Addr) *knftables.Element { return hairpinElem(a) }
+
+func hairpinElem(a netip.Addr) *knftables.Element {
+	s := a.String()
+	return &knftables.Element{Set: hairpinSet, Key: []string{s, s}}
 }
 
 func (e *elem) knft() *knftables.Element {

@@ -138,7 +138,9 @@ func (r slotRange) elem(i int) *knftables.Element {
 	v := r.eps[i].Addr().AppendTo(buf[:0])
 	v = append(v, " . "...)
 	v = strconv.AppendUint(v, uint64(r.eps[i].Port()), 10)
-	return &knftables.Element{Map: r.mapName(), Key: []string{strconv.FormatUint(uint64(slotOffset(r.id))+uint64(i), 10)}, Value: []string{string(v)}}
+	// Key and value share one array: a full sync makes 100,000 of these.
+	kv := []string{strconv.FormatUint(uint64(slotOffset(r.id))+uint64(i), 10), string(v)}
+	return &knftables.Element{Map: r.mapName(), Key: kv[:1:1], Value: kv[1:]}
 }
 
 // chainIDs gives each chain that selects endpoints through a shared map

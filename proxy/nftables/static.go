@@ -49,7 +49,7 @@ var staticNames = func() []string {
 
 // writeStatic (re)creates the table's fixed skeleton and empties the
 // shared maps and sets, which the caller then refills.
-func (fp *familyProxier) writeStatic(tx *knftables.Transaction, node *snapshot.Node) {
+func (fp *familyProxier) writeStatic(tx txOps, node *snapshot.Node) {
 	b := fp.b
 	tx.Add(&knftables.Table{Comment: knftables.PtrTo("Portal service proxy, nftables mode")})
 

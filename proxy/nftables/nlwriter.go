@@ -1,0 +1,889 @@
+package nftables
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"sigs.k8s.io/knftables"
+)
+
+// A full sync of 10,000 Services is 140,000 nft commands; nft spends
+// more time parsing and evaluating them than the kernel spends applying
+// them, and the kernel looks a set up by name for every "add element"
+// command. So full syncs go to the kernel as one netlink batch encoded
+// here, with the elements of a set in a few messages; partial syncs,
+// small, stay on knftables. The batch holds exactly what nft would have
+// written (see nlrule.go), so the two paths write the same ruleset and a
+// partial sync can follow a netlink full sync. What the encoder does not
+// know falls back to nft, whole.
+
+// txOps is what a sync writes into: a knftables transaction, or a
+// recording the netlink writer encodes.
+type txOps interface {
+	Add(obj knftables.Object)
+	Flush(obj knftables.Object)
+	Delete(obj knftables.Object)
+}
+
+type opVerb uint8
+
+const (
+	opAdd opVerb = iota
+	opFlush
+	opDelete
+)
+
+// op is one recorded operation. obj is a knftables.Object, or, for the
+// bulk of a full sync's elements, kept as values rather than text
+// (200,000 elements at 10,000 Services: their text is most of the
+// garbage a full sync makes), a *slotRange (its endpoint map elements)
+// or hairpinAddrs (hairpin set elements).
+type op struct {
+	verb opVerb
+	obj  any
+}
+
+// hairpinAddrs are elements of the hairpin set.
+type hairpinAddrs []netip.Addr
+
+// recording keeps a transaction's operations, in order.
+type recording struct {
+	ops []op
+	n   int // operations, counting each element of a bulk op
+}
+
+func (r *recording) Add(obj knftables.Object)    { r.ops = append(r.ops, op{opAdd, obj}); r.n++ }
+func (r *recording) Flush(obj knftables.Object)  { r.ops = append(r.ops, op{opFlush, obj}); r.n++ }
+func (r *recording) Delete(obj knftables.Object) { r.ops = append(r.ops, op{opDelete, obj}); r.n++ }
+
+func (r *recording) addSlots(s *slotRange) {
+	r.ops = append(r.ops, op{opAdd, s})
+	r.n += len(s.eps)
+}
+
+func (r *recording) addHairpins(addrs []netip.Addr) {
+	r.ops = append(r.ops, op{opAdd, hairpinAddrs(addrs)})
+	r.n += len(addrs)
+}
+
+// NumOperations is the number of operations recorded.
+func (r *recording) NumOperations() int { return r.n }
+
+// replay writes the recording into tx.
+func (r *recording) replay(tx *knftables.Transaction) {
+	for _, o := range r.ops {
+		switch obj := o.obj.(type) {
+		case *slotRange:
+			for i := range obj.eps {
+				tx.Add(obj.elem(i))
+			}
+		case hairpinAddrs:
+			for _, a := range obj {
+				tx.Add(hairpinElem(a))
+			}
+		case knftables.Object:
+			switch o.verb {
+			case opAdd:
+				tx.Add(obj)
+			case opFlush:
+				tx.Flush(obj)
+			case opDelete:
+				tx.Delete(obj)
+			}
+		}
+	}
+}
+
+// bulkWriter is a txOps that takes endpoint map and hairpin elements as
+// values.
+type bulkWriter interface {
+	addSlots(s *slotRange)
+	addHairpins(addrs []netip.Addr)
+}
+
+// addBulkElements adds the endpoint map elements of slots and the
+// hairpin elements of addrs.
+func addBulkElements(tx txOps, slots []slotRange, addrs []netip.Addr) {
+	if bw, ok := tx.(bulkWriter); ok {
+		for i := range slots {
+			bw.addSlots(&slots[i])
+		}
+		bw.addHairpins(addrs)
+		return
+	}
+	for _, r := range slots {
+		for i := range r.eps {
+			tx.Add(r.elem(i))
+		}
+	}
+	for _, a := range addrs {
+		tx.Add(hairpinElem(a))
+	}
+}
+
+// errNotEncodable means the recording holds something the netlink
+// encoder does not know; nft has to write it.
+var errNotEncodable = errors.New("not encodable as netlink")
+
+// batchWriter writes a full sync's recording in one transaction.
+type batchWriter interface {
+	// Write applies rec atomically; errNotEncodable or errNotSent
+	// (wrapped) mean it did nothing and rec must go through knftables.
+	Write(ctx context.Context, rec *recording) error
+}
+
+// netlinkWriter is the batchWriter that talks netlink to the kernel of
+// the current network namespace.
+type netlinkWriter struct {
+	fam   nfFamily
+	table string
+	// send is nlBatch.send; tests replace it.
+	send func(*nlBatch) error
+	// lastSize is the size of the last batch, to size the next one.
+	lastSize int
+}
+
+func newNetlinkWriter(family knftables.Family, table string) *netlinkWriter {
+	fam := familyIPv4
+	if family == knftables.IPv6Family {
+		fam = familyIPv6
+	}
+	return &netlinkWriter{fam: fam, table: table, send: (*nlBatch).send}
+}
+
+// Write implements batchWriter.
+func (w *netlinkWriter) Write(_ context.Context, rec *recording) error {
+	if len(rec.ops) == 0 {
+		return nil
+	}
+	b, err := w.encode(rec)
+	if err != nil {
+		return err
+	}
+	w.lastSize = len(b.buf)
+	return w.send(b)
+}
+
+// fieldType is one field of a set's key or data.
+type fieldType struct {
+	typ  uint32 // nft datatype
+	len  int    // bytes, unpadded
+	host bool   // host byte order (integer); else network order
+}
+
+var (
+	fieldIPv4    = fieldType{typ: 7, len: 4}
+	fieldIPv6    = fieldType{typ: 8, len: 16}
+	fieldProto   = fieldType{typ: 12, len: 1}
+	fieldService = fieldType{typ: 13, len: 2}
+	fieldInteger = fieldType{typ: 4, len: 4, host: true}
+)
+
+const verdictType = 0xffffff00
+
+// setInfo is what encoding needs to know of a set or map the batch
+// declares.
+type setInfo struct {
+	name     string
+	id       uint32
+	key      []fieldType
+	data     []fieldType // nil for a set or a verdict map
+	isMap    bool
+	interval bool
+}
+
+type encoder struct {
+	w    *netlinkWriter
+	b    *nlBatch
+	sets map[string]*setInfo
+	rc   ruleCompiler
+}
+
+// encode turns rec into a batch, or fails with errNotEncodable.
+func (w *netlinkWriter) encode(rec *recording) (*nlBatch, error) {
+	size := 80*rec.NumOperations() + 4096 // about what the proxier's operations take
+	if w.lastSize > 0 {
+		size = w.lastSize + w.lastSize/8
+	}
+	e := &encoder{w: w, b: newNLBatch(w.fam.proto, w.table, size), sets: map[string]*setInfo{}}
+	e.b.describe = func(i int32) string { return describeOp(rec.ops[i]) }
+	e.rc = ruleCompiler{b: e.b, fam: w.fam, sets: func(name string) (*setInfo, bool) { s, ok := e.sets[name]; return s, ok }}
+	ops := rec.ops
+	for i := 0; i < len(ops); {
+		o := ops[i]
+		if isElementOp(o) {
+			// A run of element operations of one verb goes out grouped by
+			// set: element additions (or deletions) of different sets do
+			// not depend on each other, and the kernel then looks each
+			// set up once per message, not once per element.
+			j := i
+			for j < len(ops) && ops[j].verb == o.verb && isElementOp(ops[j]) {
+				j++
+			}
+			if err := e.elements(ops[i:j], int32(i)); err != nil {
+				return nil, err
+			}
+			i = j
+			continue
+		}
+		if err := e.op(o, int32(i)); err != nil {
+			return nil, err
+		}
+		i++
+	}
+	return e.b, nil
+}
+
+func isElementOp(o op) bool {
+	switch o.obj.(type) {
+	case *knftables.Element:
+		return o.verb != opFlush
+	case *slotRange, hairpinAddrs:
+		return true
+	}
+	return false
+}
+
+func (e *encoder) notEncodable(o op, why string) error {
+	return fmt.Errorf("%w: %s: %s", errNotEncodable, describeOp(o), why)
+}
+
+func (e *encoder) checkTable(family knftables.Family, table string) bool {
+	return (family == "" || string(family) == e.w.fam.ip) && (table == "" || table == e.w.table)
+}
+
+// op encodes one operation on a table, chain, rule, set or map.
+func (e *encoder) op(o op, idx int32) error {
+	switch obj := o.obj.(type) {
+	case *knftables.Table:
+		return e.table(o, obj, idx)
+	case *knftables.Chain:
+		return e.chain(o, obj, idx)
+	case *knftables.Rule:
+		return e.rule(o, obj, idx)
+	case *knftables.Set:
+		return e.set(o, idx, obj.Family, obj.Table, obj.Name, setDecl{typ: obj.Type, typeOf: obj.TypeOf, flags: obj.Flags, timeout: obj.Timeout, comment: obj.Comment, other: obj.GCInterval != nil || obj.Size != nil || obj.Policy != nil || obj.Handle != nil || obj.AutoMerge != nil})
+	case *knftables.Map:
+		return e.set(o, idx, obj.Family, obj.Table, obj.Name, setDecl{isMap: true, typ: obj.Type, typeOf: obj.TypeOf, flags: obj.Flags, timeout: obj.Timeout, comment: obj.Comment, other: obj.GCInterval != nil || obj.Size != nil || obj.Policy != nil || obj.Handle != nil})
+	}
+	return e.notEncodable(o, "object type")
+}
+
+func (e *encoder) table(o op, t *knftables.Table, idx int32) error {
+	b := e.b
+	if !e.checkTable(t.Family, t.Name) || t.Handle != nil || len(t.Flags) > 0 {
+		return e.notEncodable(o, "table attributes")
+	}
+	switch o.verb {
+	case opAdd:
+		b.msg(unix.NFT_MSG_NEWTABLE, 0, idx)
+		b.str(unix.NFTA_TABLE_NAME, e.w.table)
+		b.u32(unix.NFTA_TABLE_FLAGS, 0)
+		if t.Comment != nil {
+			ud, ok := udataComment(0, *t.Comment) // NFTNL_UDATA_TABLE_COMMENT
+			if !ok {
+				return e.notEncodable(o, "comment too long")
+			}
+			b.attr(nftaTableUserdata, ud)
+		}
+	case opDelete:
+		b.msg(unix.NFT_MSG_DELTABLE, 0, idx)
+		b.str(unix.NFTA_TABLE_NAME, e.w.table)
+	default:
+		return e.notEncodable(o, "verb")
+	}
+	b.end()
+	return nil
+}
+
+func (e *encoder) chain(o op, c *knftables.Chain, idx int32) error {
+	b := e.b
+	if !e.checkTable(c.Family, c.Table) || c.Handle != nil || c.Policy != nil || c.Device != nil || c.Comment != nil {
+		return e.notEncodable(o, "chain attributes")
+	}
+	switch o.verb {
+	case opAdd:
+		b.msg(unix.NFT_MSG_NEWCHAIN, unix.NLM_F_CREATE, idx)
+		b.str(unix.NFTA_CHAIN_TABLE, e.w.table)
+		b.str(unix.NFTA_CHAIN_NAME, c.Name)
+		if c.Type != nil || c.Hook != nil || c.Priority != nil {
+			if c.Type == nil || c.Hook == nil || c.Priority == nil {
+				return e.notEncodable(o, "incomplete base chain")
+			}
+			hook, ok := hookNumbers[*c.Hook]
+			prio, err := strconv.ParseInt(string(*c.Priority), 10, 32)
+			if !ok || err != nil {
+				return e.notEncodable(o, "hook or priority")
+			}
+			b.str(unix.NFTA_CHAIN_TYPE, string(*c.Type))
+			b.open(unix.NFTA_CHAIN_HOOK)
+			b.u32(unix.NFTA_HOOK_HOOKNUM, hook)
+			b.u32(unix.NFTA_HOOK_PRIORITY, uint32(int32(prio)))
+			b.close()
+		}
+	case opFlush:
+		b.msg(unix.NFT_MSG_DELRULE, 0, idx)
+		b.str(unix.NFTA_RULE_TABLE, e.w.table)
+		b.str(unix.NFTA_RULE_CHAIN, c.Name)
+	case opDelete:
+		b.msg(unix.NFT_MSG_DELCHAIN, 0, idx)
+		b.str(unix.NFTA_CHAIN_TABLE, e.w.table)
+		b.str(unix.NFTA_CHAIN_NAME, c.Name)
+	}
+	b.end()
+	return nil
+}
+
+func (e *encoder) rule(o op, r *knftables.Rule, idx int32) error {
+	b := e.b
+	if o.verb != opAdd || !e.checkTable(r.Family, r.Table) || r.Handle != nil || r.Index != nil || r.Comment != nil {
+		return e.notEncodable(o, "rule attributes")
+	}
+	b.msg(unix.NFT_MSG_NEWRULE, unix.NLM_F_CREATE|unix.NLM_F_APPEND, idx)
+	b.str(unix.NFTA_RULE_TABLE, e.w.table)
+	b.str(unix.NFTA_RULE_CHAIN, r.Chain)
+	if !e.rc.compile(r.Rule) {
+		return e.notEncodable(o, "rule") // the batch is dropped
+	}
+	b.end()
+	return nil
+}
+
+// setDecl is the part of a knftables Set or Map the encoder reads.
+type setDecl struct {
+	isMap   bool
+	typ     string
+	typeOf  string
+	flags   []knftables.SetFlag
+	timeout *time.Duration
+	comment *string
+	other   bool // anything else set
+}
+
+func (e *encoder) set(o op, idx int32, family knftables.Family, table, name string, d setDecl) error {
+	b := e.b
+	if !e.checkTable(family, table) {
+		return e.notEncodable(o, "table")
+	}
+	switch o.verb {
+	case opFlush:
+		b.msg(unix.NFT_MSG_DELSETELEM, 0, idx)
+		b.str(unix.NFTA_SET_ELEM_LIST_TABLE, e.w.table)
+		b.str(unix.NFTA_SET_ELEM_LIST_SET, name)
+		b.end()
+		return nil
+	case opDelete:
+		b.msg(unix.NFT_MSG_DELSET, 0, idx)
+		b.str(unix.NFTA_SET_TABLE, e.w.table)
+		b.str(unix.NFTA_SET_NAME, name)
+		b.end()
+		delete(e.sets, name)
+		return nil
+	}
+	if d.other {
+		return e.notEncodable(o, "set attributes")
+	}
+	info, flags, udata, err := e.w.describeSet(name, d)
+	if err != nil {
+		return e.notEncodable(o, err.Error())
+	}
+	info.id = uint32(len(e.sets) + 1)
+	e.sets[name] = info
+	b.msg(unix.NFT_MSG_NEWSET, unix.NLM_F_CREATE, idx)
+	b.str(unix.NFTA_SET_TABLE, e.w.table)
+	b.str(unix.NFTA_SET_NAME, name)
+	b.u32(unix.NFTA_SET_FLAGS, flags)
+	keyType, keyLen := concatType(info.key)
+	b.u32(unix.NFTA_SET_KEY_TYPE, keyType)
+	b.u32(unix.NFTA_SET_KEY_LEN, keyLen)
+	if info.isMap {
+		if info.data == nil {
+			b.u32(unix.NFTA_SET_DATA_TYPE, verdictType)
+			b.u32(unix.NFTA_SET_DATA_LEN, 0)
+		} else {
+			t, l := concatType(info.data)
+			b.u32(unix.NFTA_SET_DATA_TYPE, t)
+			b.u32(unix.NFTA_SET_DATA_LEN, l)
+		}
+	}
+	b.u32(unix.NFTA_SET_ID, info.id)
+	if d.timeout != nil {
+		b.u64(unix.NFTA_SET_TIMEOUT, uint64(d.timeout.Milliseconds()))
+	}
+	if flags&nftSetConcat != 0 {
+		b.open(unix.NFTA_SET_DESC)
+		b.open(nftaSetDescConcat)
+		for _, f := range info.key {
+			b.open(unix.NFTA_LIST_ELEM)
+			b.u32(nftaSetFieldLen, uint32(f.len))
+			b.close()
+		}
+		b.close()
+		b.close()
+	}
+	b.attr(unix.NFTA_SET_USERDATA, udata)
+	b.end()
+	return nil
+}
+
+// Set userdata as nft 1.0.6 writes it (libnftnl's NFTNL_UDATA_SET_*
+// TLVs), without the comment; `nft list` reads key byte order and
+// typeof expressions from it.
+var (
+	udataAddrKey      = mustHex("000402000000")
+	udataConcatSet    = mustHex("000400000000030800040d0000000100")
+	udataConcatVmap   = mustHex("000400000000010400000000030800040d0000000100060400000000")
+	udataEndpointsMap = func() map[string][]byte {
+		m := map[string][]byte{}
+		for _, ip := range []string{"ip", "ip6"} {
+			fam := "0c00040c00000001040c00000001"
+			if ip == "ip6" {
+				fam = "0c00040d00000001040900000001"
+			}
+			for proto, p := range map[string]string{"tcp": "08", "udp": "06", "sctp": "0a"} {
+				m[ip+" "+proto] = mustHex("000401000000010400000000031a0004170000000112000401000000010401000000020400000000043400040d000000012c001400040700000001" +
+					fam + "14000407000000010c0004" + p + "000000010402000000060400000000")
+			}
+		}
+		return m
+	}()
+)
+
+func mustHex(s string) []byte {
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// udataComment returns the comment TLV of type typ.
+func udataComment(typ byte, c string) ([]byte, bool) {
+	if len(c)+1 > 255 {
+		return nil, false
+	}
+	out := append([]byte{typ, byte(len(c) + 1)}, c...)
+	return append(out, 0), true
+}
+
+// describeSet works out the kernel attributes of a declaration the
+// proxier makes: the set types of static.go, affinity sets and the
+// endpoint maps.
+func (w *netlinkWriter) describeSet(name string, d setDecl) (*setInfo, uint32, []byte, error) {
+	info := &setInfo{name: name, isMap: d.isMap}
+	var flags uint32
+	if d.isMap {
+		flags |= unix.NFT_SET_MAP
+	}
+	for _, f := range d.flags {
+		switch f {
+		case knftables.IntervalFlag:
+			flags |= unix.NFT_SET_INTERVAL
+			info.interval = true
+		case knftables.TimeoutFlag:
+			flags |= unix.NFT_SET_TIMEOUT
+		case knftables.DynamicFlag:
+			flags |= unix.NFT_SET_EVAL
+		default:
+			return nil, 0, nil, fmt.Errorf("flag %s", f)
+		}
+	}
+	var udata []byte
+	switch {
+	case d.typeOf != "":
+		// "numgen random mod 1 : ip daddr . tcp dport", the endpoint maps.
+		k, v, _ := strings.Cut(d.typeOf, " : ")
+		f := strings.Fields(v)
+		if !d.isMap || k != "numgen random mod 1" || len(f) != 5 || f[0] != w.fam.ip || f[1] != "daddr" || f[2] != "." || f[4] != "dport" || flags != unix.NFT_SET_MAP {
+			return nil, 0, nil, fmt.Errorf("typeof %q", d.typeOf)
+		}
+		ud, ok := udataEndpointsMap[w.fam.ip+" "+f[3]]
+		if !ok {
+			return nil, 0, nil, fmt.Errorf("typeof %q", d.typeOf)
+		}
+		info.key = []fieldType{fieldInteger}
+		info.data = []fieldType{w.addrField(), fieldService}
+		udata = append([]byte(nil), ud...)
+	default:
+		k, v, hasData := strings.Cut(d.typ, " : ")
+		if hasData != d.isMap || (hasData && v != "verdict") {
+			return nil, 0, nil, fmt.Errorf("type %q", d.typ)
+		}
+		for _, t := range strings.Split(k, " . ") {
+			f, ok := map[string]fieldType{"ipv4_addr": fieldIPv4, "ipv6_addr": fieldIPv6, "inet_proto": fieldProto, "inet_service": fieldService}[t]
+			if !ok {
+				return nil, 0, nil, fmt.Errorf("type %q", d.typ)
+			}
+			info.key = append(info.key, f)
+		}
+		concat := len(info.key) > 1
+		switch {
+		case d.isMap && concat && flags == unix.NFT_SET_MAP:
+			udata = append(udata, udataConcatVmap...)
+		case !d.isMap && concat && (flags == 0 || flags == unix.NFT_SET_INTERVAL):
+			udata = append(udata, udataConcatSet...)
+			if info.interval {
+				flags |= nftSetConcat
+			}
+		case !d.isMap && !concat && (info.key[0] == fieldIPv4 || info.key[0] == fieldIPv6) && flags&unix.NFT_SET_INTERVAL == 0:
+			udata = append(udata, udataAddrKey...)
+		default:
+			return nil, 0, nil, fmt.Errorf("type %q with flags %v", d.typ, d.flags)
+		}
+	}
+	if d.comment != nil {
+		c, ok := udataComment(7, *d.comment) // NFTNL_UDATA_SET_COMMENT
+		if !ok {
+			return nil, 0, nil, errors.New("comment too long")
+		}
+		udata = append(udata, c...)
+	}
+	return info, flags, udata, nil
+}
+
+func (w *netlinkWriter) addrField() fieldType {
+	if w.fam.addrLen == 16 {
+		return fieldIPv6
+	}
+	return fieldIPv4
+}
+
+// concatType is nft's type id and length of a key or data made of fs.
+func concatType(fs []fieldType) (typ, length uint32) {
+	for _, f := range fs {
+		typ = typ<<6 | f.typ
+		length += uint32((f.len + 3) &^ 3)
+	}
+	if len(fs) == 1 {
+		length = uint32(fs[0].len)
+	}
+	return typ, length
+}
+
+var hookNumbers = map[knftables.BaseChainHook]uint32{
+	knftables.PreroutingHook:  unix.NF_INET_PRE_ROUTING,
+	knftables.InputHook:       unix.NF_INET_LOCAL_IN,
+	knftables.ForwardHook:     unix.NF_INET_FORWARD,
+	knftables.OutputHook:      unix.NF_INET_LOCAL_OUT,
+	knftables.PostroutingHook: unix.NF_INET_POST_ROUTING,
+}
+
+// maxElementsBytes keeps a message's element list under netlink's
+// 64 KiB attribute limit.
+const maxElementsBytes = 60000
+
+// elemRef is one element of a run: ops[op], element i of it when the op
+// is a bulk one.
+type elemRef struct{ op, i int32 }
+
+// elements writes a run of element operations of one verb, grouped by
+// set, a message per set (more for big ones).
+func (e *encoder) elements(run []op, first int32) error {
+	var order []string
+	bySet := map[string][]elemRef{}
+	add := func(name string, ref elemRef) error {
+		if _, ok := e.sets[name]; !ok {
+			return e.notEncodable(run[ref.op], "set not declared in this transaction")
+		}
+		refs, ok := bySet[name]
+		if !ok {
+			order = append(order, name)
+		}
+		bySet[name] = append(refs, ref)
+		return nil
+	}
+	for i, o := range run {
+		var err error
+		switch obj := o.obj.(type) {
+		case *knftables.Element:
+			name := obj.Set
+			if obj.Map != "" {
+				name = obj.Map
+			}
+			if !e.checkTable(obj.Family, obj.Table) || (obj.Set != "" && obj.Map != "") || obj.Comment != nil {
+				return e.notEncodable(o, "element attributes")
+			}
+			err = add(name, elemRef{int32(i), -1})
+		case *slotRange:
+			for j := range obj.eps {
+				if err = add(obj.mapName(), elemRef{int32(i), int32(j)}); err != nil {
+					break
+				}
+			}
+		case hairpinAddrs:
+			for j := range obj {
+				if err = add(hairpinSet, elemRef{int32(i), int32(j)}); err != nil {
+					break
+				}
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	typ, flags := uint16(unix.NFT_MSG_NEWSETELEM), uint16(unix.NLM_F_CREATE)
+	if run[0].verb == opDelete {
+		typ, flags = unix.NFT_MSG_DELSETELEM, 0
+	}
+	b := e.b
+	el := elemEncoding{fam: e.w.fam}
+	for _, name := range order {
+		info := e.sets[name]
+		open := false
+		for _, ref := range bySet[name] {
+			o := run[ref.op]
+			if !el.encode(info, o, int(ref.i), run[0].verb == opAdd) {
+				return e.notEncodable(o, "element key or value")
+			}
+			if open && len(b.buf)-b.nest[len(b.nest)-1] > maxElementsBytes {
+				b.close()
+				b.end()
+				open = false
+			}
+			if !open {
+				b.msg(typ, flags, first+ref.op)
+				b.str(unix.NFTA_SET_ELEM_LIST_TABLE, e.w.table)
+				b.str(unix.NFTA_SET_ELEM_LIST_SET, name)
+				b.u32(unix.NFTA_SET_ELEM_LIST_SET_ID, info.id)
+				b.open(unix.NFTA_SET_ELEM_LIST_ELEMENTS)
+				open = true
+			}
+			b.open(unix.NFTA_LIST_ELEM)
+			b.dataValue(unix.NFTA_SET_ELEM_KEY, el.key)
+			if el.keyEnd != nil {
+				b.dataValue(nftaSetElemKeyEnd, el.keyEnd)
+			}
+			switch {
+			case el.hasVerdict:
+				b.verdict(unix.NFTA_SET_ELEM_DATA, el.verdict)
+			case el.data != nil:
+				b.dataValue(unix.NFTA_SET_ELEM_DATA, el.data)
+			}
+			b.close()
+		}
+		if open {
+			b.close()
+			b.end()
+		}
+	}
+	return nil
+}
+
+// elemEncoding is one element's encoding, its buffers reused from one
+// element to the next.
+type elemEncoding struct {
+	fam         nfFamily
+	key, keyEnd []byte
+	keyEndBuf   []byte
+	data        []byte
+	verdict     verdict
+	hasVerdict  bool
+	parts       []string
+}
+
+// encode encodes element i of o (a knftables element when i is -1) of
+// the set info; withData says whether a map element carries its value.
+func (el *elemEncoding) encode(info *setInfo, o op, i int, withData bool) bool {
+	el.key, el.keyEnd, el.data, el.hasVerdict = el.key[:0], nil, nil, false
+	switch obj := o.obj.(type) {
+	case *slotRange:
+		// Key: the slot number (host order); value: address . port.
+		if !info.isMap || len(info.key) != 1 || info.key[0] != fieldInteger || len(info.data) != 2 || info.data[0].len != el.fam.addrLen || info.data[1] != fieldService {
+			return false
+		}
+		ap := obj.eps[i]
+		if ap.Addr().BitLen() != 8*el.fam.addrLen {
+			return false
+		}
+		el.key = binary.NativeEndian.AppendUint32(el.key, slotOffset(obj.id)+uint32(i))
+		if withData {
+			el.data = appendAddr(el.data[:0], ap.Addr())
+			el.data = pad32(binary.BigEndian.AppendUint16(el.data, ap.Port()), 2)
+		}
+		return true
+	case hairpinAddrs:
+		a := obj[i]
+		if info.isMap || info.interval || len(info.key) != 2 || info.key[0].len != el.fam.addrLen || info.key[1] != info.key[0] || a.BitLen() != 8*el.fam.addrLen {
+			return false
+		}
+		el.key = appendAddr(appendAddr(el.key, a), a)
+		return true
+	case *knftables.Element:
+		var ok bool
+		var keyEnd []byte
+		el.key, keyEnd, el.parts, ok = encodeKey(info, obj.Key, el.key, el.keyEndBuf[:0], el.parts)
+		if !ok {
+			return false
+		}
+		if keyEnd != nil {
+			el.keyEnd, el.keyEndBuf = keyEnd, keyEnd
+		}
+		if !info.isMap || !withData {
+			return true
+		}
+		if info.data == nil {
+			el.verdict, ok = parseVerdict(strings.Fields(strings.Join(obj.Value, " ")))
+			el.hasVerdict = ok
+			return ok
+		}
+		el.parts = splitFields(obj.Value, el.parts[:0])
+		el.data, ok = encodeFields(info.data, el.parts, el.data[:0])
+		return ok
+	}
+	return false
+}
+
+// encodeKey encodes an element key; for an interval set also the end of
+// its range (a prefix in the last field). parts is scratch space.
+func encodeKey(info *setInfo, words []string, key, keyEnd []byte, parts []string) ([]byte, []byte, []string, bool) {
+	parts = splitFields(words, parts[:0])
+	if len(parts) != len(info.key) {
+		return nil, nil, parts, false
+	}
+	if !info.interval {
+		k, ok := encodeFields(info.key, parts, key)
+		return k, nil, parts, ok
+	}
+	if len(info.key) < 2 {
+		return nil, nil, parts, false // non-concatenated intervals: not used
+	}
+	for i, f := range info.key {
+		var ok bool
+		if key, keyEnd, ok = appendFieldRange(f, parts[i], key, keyEnd); !ok {
+			return nil, nil, parts, false
+		}
+	}
+	return key, keyEnd, parts, true
+}
+
+// splitFields appends to parts the values of words, which knftables
+// gives either one per field or joined by " . ".
+func splitFields(words []string, parts []string) []string {
+	for _, w := range words {
+		for {
+			p, rest, found := strings.Cut(w, " . ")
+			parts = append(parts, strings.TrimSpace(p))
+			if !found {
+				break
+			}
+			w = rest
+		}
+	}
+	return parts
+}
+
+// encodeFields appends a concatenation of values, each padded to 32 bits.
+func encodeFields(fs []fieldType, parts []string, out []byte) ([]byte, bool) {
+	if len(parts) != len(fs) {
+		return nil, false
+	}
+	for i, f := range fs {
+		var ok bool
+		if out, ok = appendFieldValue(out, f, parts[i]); !ok {
+			return nil, false
+		}
+		if len(fs) > 1 {
+			out = pad32(out, f.len)
+		}
+	}
+	return out, true
+}
+
+// pad32 pads the value of n bytes just appended to out to 32 bits.
+func pad32(out []byte, n int) []byte {
+	for ; n%4 != 0; n++ {
+		out = append(out, 0)
+	}
+	return out
+}
+
+func appendFieldValue(out []byte, f fieldType, s string) ([]byte, bool) {
+	switch f {
+	case fieldIPv4, fieldIPv6:
+		a, err := netip.ParseAddr(s)
+		if err != nil || a.BitLen() != 8*f.len || a.Zone() != "" {
+			return nil, false
+		}
+		return appendAddr(out, a), true
+	case fieldProto:
+		p, ok := protoNumber(s)
+		return append(out, p), ok
+	case fieldService:
+		p, err := strconv.ParseUint(s, 10, 16)
+		return binary.BigEndian.AppendUint16(out, uint16(p)), err == nil
+	case fieldInteger:
+		v, err := strconv.ParseUint(s, 10, 32)
+		return binary.NativeEndian.AppendUint32(out, uint32(v)), err == nil
+	}
+	return nil, false
+}
+
+func appendAddr(out []byte, a netip.Addr) []byte {
+	if a.Is4() {
+		b := a.As4()
+		return append(out, b[:]...)
+	}
+	b := a.As16()
+	return append(out, b[:]...)
+}
+
+// appendFieldRange appends the first and last value of a field of an
+// interval key, padded: an address prefix, or a single value.
+func appendFieldRange(f fieldType, s string, start, end []byte) ([]byte, []byte, bool) {
+	if (f == fieldIPv4 || f == fieldIPv6) && strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		if err != nil || p.Addr().BitLen() != 8*f.len || p != p.Masked() {
+			return nil, nil, false
+		}
+		n := len(end)
+		start = appendAddr(start, p.Addr())
+		end = appendAddr(end, p.Addr())
+		for i := p.Bits(); i < 8*f.len; i++ {
+			end[n+i/8] |= 0x80 >> (i % 8)
+		}
+		return pad32(start, f.len), pad32(end, f.len), true
+	}
+	var ok bool
+	n := len(start)
+	if start, ok = appendFieldValue(start, f, s); !ok {
+		return nil, nil, false
+	}
+	end = append(end, start[n:]...)
+	return pad32(start, f.len), pad32(end, f.len), true
+}
+
+func describeOp(o op) string {
+	verb := [...]string{"add", "flush", "delete"}[o.verb]
+	switch obj := o.obj.(type) {
+	case *slotRange:
+		return fmt.Sprintf("%s elements of map %s (chain %s's %d endpoints)", verb, obj.mapName(), obj.chain, len(obj.eps))
+	case hairpinAddrs:
+		return fmt.Sprintf("%s %d elements of set %s", verb, len(obj), hairpinSet)
+	case *knftables.Table:
+		return verb + " table"
+	case *knftables.Chain:
+		return verb + " chain " + obj.Name
+	case *knftables.Rule:
+		return verb + " rule " + obj.Chain + " " + obj.Rule
+	case *knftables.Set:
+		return verb + " set " + obj.Name
+	case *knftables.Map:
+		return verb + " map " + obj.Name
+	case *knftables.Element:
+		name := obj.Set + obj.Map
+		s := verb + " element " + name + " { " + strings.Join(obj.Key, " . ")
+		if len(obj.Value) > 0 {
+			s += " : " + strings.Join(obj.Value, " ")
+		}
+		return s + " }"
+	}
+	return fmt.Sprintf("%s %T", verb, o.obj)
+}
