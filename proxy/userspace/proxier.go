@@ -107,6 +107,12 @@ type Proxier struct {
 	wg      sync.WaitGroup
 	workers *workers
 
+	// rawSockets: the sockets are not injected, so TCP may go through
+	// the event loops (Linux), started on the first TCP frontend.
+	rawSockets bool
+	loopOnce   sync.Once
+	loops      []*evLoop
+
 	mu        sync.Mutex
 	frontends map[frontendKey]*frontend
 	ports     map[portKey]*servicePort
@@ -115,12 +121,13 @@ type Proxier struct {
 
 // New returns a userspace Proxier.
 func New(cfg Config) *Proxier {
+	raw := cfg.Listen == nil && cfg.Dial == nil
 	cfg.defaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Proxier{
 		cfg: cfg, metrics: newMetrics(cfg.Registerer), ctx: ctx, cancel: cancel,
 		frontends: map[frontendKey]*frontend{}, ports: map[portKey]*servicePort{},
-		announced: map[types.NamespacedName]string{},
+		announced: map[types.NamespacedName]string{}, rawSockets: raw,
 	}
 	p.workers = newWorkers(ctx, &p.wg)
 	return p
@@ -149,6 +156,9 @@ type route struct {
 	// with loadBalancerSourceRanges).
 	ranges   []netip.Prefix
 	affinity time.Duration
+	// byFrontend: the scheduler hashes the address the client connected
+	// to (dh), which a NodePort on all addresses learns per connection.
+	byFrontend bool
 }
 
 // Sync makes the sockets and routes match req's snapshot. Userspace syncs
@@ -226,7 +236,8 @@ func (p *Proxier) plan(snap *snapshot.Snapshot) (map[frontendKey]*route, []netip
 				keep = append(keep, internal...)
 				keep = append(keep, external...)
 				mk := func(bs []*backend, ranges []netip.Prefix) *route {
-					return &route{sp: sp, backends: bs, sched: sp.scheduler(sched, bs), ranges: ranges, affinity: svc.AffinityTimeout}
+					return &route{sp: sp, backends: bs, sched: sp.scheduler(sched, bs), ranges: ranges, affinity: svc.AffinityTimeout,
+						byFrontend: sched == SchedulerDestinationHash}
 				}
 				add := func(a netip.Addr, pt uint16, r *route) {
 					if len(r.backends) == 0 {
