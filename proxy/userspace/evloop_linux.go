@@ -346,6 +346,16 @@ func (l *evLoop) handle(ev *unix.EpollEvent) {
 	}
 }
 
+// listenControl sets TCP_NODELAY on a listening socket before it listens:
+// accepted sockets inherit it, which saves the loop a system call per
+// connection.
+func listenControl(network, address string, c syscall.RawConn) error {
+	if network != "tcp4" && network != "tcp6" && network != "tcp" {
+		return nil
+	}
+	return c.Control(func(fd uintptr) { rawSetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NODELAY, 1) })
+}
+
 // addListener starts accepting f's connections.
 func (l *evLoop) addListener(f *frontend, exclusive bool) {
 	l.post(func() {
@@ -437,7 +447,6 @@ func (l *evLoop) serve(f *frontend, fd int, client netip.AddrPort) {
 	if r.byFrontend && f.key.addr.Addr().IsUnspecified() {
 		c.conn.Frontend = rawGetsockname(fd)
 	}
-	rawSetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 	c.tok[0] = l.slot()
 	l.slots[c.tok[0]].c = c
 	if err := l.add(fd, c.tok[0], unix.EPOLLIN|unix.EPOLLOUT|unix.EPOLLRDHUP); err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sys/unix"
 )
 
 // hangingEndpoint returns a loopback address whose connects neither
@@ -86,4 +87,47 @@ func failures(t *testing.T, reg *prometheus.Registry, endpoint string) float64 {
 		}
 	}
 	return 0
+}
+
+// TestTCPNoDelay: both sockets of a proxied connection have Nagle off, or
+// the second write of an answer waits for the peer's delayed ACK. The
+// client's socket gets it from the listener.
+func TestTCPNoDelay(t *testing.T) {
+	up, accepted := holdServer(t)
+	np := freePort(t)
+	p := startProxier(t, Config{}, nodePortSnapshot(np, up))
+	c, err := net.Dial("tcp4", fmt.Sprintf("127.0.0.1:%d", np))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	<-accepted
+	// Each loop reports the options of the connections it serves.
+	loops := p.tcpLoops()
+	found := make(chan [][2]int, len(loops))
+	for _, l := range loops {
+		l.post(func() {
+			var got [][2]int
+			for conn := range l.conns {
+				var opts [2]int
+				for i, fd := range conn.fd {
+					opts[i], _ = unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY)
+				}
+				got = append(got, opts)
+			}
+			found <- got
+		})
+	}
+	var got [][2]int
+	for range loops {
+		select {
+		case g := <-found:
+			got = append(got, g...)
+		case <-time.After(5 * time.Second):
+			t.Fatal("an event loop did not run the check")
+		}
+	}
+	if len(got) != 1 || got[0] != [2]int{1, 1} {
+		t.Errorf("TCP_NODELAY of the client and endpoint sockets: got %v, want [[1 1]]", got)
+	}
 }

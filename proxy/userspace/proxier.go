@@ -78,7 +78,7 @@ func (c *Config) defaults() {
 	// turning them on costs four setsockopt(2) calls per socket, eight
 	// per proxied connection, and the peers run their own.
 	if c.Listen == nil {
-		lc := &net.ListenConfig{KeepAlive: -1}
+		lc := &net.ListenConfig{KeepAlive: -1, Control: listenControl}
 		c.Listen = func(network, addr string) (net.Listener, error) {
 			return lc.Listen(context.Background(), network, addr)
 		}
