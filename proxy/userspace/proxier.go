@@ -2,8 +2,11 @@
 // With root it puts every Service's cluster IPs, externalIPs and load
 // balancer VIPs on the portal-vip link and listens on them; NodePorts
 // listen on the --nodeport-addresses (all addresses by default). Without
-// root (or off Linux) it serves NodePorts only. TCP connections are
-// spliced between the two sockets (io.Copy between *net.TCPConn), UDP is
+// root (or off Linux) it serves NodePorts only. On Linux, TCP connections
+// run in event loops on raw non-blocking sockets (one per GOMAXPROCS,
+// evloop_linux.go): small messages are copied through one buffer, bulk
+// streams spliced through pipes. Elsewhere, or with injected sockets, each
+// connection has goroutines copying between two *net.TCPConn. UDP is
 // proxied per client flow. A scheduler (rr, random, lc, sh, dh, sed, nq,
 // maglev) picks the endpoint; a failed connect tries the next one; an
 // endpoint that leaves drains.
