@@ -370,7 +370,13 @@ func (l *evLoop) addListener(f *frontend, exclusive bool) {
 			events |= unix.EPOLLEXCLUSIVE
 		}
 		var aerr error
-		if err := rc.Control(func(fd uintptr) { aerr = l.add(int(fd), ln.idx, events) }); err != nil || aerr != nil {
+		if err := rc.Control(func(fd uintptr) {
+			aerr = l.add(int(fd), ln.idx, events)
+			if errors.Is(aerr, unix.EINVAL) && exclusive {
+				// Before Linux 4.5: every loop wakes, one accepts.
+				aerr = l.add(int(fd), ln.idx, unix.EPOLLIN)
+			}
+		}); err != nil || aerr != nil {
 			klog.ErrorS(errors.Join(err, aerr), "Cannot watch listener", "frontend", f.key.addr)
 			l.release(ln.idx)
 			return
