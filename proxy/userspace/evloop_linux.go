@@ -518,7 +518,7 @@ func (l *evLoop) connect(c *evConn, b *backend) error {
 		return aerr
 	}
 	c.fd[1], c.b = fd, b
-	c.rd[1], c.wr[1] = false, false
+	c.rd[1], c.wr[1], c.hup[1] = false, false, false
 	if err == nil {
 		l.open(c)
 		return nil
