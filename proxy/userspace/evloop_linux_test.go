@@ -1,6 +1,7 @@
 package userspace
 
 import (
+	"bytes"
 	"fmt"
 	"net"
 	"net/netip"
@@ -129,5 +130,74 @@ func TestTCPNoDelay(t *testing.T) {
 	}
 	if len(got) != 1 || got[0] != [2]int{1, 1} {
 		t.Errorf("TCP_NODELAY of the client and endpoint sockets: got %v, want [[1 1]]", got)
+	}
+}
+
+// TestPumpKeepsWhatItCannotWrite drives one direction of a connection by
+// hand: small messages come in while the destination is full, so a write
+// goes through only in part and the rest must wait in the connection's
+// pending buffer, to be written, in order, once the destination drains.
+func TestPumpKeepsWhatItCannotWrite(t *testing.T) {
+	p := New(Config{})
+	defer p.Close()
+	l, err := newEvLoop(p) // not run: the test is its goroutine
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.close()
+	pair := func() [2]int {
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { unix.Close(fds[0]); unix.Close(fds[1]) })
+		unix.SetNonblock(fds[0], true)
+		unix.SetNonblock(fds[1], true)
+		return fds
+	}
+	client, endpoint := pair(), pair() // [0]: the loop's side, [1]: the peer's
+	unix.SetsockoptInt(endpoint[0], unix.SOL_SOCKET, unix.SO_SNDBUF, 4096)
+	c := &evConn{l: l, fd: [2]int{client[0], endpoint[0]}, state: connOpen, wr: [2]bool{true, true}}
+
+	const msgs, size = 200, 1000
+	var sent, got []byte
+	drain := func() {
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := unix.Read(endpoint[1], buf)
+			if n <= 0 || err != nil {
+				return
+			}
+			got = append(got, buf[:n]...)
+		}
+	}
+	pended := false
+	for i := range msgs {
+		msg := make([]byte, size)
+		for j := range msg {
+			msg[j] = byte(i + j)
+		}
+		if _, err := unix.Write(client[1], msg); err != nil {
+			t.Fatal(err)
+		}
+		sent = append(sent, msg...)
+		c.rd[0] = true // the event of the new message
+		l.pump(c, 0)
+		if c.dir[0].bulk {
+			t.Fatal("a 1000-byte message switched the stream to bulk")
+		}
+		if c.dir[0].pend != nil {
+			pended = true
+			drain() // the endpoint reads; its socket is writable again
+			c.wr[1] = true
+			l.pump(c, 0)
+		}
+	}
+	drain()
+	if !pended {
+		t.Fatal("no write was cut short: the test did not reach the pending buffer")
+	}
+	if c.dir[0].pend != nil || !bytes.Equal(got, sent) {
+		t.Errorf("endpoint got %d bytes (equal: %v), want the %d sent, none pending", len(got), bytes.Equal(got, sent), len(sent))
 	}
 }
