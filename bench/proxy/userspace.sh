@@ -125,3 +125,10 @@ with_proxy portal-userspace $node_port -- "${portal[@]}"
 lat direct-b 8080
 echo "# summary"
 cat "$results" | grep ^RESULT
+# The proxy's CPU per request (keepalive) or per connection (close): its
+# process CPU over the run divided by the requests, less disturbed by a
+# busy box than the rates themselves.
+echo "# proxy CPU per request / connection"
+awk '/^RESULT l4 / && /rps=/ {
+  rps=$5; sub("rps=","",rps); pct=""; for (i=1;i<=NF;i++) if ($i ~ /^proxy_cpu_pct=/) { pct=$i; sub("proxy_cpu_pct=","",pct) }
+  if (pct != "" && pct != "n/a" && rps > 0) printf "CPU %s %s us_per_req=%.1f\n", $3, $4, 1e4*pct/rps }' "$results"

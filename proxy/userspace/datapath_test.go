@@ -263,3 +263,106 @@ func TestTCPSmallAndBulk(t *testing.T) {
 		})
 	}
 }
+
+// TestTCPConcurrentEcho runs many connections at once, each sending a
+// stream of its own in writes of varied sizes while reading the echo
+// (half of them late), so the copies block on full sockets both ways
+// (pending bytes, bulk switch mid-stream) and the connections spread over
+// the event loops.
+func TestTCPConcurrentEcho(t *testing.T) {
+	np := freePort(t)
+	startProxier(t, Config{}, nodePortSnapshot(np, echoServer(t)))
+	const conns = 16
+	errs := make(chan error, conns)
+	for k := range conns {
+		go func() {
+			size := (k%6 + 1) * 200_000
+			if k%2 == 1 {
+				size = 4 << 20 // more than the proxy's socket buffers hold
+			}
+			errs <- echoStream(fmt.Sprintf("127.0.0.1:%d", np), k, size)
+		}()
+	}
+	for range conns {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// echoStream sends size bytes (a pattern of its own, in writes of 1 B to
+// 64 KiB) through addr to an echo server and checks what comes back.
+func echoStream(addr string, k, size int) error {
+	c, err := net.DialTimeout("tcp4", addr, 2*time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	want := make([]byte, size)
+	for i := range want {
+		want[i] = byte(i*31 + k)
+	}
+	go func() {
+		for off, n := 0, 1; off < size; n = n*7%65536 + 1 {
+			end := min(off+n, size)
+			if _, err := c.Write(want[off:end]); err != nil {
+				return
+			}
+			off = end
+		}
+		c.(*net.TCPConn).CloseWrite()
+	}()
+	if k%2 == 1 {
+		// A late reader with a small buffer: the sockets fill up on the
+		// way back, and the proxy must hold what it read until they
+		// drain.
+		c.(*net.TCPConn).SetReadBuffer(32 << 10)
+		time.Sleep(100 * time.Millisecond)
+	}
+	got, err := io.ReadAll(c)
+	if err != nil {
+		return fmt.Errorf("connection %d: read: %w", k, err)
+	}
+	if !bytes.Equal(got, want) {
+		return fmt.Errorf("connection %d: got %d bytes back (equal: false), want the %d sent", k, len(got), len(want))
+	}
+	return nil
+}
+
+// TestTCPSlowReaderSmallMessages: an endpoint sends small messages to a
+// client that does not read for a while, so the proxy's writes to the
+// client block while reads of every size (small ones, then full ones that
+// switch the stream to splice) keep coming; every byte must arrive in
+// order.
+func TestTCPSlowReaderSmallMessages(t *testing.T) {
+	const msgs, size = 3000, 1000
+	want := make([]byte, msgs*size)
+	for i := range want {
+		want[i] = byte(i * 13 / 7)
+	}
+	ep := tcpServer(t, func(c *net.TCPConn) {
+		for i := range msgs {
+			if _, err := c.Write(want[i*size : (i+1)*size]); err != nil {
+				return
+			}
+		}
+	})
+	np := freePort(t)
+	startProxier(t, Config{}, nodePortSnapshot(np, ep))
+	c, err := net.DialTimeout("tcp4", fmt.Sprintf("127.0.0.1:%d", np), 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.(*net.TCPConn).SetReadBuffer(32 << 10)
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	time.Sleep(100 * time.Millisecond)
+	got, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("got %d bytes (equal: false), want the %d sent", len(got), len(want))
+	}
+}

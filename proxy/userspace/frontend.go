@@ -20,6 +20,7 @@ type frontend struct {
 	route atomic.Pointer[route]
 	ln    net.Listener
 	pc    *net.UDPConn
+	loops []*evLoop // that accept from ln; none: serveTCP does
 
 	mu    sync.Mutex
 	flows map[netip.AddrPort]*flow
@@ -54,8 +55,16 @@ func (p *Proxier) open(k frontendKey, r *route) (*frontend, error) {
 		return nil, err
 	}
 	f.ln = ln
-	p.wg.Add(1)
-	go f.serveTCP()
+	if _, ok := ln.(*net.TCPListener); ok {
+		f.loops = p.tcpLoops()
+	}
+	for _, l := range f.loops {
+		l.addListener(f, len(f.loops) > 1)
+	}
+	if f.loops == nil {
+		p.wg.Add(1)
+		go f.serveTCP()
+	}
 	return f, nil
 }
 
@@ -64,6 +73,9 @@ func (p *Proxier) open(k frontendKey, r *route) (*frontend, error) {
 func (f *frontend) close() {
 	if f.ln != nil {
 		f.ln.Close()
+		for _, l := range f.loops {
+			l.removeListener(f)
+		}
 	}
 	if f.pc != nil {
 		f.pc.Close()

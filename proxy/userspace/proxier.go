@@ -2,8 +2,11 @@
 // With root it puts every Service's cluster IPs, externalIPs and load
 // balancer VIPs on the portal-vip link and listens on them; NodePorts
 // listen on the --nodeport-addresses (all addresses by default). Without
-// root (or off Linux) it serves NodePorts only. TCP connections are
-// spliced between the two sockets (io.Copy between *net.TCPConn), UDP is
+// root (or off Linux) it serves NodePorts only. On Linux, TCP connections
+// run in event loops on raw non-blocking sockets (one per GOMAXPROCS,
+// evloop_linux.go): small messages are copied through one buffer, bulk
+// streams spliced through pipes. Elsewhere, or with injected sockets, each
+// connection has goroutines copying between two *net.TCPConn. UDP is
 // proxied per client flow. A scheduler (rr, random, lc, sh, dh, sed, nq,
 // maglev) picks the endpoint; a failed connect tries the next one; an
 // endpoint that leaves drains.
@@ -78,7 +81,7 @@ func (c *Config) defaults() {
 	// turning them on costs four setsockopt(2) calls per socket, eight
 	// per proxied connection, and the peers run their own.
 	if c.Listen == nil {
-		lc := &net.ListenConfig{KeepAlive: -1}
+		lc := &net.ListenConfig{KeepAlive: -1, Control: listenControl}
 		c.Listen = func(network, addr string) (net.Listener, error) {
 			return lc.Listen(context.Background(), network, addr)
 		}
@@ -107,6 +110,12 @@ type Proxier struct {
 	wg      sync.WaitGroup
 	workers *workers
 
+	// rawSockets: the sockets are not injected, so TCP may go through
+	// the event loops (Linux), started on the first TCP frontend.
+	rawSockets bool
+	loopOnce   sync.Once
+	loops      []*evLoop
+
 	mu        sync.Mutex
 	frontends map[frontendKey]*frontend
 	ports     map[portKey]*servicePort
@@ -115,12 +124,13 @@ type Proxier struct {
 
 // New returns a userspace Proxier.
 func New(cfg Config) *Proxier {
+	raw := cfg.Listen == nil && cfg.Dial == nil
 	cfg.defaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Proxier{
 		cfg: cfg, metrics: newMetrics(cfg.Registerer), ctx: ctx, cancel: cancel,
 		frontends: map[frontendKey]*frontend{}, ports: map[portKey]*servicePort{},
-		announced: map[types.NamespacedName]string{},
+		announced: map[types.NamespacedName]string{}, rawSockets: raw,
 	}
 	p.workers = newWorkers(ctx, &p.wg)
 	return p
@@ -149,6 +159,9 @@ type route struct {
 	// with loadBalancerSourceRanges).
 	ranges   []netip.Prefix
 	affinity time.Duration
+	// byFrontend: the scheduler hashes the address the client connected
+	// to (dh), which a NodePort on all addresses learns per connection.
+	byFrontend bool
 }
 
 // Sync makes the sockets and routes match req's snapshot. Userspace syncs
@@ -226,7 +239,8 @@ func (p *Proxier) plan(snap *snapshot.Snapshot) (map[frontendKey]*route, []netip
 				keep = append(keep, internal...)
 				keep = append(keep, external...)
 				mk := func(bs []*backend, ranges []netip.Prefix) *route {
-					return &route{sp: sp, backends: bs, sched: sp.scheduler(sched, bs), ranges: ranges, affinity: svc.AffinityTimeout}
+					return &route{sp: sp, backends: bs, sched: sp.scheduler(sched, bs), ranges: ranges, affinity: svc.AffinityTimeout,
+						byFrontend: sched == SchedulerDestinationHash}
 				}
 				add := func(a netip.Addr, pt uint16, r *route) {
 					if len(r.backends) == 0 {

@@ -1,0 +1,841 @@
+//go:build linux
+
+package userspace
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"os"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"k8s.io/klog/v2"
+)
+
+// The TCP data path on Linux is an event loop on raw non-blocking sockets,
+// as HAProxy's: accept, connect and the copies of a connection run from one
+// epoll set, without a goroutine, a Go netpoller registration or a net.Conn
+// per connection. With Go's net package each proxied connection woke three
+// goroutines several times, and the scheduler, the netpoller, timers and
+// the collector took a quarter of the proxy's CPU (perf, Connection: close
+// load); the loop spends its CPU in the system calls, which are the same
+// as HAProxy's.
+//
+// The loop's epoll descriptor is itself waited on through Go's netpoller
+// (an epoll set is pollable), so the loop goroutine parks like any other
+// and needs no thread of its own. Every socket is registered once, edge
+// triggered, for reading and writing; the loop remembers which sides are
+// readable and writable and clears that when a call returns EAGAIN, so no
+// epoll_ctl is needed after a socket is added.
+
+const (
+	evBatch   = 256     // events taken per epoll_wait
+	maxSplice = 1 << 20 // bytes per splice(2), as Go's own splice
+	maxPipes  = 16      // idle pipes kept for the next bulk transfer
+	wakeIdx   = 0       // the slot of the loop's eventfd
+)
+
+// evLoop is one event loop. Only its own goroutine touches its sockets and
+// state; other goroutines hand it work through post.
+type evLoop struct {
+	p      *Proxier
+	epfd   int
+	file   *os.File // epfd, for Go's netpoller
+	wakefd int      // eventfd that wakes the loop for posted work
+	events []unix.EpollEvent
+	slots  []evSlot // by token index; 0 is the eventfd
+	free   []uint32
+	buf    []byte // the read buffer of small messages, shared by all connections
+	pipes  []evPipe
+	conns  map[*evConn]struct{}
+	lns    map[*frontend]*evListener
+	// connecting holds connections waiting for their connect, in deadline
+	// order (one DialTimeout for all); armed is the read deadline set on
+	// file for the first of them.
+	connecting []*evConn
+	armed      time.Time
+	stop       bool
+
+	mu     sync.Mutex
+	posted []func()
+	woken  bool
+	closed bool // wakefd is closed: nothing runs what is posted
+}
+
+// evSlot is what an epoll token points at: a listener or one side of a
+// connection. gen changes when the slot is reused, so an event that was
+// queued for the old user is dropped.
+type evSlot struct {
+	gen uint32
+	l   *evListener
+	c   *evConn
+	up  bool
+}
+
+// evListener is a frontend's listening socket as a loop watches it. The
+// socket is Go's: the loop accepts from it through Control, which keeps
+// the descriptor open while accept4 runs, however the frontend closes it.
+type evListener struct {
+	f   *frontend
+	rc  syscall.RawConn
+	idx uint32
+}
+
+type evPipe struct{ r, w int }
+
+// evConn is one proxied TCP connection.
+type evConn struct {
+	l        *evLoop
+	f        *frontend
+	r        *route
+	b        *backend
+	client   netip.AddrPort
+	conn     Conn
+	fd       [2]int    // client, endpoint
+	tok      [2]uint32 // slot indexes
+	rd, wr   [2]bool   // side readable / writable as far as the loop knows
+	hup      [2]bool   // side's peer has sent its FIN (or the socket failed)
+	dir      [2]evHalf // client to endpoint, endpoint to client
+	tried    []bool    // endpoints that failed, made on the first failure
+	deadline time.Time // of the connect in progress
+	state    uint8
+}
+
+const (
+	connConnecting = iota
+	connOpen
+	connClosed
+)
+
+// evHalf is one direction of a connection.
+type evHalf struct {
+	pend   *[]byte // bytes read and not yet written: pend[off:n]
+	off, n int
+	pipe   evPipe // bulk: bytes in flight through a pipe
+	inPipe int
+	bulk   bool
+	eof    bool // the source's EOF was read
+	done   bool // and everything was written
+	bytes  int64
+}
+
+// tcpLoops returns the event loops, starting them on first use; nil when
+// the data path must use Go's net package (sockets injected by tests, or
+// no epoll).
+func (p *Proxier) tcpLoops() []*evLoop {
+	p.loopOnce.Do(func() {
+		if !p.rawSockets {
+			return
+		}
+		var loops []*evLoop
+		for range max(1, runtime.GOMAXPROCS(0)) {
+			l, err := newEvLoop(p)
+			if err != nil {
+				klog.ErrorS(err, "No event loop for the TCP data path; using Go's net package")
+				for _, l := range loops {
+					l.close()
+				}
+				return
+			}
+			loops = append(loops, l)
+		}
+		for _, l := range loops {
+			p.wg.Add(1)
+			go l.run()
+		}
+		p.loops = loops
+	})
+	return p.loops
+}
+
+func newEvLoop(p *Proxier) (*evLoop, error) {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, os.NewSyscallError("epoll_create1", err)
+	}
+	if err := unix.SetNonblock(epfd, true); err != nil {
+		unix.Close(epfd)
+		return nil, os.NewSyscallError("fcntl", err)
+	}
+	wakefd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		unix.Close(epfd)
+		return nil, os.NewSyscallError("eventfd", err)
+	}
+	l := &evLoop{
+		p: p, epfd: epfd, wakefd: wakefd, events: make([]unix.EpollEvent, evBatch),
+		slots: make([]evSlot, 1), buf: make([]byte, copyBufSize), conns: map[*evConn]struct{}{},
+		lns: map[*frontend]*evListener{},
+	}
+	if err := l.add(wakefd, wakeIdx, unix.EPOLLIN); err != nil {
+		unix.Close(wakefd)
+		unix.Close(epfd)
+		return nil, err
+	}
+	// The epoll descriptor is non-blocking, so os.NewFile registers it
+	// with the runtime's poller.
+	l.file = os.NewFile(uintptr(epfd), "portal-evloop")
+	return l, nil
+}
+
+// close releases a loop that never ran.
+func (l *evLoop) close() {
+	unix.Close(l.wakefd)
+	l.file.Close()
+}
+
+func (l *evLoop) add(fd int, idx uint32, events uint32) error {
+	ev := unix.EpollEvent{Events: events | unix.EPOLLET, Fd: int32(idx), Pad: int32(l.slots[idx].gen)}
+	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		return os.NewSyscallError("epoll_ctl", err)
+	}
+	return nil
+}
+
+func (l *evLoop) slot() uint32 {
+	if n := len(l.free); n > 0 {
+		i := l.free[n-1]
+		l.free = l.free[:n-1]
+		return i
+	}
+	l.slots = append(l.slots, evSlot{})
+	return uint32(len(l.slots) - 1)
+}
+
+func (l *evLoop) release(i uint32) {
+	s := &l.slots[i]
+	*s = evSlot{gen: s.gen + 1}
+	l.free = append(l.free, i)
+}
+
+// post runs fn on the loop's goroutine. After the loop has stopped, fn
+// never runs.
+func (l *evLoop) post(fn func()) {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return
+	}
+	l.posted = append(l.posted, fn)
+	wake := !l.woken
+	l.woken = true
+	l.mu.Unlock()
+	if wake {
+		var one = [8]byte{1}
+		unix.Write(l.wakefd, one[:])
+	}
+}
+
+func (l *evLoop) runPosted() {
+	var b [8]byte
+	unix.Read(l.wakefd, b[:])
+	l.mu.Lock()
+	fns := l.posted
+	l.posted = nil
+	l.woken = false
+	l.mu.Unlock()
+	for _, fn := range fns {
+		fn()
+	}
+}
+
+// run is the loop's goroutine. It returns when the Proxier's context ends,
+// with every connection it served closed.
+func (l *evLoop) run() {
+	defer l.p.wg.Done()
+	stop := func() { l.stop = true }
+	cancel := context.AfterFunc(l.p.ctx, func() { l.post(stop) })
+	defer cancel()
+	rc, err := l.file.SyscallConn()
+	if err != nil {
+		klog.ErrorS(err, "Event loop cannot wait")
+		return
+	}
+	for !l.stop {
+		err := rc.Read(l.poll)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			l.expire(time.Now())
+			continue
+		}
+		if err != nil {
+			klog.ErrorS(err, "Event loop stopped")
+			break
+		}
+	}
+	for c := range l.conns {
+		l.closeConn(c, false)
+	}
+	for _, p := range l.pipes {
+		unix.Close(p.r)
+		unix.Close(p.w)
+	}
+	l.pipes = nil
+	l.mu.Lock()
+	l.closed = true
+	l.posted = nil
+	l.mu.Unlock()
+	unix.Close(l.wakefd)
+	l.file.Close()
+}
+
+// poll handles the ready events. It returns false (wait for more) until
+// the loop must stop or a connect deadline is due.
+func (l *evLoop) poll(uintptr) bool {
+	for {
+		n, err := rawEpollWait(l.epfd, l.events)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			klog.ErrorS(os.NewSyscallError("epoll_wait", err), "Event loop")
+			return true
+		}
+		for i := range l.events[:n] {
+			l.handle(&l.events[i])
+		}
+		if l.stop {
+			return true
+		}
+		if n < len(l.events) {
+			return false
+		}
+	}
+}
+
+func (l *evLoop) handle(ev *unix.EpollEvent) {
+	idx, gen := uint32(ev.Fd), uint32(ev.Pad)
+	if idx == wakeIdx {
+		l.runPosted()
+		return
+	}
+	s := &l.slots[idx]
+	if s.gen != gen {
+		return // for a socket closed earlier in this batch
+	}
+	if s.l != nil {
+		l.accept(s.l)
+		return
+	}
+	c, side := s.c, 0
+	if s.up {
+		side = 1
+	}
+	bad := ev.Events&(unix.EPOLLERR|unix.EPOLLHUP) != 0
+	if ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP) != 0 || bad {
+		c.rd[side] = true
+	}
+	if ev.Events&unix.EPOLLRDHUP != 0 || bad {
+		c.hup[side] = true
+	}
+	if ev.Events&unix.EPOLLOUT != 0 || bad {
+		c.wr[side] = true
+	}
+	switch c.state {
+	case connConnecting:
+		if side == 1 {
+			l.connectDone(c, ev.Events)
+		}
+	case connOpen:
+		l.pump(c, side)
+		l.pump(c, 1-side)
+	}
+}
+
+// listenControl sets TCP_NODELAY on a listening socket before it listens:
+// accepted sockets inherit it, which saves the loop a system call per
+// connection.
+func listenControl(network, address string, c syscall.RawConn) error {
+	if network != "tcp4" && network != "tcp6" && network != "tcp" {
+		return nil
+	}
+	return c.Control(func(fd uintptr) { rawSetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NODELAY, 1) })
+}
+
+// addListener starts accepting f's connections.
+func (l *evLoop) addListener(f *frontend, exclusive bool) {
+	l.post(func() {
+		rc, err := f.ln.(*net.TCPListener).SyscallConn()
+		if err != nil {
+			return
+		}
+		ln := &evListener{f: f, rc: rc, idx: l.slot()}
+		l.slots[ln.idx].l = ln
+		events := uint32(unix.EPOLLIN)
+		if exclusive {
+			events |= unix.EPOLLEXCLUSIVE
+		}
+		var aerr error
+		if err := rc.Control(func(fd uintptr) {
+			aerr = l.add(int(fd), ln.idx, events)
+			if errors.Is(aerr, unix.EINVAL) && exclusive {
+				// Before Linux 4.5: every loop wakes, one accepts.
+				aerr = l.add(int(fd), ln.idx, unix.EPOLLIN)
+			}
+		}); err != nil || aerr != nil {
+			klog.ErrorS(errors.Join(err, aerr), "Cannot watch listener", "frontend", f.key.addr)
+			l.release(ln.idx)
+			return
+		}
+		l.lns[f] = ln
+		// Connections queued before the socket was added raise no edge.
+		l.accept(ln)
+	})
+}
+
+// removeListener forgets f, whose listener is closed (which took it out
+// of the epoll set).
+func (l *evLoop) removeListener(f *frontend) {
+	l.post(func() {
+		if ln, ok := l.lns[f]; ok {
+			delete(l.lns, f)
+			l.release(ln.idx)
+		}
+	})
+}
+
+// accept takes every connection queued on the listener.
+func (l *evLoop) accept(ln *evListener) {
+	var retry bool
+	cerr := ln.rc.Control(func(lfd uintptr) {
+		for {
+			fd, client, err := rawAccept(int(lfd))
+			switch err {
+			case nil:
+				l.serve(ln.f, fd, client)
+				continue
+			case unix.EAGAIN:
+			case unix.EINTR, unix.ECONNABORTED:
+				continue
+			default:
+				// Out of descriptors or memory: try again a bit later,
+				// as the edge that woke us will not come again.
+				klog.V(2).InfoS("Accept failed", "frontend", ln.f.key.addr, "err", err)
+				retry = true
+			}
+			return
+		}
+	})
+	if cerr != nil {
+		return // the listener is closed; removeListener frees the slot
+	}
+	if retry {
+		time.AfterFunc(10*time.Millisecond, func() {
+			l.post(func() {
+				if l.lns[ln.f] == ln {
+					l.accept(ln)
+				}
+			})
+		})
+	}
+}
+
+func resetCloseFD(fd int) {
+	unix.SetsockoptLinger(fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1})
+	rawClose(fd)
+}
+
+// serve takes an accepted connection: it is refused, or connected to an
+// endpoint.
+func (l *evLoop) serve(f *frontend, fd int, client netip.AddrPort) {
+	r := f.route.Load()
+	if !r.allowed(client.Addr()) {
+		r.sp.deniedCounter().Inc()
+		resetCloseFD(fd)
+		return
+	}
+	c := &evConn{l: l, f: f, r: r, client: client, fd: [2]int{fd, -1}}
+	c.conn = Conn{Client: client, Frontend: f.key.addr}
+	if r.byFrontend && f.key.addr.Addr().IsUnspecified() {
+		c.conn.Frontend = rawGetsockname(fd)
+	}
+	c.tok[0] = l.slot()
+	l.slots[c.tok[0]].c = c
+	if err := l.add(fd, c.tok[0], unix.EPOLLIN|unix.EPOLLOUT|unix.EPOLLRDHUP); err != nil {
+		klog.ErrorS(err, "Cannot watch connection")
+		l.release(c.tok[0])
+		resetCloseFD(fd)
+		return
+	}
+	c.tok[1] = l.slot()
+	l.slots[c.tok[1]].c = c
+	l.slots[c.tok[1]].up = true
+	l.conns[c] = struct{}{}
+	l.dial(c)
+}
+
+// dial connects c to the next endpoint; when none is left, the client
+// gets a reset.
+func (l *evLoop) dial(c *evConn) {
+	r := c.r
+	now := time.Now()
+	for range r.backends {
+		var i int
+		if c.tried == nil {
+			i = r.pick(c.conn, nil, now)
+		} else {
+			i = r.pick(c.conn, func(i int) bool { return c.tried[i] }, now)
+		}
+		if i < 0 {
+			break
+		}
+		b := r.backends[i]
+		err := l.connect(c, b)
+		if err == nil {
+			return
+		}
+		l.failed(c, i, err)
+	}
+	l.closeConn(c, true)
+}
+
+func (l *evLoop) failed(c *evConn, i int, err error) {
+	b := c.r.backends[i]
+	b.stats().failures.Inc()
+	klog.V(3).InfoS("Connect to endpoint failed; trying the next", "endpoint", b.name, "err", err)
+	if c.tried == nil {
+		c.tried = make([]bool, len(c.r.backends))
+	}
+	c.tried[i] = true
+	c.b = nil
+}
+
+// connect starts a connect to b; a nil error means it is done or under way.
+func (l *evLoop) connect(c *evConn, b *backend) error {
+	fd, err := rawConnect(b.addr)
+	if err != nil && err != unix.EINPROGRESS {
+		return os.NewSyscallError("connect", err)
+	}
+	// Events for an earlier endpoint's socket carry the old generation.
+	up := &l.slots[c.tok[1]]
+	up.gen++
+	if aerr := l.add(fd, c.tok[1], unix.EPOLLIN|unix.EPOLLOUT|unix.EPOLLRDHUP); aerr != nil {
+		rawClose(fd)
+		return aerr
+	}
+	c.fd[1], c.b = fd, b
+	c.rd[1], c.wr[1], c.hup[1] = false, false, false
+	if err == nil {
+		l.open(c)
+		return nil
+	}
+	c.deadline = time.Now().Add(l.p.cfg.DialTimeout)
+	if l.armed.IsZero() {
+		l.arm(c.deadline)
+	}
+	if len(l.connecting) >= 256 && len(l.connecting) == cap(l.connecting) {
+		l.compact()
+	}
+	l.connecting = append(l.connecting, c)
+	return nil
+}
+
+// compact drops the connections that are no longer connecting.
+func (l *evLoop) compact() {
+	k := 0
+	for _, c := range l.connecting {
+		if c.state == connConnecting && !c.deadline.IsZero() {
+			l.connecting[k] = c
+			k++
+		}
+	}
+	clear(l.connecting[k:])
+	l.connecting = l.connecting[:k]
+}
+
+// arm sets the deadline at which the loop wakes to fail connects.
+func (l *evLoop) arm(t time.Time) {
+	if !t.Equal(l.armed) {
+		l.armed = t
+		l.file.SetReadDeadline(t)
+	}
+}
+
+// connectDone handles the first events of a connecting endpoint socket.
+func (l *evLoop) connectDone(c *evConn, events uint32) {
+	if events&(unix.EPOLLERR|unix.EPOLLHUP) == 0 && events&unix.EPOLLOUT != 0 {
+		l.open(c)
+		return
+	}
+	if events&(unix.EPOLLERR|unix.EPOLLHUP) == 0 {
+		return
+	}
+	err := unix.ECONNREFUSED
+	if e, gerr := unix.GetsockoptInt(c.fd[1], unix.SOL_SOCKET, unix.SO_ERROR); gerr == nil && e != 0 {
+		err = unix.Errno(e)
+	}
+	l.retry(c, os.NewSyscallError("connect", err))
+}
+
+// retry drops the endpoint socket of c, whose connect failed, and tries
+// the next endpoint.
+func (l *evLoop) retry(c *evConn, err error) {
+	rawClose(c.fd[1])
+	c.fd[1] = -1
+	for i, b := range c.r.backends {
+		if b == c.b {
+			l.failed(c, i, err)
+			break
+		}
+	}
+	l.dial(c)
+}
+
+// expire runs when the armed deadline has passed: it fails the connects
+// that are late and arms the deadline of the first one left (they are in
+// deadline order). A connect that completes does not disarm anything:
+// changing a deadline costs a timer update, and a wake-up for nothing
+// once per DialTimeout costs less.
+func (l *evLoop) expire(now time.Time) {
+	var late []*evConn
+	for _, c := range l.connecting {
+		if c.state == connConnecting && !c.deadline.IsZero() && !now.Before(c.deadline) {
+			c.deadline = time.Time{}
+			late = append(late, c)
+		}
+	}
+	l.compact()
+	for _, c := range late {
+		if c.state == connConnecting {
+			l.retry(c, os.ErrDeadlineExceeded)
+		}
+	}
+	next := time.Time{}
+	if len(l.connecting) > 0 {
+		next = l.connecting[0].deadline
+	}
+	l.arm(next)
+}
+
+// open starts copying: the endpoint is connected.
+func (l *evLoop) open(c *evConn) {
+	c.deadline = time.Time{}
+	b := c.b
+	if !b.track(c) {
+		l.closeConn(c, false)
+		return
+	}
+	c.state = connOpen
+	c.r.remember(c.client.Addr(), b, time.Now())
+	m := b.stats()
+	b.active.Add(1)
+	m.conns.Inc()
+	m.active.Inc()
+	c.wr[1] = true
+	l.pump(c, 0)
+	l.pump(c, 1)
+}
+
+// Close closes the connection from any goroutine (a drain's end).
+func (c *evConn) Close() error {
+	c.l.post(func() { c.l.closeConn(c, false) })
+	return nil
+}
+
+func (c *evConn) drains() bool { return true }
+
+// closeConn closes both sockets; reset sends the client a reset (no
+// endpoint would take the connection).
+func (l *evLoop) closeConn(c *evConn, reset bool) {
+	if c.state == connClosed {
+		return
+	}
+	wasOpen := c.state == connOpen
+	c.state = connClosed
+	delete(l.conns, c)
+	if reset {
+		resetCloseFD(c.fd[0])
+	} else {
+		rawClose(c.fd[0])
+	}
+	if c.fd[1] >= 0 {
+		rawClose(c.fd[1])
+	}
+	l.release(c.tok[0])
+	l.release(c.tok[1])
+	for i := range c.dir {
+		h := &c.dir[i]
+		if h.pend != nil {
+			copyBufs.Put(h.pend)
+			h.pend = nil
+		}
+		if h.bulk {
+			l.putPipe(h.pipe, h.inPipe == 0)
+		}
+	}
+	if !wasOpen {
+		return
+	}
+	b := c.b
+	m := b.stats()
+	m.toEndpoint.Add(float64(c.dir[0].bytes))
+	m.toClient.Add(float64(c.dir[1].bytes))
+	b.active.Add(-1)
+	m.active.Dec()
+	b.untrack(c) // last: it may delete the series
+}
+
+func (l *evLoop) getPipe() (evPipe, error) {
+	if n := len(l.pipes); n > 0 {
+		p := l.pipes[n-1]
+		l.pipes = l.pipes[:n-1]
+		return p, nil
+	}
+	var fds [2]int
+	if err := unix.Pipe2(fds[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+		return evPipe{}, os.NewSyscallError("pipe2", err)
+	}
+	// A pipe as large as one splice, as Go's; a smaller one only costs
+	// more calls.
+	unix.FcntlInt(uintptr(fds[0]), unix.F_SETPIPE_SZ, maxSplice)
+	return evPipe{r: fds[0], w: fds[1]}, nil
+}
+
+func (l *evLoop) putPipe(p evPipe, empty bool) {
+	if empty && len(l.pipes) < maxPipes {
+		l.pipes = append(l.pipes, p)
+		return
+	}
+	unix.Close(p.r)
+	unix.Close(p.w)
+}
+
+// pump moves what it can in direction d (0: client to endpoint, 1: back)
+// until a side would block, the source ends, or an error closes c.
+func (l *evLoop) pump(c *evConn, d int) {
+	h := &c.dir[d]
+	src, dst := d, 1-d
+	for c.state == connOpen && !h.done {
+		if h.pend != nil || h.inPipe > 0 {
+			if !c.wr[dst] || !l.flush(c, h, dst) {
+				return
+			}
+			continue
+		}
+		if h.eof {
+			h.done = true
+			l.ended(c, dst)
+			return
+		}
+		if !c.rd[src] || !c.wr[dst] {
+			return
+		}
+		if h.bulk {
+			n, err := rawSplice(c.fd[src], h.pipe.w, maxSplice)
+			if err == unix.EINTR {
+				continue
+			}
+			if !l.readDone(c, src, h, n, err) {
+				if h.eof {
+					continue
+				}
+				return
+			}
+			h.inPipe = n
+			continue
+		}
+		n, err := rawRead(c.fd[src], l.buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if !l.readDone(c, src, h, n, err) {
+			if h.eof {
+				continue
+			}
+			return
+		}
+		if n < len(l.buf) && !c.hup[src] {
+			// A short read emptied the socket. What comes next, data or
+			// the FIN, raises a new edge; a FIN that came before the read
+			// was in the event (EPOLLRDHUP), so the read that would only
+			// say EAGAIN is saved.
+			c.rd[src] = false
+		}
+		if n == len(l.buf) {
+			// A full read marks a bulk transfer: from now on the bytes
+			// go through a pipe and never enter user space.
+			if p, err := l.getPipe(); err == nil {
+				h.bulk, h.pipe = true, p
+			}
+		}
+		w, err := rawWrite(c.fd[dst], l.buf[:n])
+		h.bytes += int64(w)
+		if w < n {
+			if err != nil && err != unix.EAGAIN {
+				l.closeConn(c, false)
+				return
+			}
+			c.wr[dst] = false
+			h.pend = copyBufs.Get().(*[]byte)
+			h.n = copy(*h.pend, l.buf[w:n])
+			h.off = 0
+		}
+	}
+}
+
+// readDone handles a read or splice from src's socket; it reports whether
+// n bytes came.
+func (l *evLoop) readDone(c *evConn, src int, h *evHalf, n int, err error) bool {
+	switch {
+	case err == unix.EAGAIN:
+		c.rd[src] = false
+		return false
+	case err != nil:
+		l.closeConn(c, false)
+		return false
+	case n == 0:
+		h.eof = true
+		return false
+	}
+	return true
+}
+
+// flush writes h's pending bytes to dst; it reports whether all went.
+func (l *evLoop) flush(c *evConn, h *evHalf, dst int) bool {
+	for h.pend != nil || h.inPipe > 0 {
+		var n int
+		var err error
+		if h.pend != nil {
+			n, err = rawWrite(c.fd[dst], (*h.pend)[h.off:h.n])
+		} else {
+			n, err = rawSplice(h.pipe.r, c.fd[dst], h.inPipe)
+		}
+		if err == unix.EAGAIN {
+			c.wr[dst] = false
+			return false
+		}
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n <= 0 {
+			l.closeConn(c, false)
+			return false
+		}
+		h.bytes += int64(n)
+		if h.pend != nil {
+			h.off += n
+			if h.off == h.n {
+				copyBufs.Put(h.pend)
+				h.pend = nil
+			}
+		} else {
+			h.inPipe -= n
+		}
+	}
+	return true
+}
+
+// ended passes on a FIN: the first direction to end half-closes its
+// destination; when the second ends, both sockets are closed (close(2)
+// sends that FIN itself).
+func (l *evLoop) ended(c *evConn, dst int) {
+	if c.dir[0].done && c.dir[1].done {
+		l.closeConn(c, false)
+		return
+	}
+	rawShutdownWrite(c.fd[dst])
+}
