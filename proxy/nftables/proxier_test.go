@@ -126,6 +126,31 @@ add element ip portal service-ips { 10.96.0.13 . tcp . 80 : goto service-ns/d/tc
 add element ip portal service-ips { 192.0.2.10 . tcp . 80 : goto external-ns/d/tcp/80 }
 add element ip portal service-nodeports { tcp . 30082 : goto external-ns/d/tcp/80 }`,
 	}, {
+		// The kernel refuses overlapping intervals in firewall-allow.
+		name: "LoadBalancer with overlapping source ranges",
+		cfg:  withCIDR,
+		svc:  svc("ns/d", "10.96.0.13", lbVIPs("192.0.2.10"), sourceRanges("10.1.0.0/16", "192.0.2.0/24", "10.0.0.0/8", "10.1.2.3/32", "10.0.0.0/8")),
+		eps:  endpointsFor("http", v1.ProtocolTCP, ep("10.244.2.7:8080")),
+		expect: func(t *testing.T, lines []string) {
+			mustContain(t, lines,
+				"add element ip portal firewall-allow { 192.0.2.10 . tcp . 80 . 10.0.0.0/8 }",
+				"add element ip portal firewall-allow { 192.0.2.10 . tcp . 80 . 192.0.2.0/24 }")
+			if n := countContaining(lines, "firewall-allow {"); n != 2 {
+				t.Errorf("%d firewall-allow elements, want 2 (10.0.0.0/8 covers the others, 192.0.2.0/24 the VIP):\n%s", n, strings.Join(lines, "\n"))
+			}
+		},
+	}, {
+		name: "LoadBalancer open to everyone",
+		cfg:  withCIDR,
+		svc:  svc("ns/d", "10.96.0.13", lbVIPs("192.0.2.10"), sourceRanges("0.0.0.0/0", "203.0.113.0/24")),
+		eps:  endpointsFor("http", v1.ProtocolTCP, ep("10.244.2.7:8080")),
+		expect: func(t *testing.T, lines []string) {
+			if n := countContaining(lines, "firewall-allow {"); n != 1 {
+				t.Errorf("%d firewall-allow elements, want only 0.0.0.0/0:\n%s", n, strings.Join(lines, "\n"))
+			}
+			mustContain(t, lines, "add element ip portal firewall-allow { 192.0.2.10 . tcp . 80 . 0.0.0.0/0 }")
+		},
+	}, {
 		name: "LoadBalancer with IPv4-only source ranges allows nobody over IPv6",
 		cfg:  withCIDR,
 		svc:  svc("ns/d", "10.96.0.13,fd00::13", lbVIPs("2001:db8::10"), sourceRanges("203.0.113.0/24")),

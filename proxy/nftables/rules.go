@@ -227,14 +227,17 @@ func (b *builder) port(out *serviceObjects, svc *snapshot.Service, p snapshot.Po
 	// endpoints. Ranges of the other family allow nobody here: a dual-stack
 	// load balancer restricted to IPv4 clients must not be open over IPv6.
 	if len(svc.SourceRanges) > 0 {
+		ranges := outermostRanges(svc.SourceRangesOf(b.family))
 		for _, vip := range vips {
 			v := vip.String()
 			out.elems = append(out.elems, elem{container: firewallIPsSet, key: []string{v, proto, port}})
-			for _, r := range svc.SourceRangesOf(b.family) {
+			for _, r := range ranges {
 				out.elems = append(out.elems, elem{container: firewallAllowSet, key: []string{v, proto, port, r.String()}})
 			}
 			// A node that owns the VIP reaches it from the VIP itself.
-			out.elems = append(out.elems, elem{container: firewallAllowSet, key: []string{v, proto, port, v}})
+			if !slices.ContainsFunc(ranges, func(r netip.Prefix) bool { return r.Contains(vip) }) {
+				out.elems = append(out.elems, elem{container: firewallAllowSet, key: []string{v, proto, port, v}})
+			}
 		}
 	}
 
@@ -484,4 +487,23 @@ func (a *idAllocator) keepOnly(keep func(chain string) bool) {
 			a.release(c)
 		}
 	}
+}
+
+// outermostRanges returns ranges without the ones another range covers.
+// firewall-allow is an interval set, and the kernel refuses an interval
+// that overlaps one it has: "0.0.0.0/0" next to anything, "10.0.0.0/8"
+// next to "10.1.0.0/16", or a range holding the VIP next to the VIP
+// would fail the whole transaction, sync after sync.
+func outermostRanges(ranges []netip.Prefix) []netip.Prefix {
+	sorted := slices.Clone(ranges)
+	// Wider first: a range can only be covered by one sorted before it.
+	slices.SortStableFunc(sorted, func(a, b netip.Prefix) int { return a.Bits() - b.Bits() })
+	var out []netip.Prefix
+	for _, r := range sorted {
+		r = r.Masked()
+		if !slices.ContainsFunc(out, func(o netip.Prefix) bool { return o.Contains(r.Addr()) }) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
