@@ -117,6 +117,8 @@ func (f *failingBatch) Write(context.Context, *recording) error {
 	return f.err
 }
 
+func (f *failingBatch) Wrote(*recording) {}
+
 // TestFullSyncFallsBackToNFT: a full sync the netlink writer cannot
 // encode or send is written by knftables, the same ruleset as without
 // the writer; one the kernel refused is not retried through nft (the
