@@ -130,6 +130,10 @@ func (p *Proxier) Cleanup(ctx context.Context) error {
 		if err := DeleteTable(ctx, fp.nft); err != nil {
 			errs = append(errs, err)
 		}
+		if fp.batch != nil {
+			// The netlink writer forgets the table's sets with it.
+			fp.batch.Wrote(&recording{ops: []op{{opDelete, &knftables.Table{}}}})
+		}
 		fp.reset()
 	}
 	return errors.Join(errs...)
