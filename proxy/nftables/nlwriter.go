@@ -150,8 +150,9 @@ type batchWriter interface {
 type netlinkWriter struct {
 	fam   nfFamily
 	table string
-	// send is nlBatch.send; tests replace it.
+	// send is sock.send; tests replace it.
 	send func(*nlBatch) error
+	sock nlSocket
 	// lastSize is the size of the last big batch (lastOps operations),
 	// to size the next one as big.
 	lastSize, lastOps int
@@ -166,7 +167,9 @@ func newNetlinkWriter(family knftables.Family, table string) *netlinkWriter {
 	if family == knftables.IPv6Family {
 		fam = familyIPv6
 	}
-	return &netlinkWriter{fam: fam, table: table, send: (*nlBatch).send}
+	w := &netlinkWriter{fam: fam, table: table}
+	w.send = w.sock.send
+	return w
 }
 
 // Write implements batchWriter.

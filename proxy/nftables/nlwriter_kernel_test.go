@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -113,6 +114,39 @@ func TestNetlinkScale(t *testing.T) {
 	if got := sh(t, "nft list table ip portal"); got != want {
 		t.Errorf("netlink resync lists differently:\n%s", listingDiff(want, got))
 	}
+
+	// Partial syncs of one Service among 10,000 (its endpoints go from
+	// 10 to 2 and back, so its rules change too), through netlink, each
+	// of which must take < 50 ms, and through nft for comparison.
+	partials := func(p *Proxier, via string) {
+		nn := types.NamespacedName{Namespace: "ns7", Name: "svc5007"}
+		orig := w.snap.Endpoints[nn]
+		alt := endpointsFor("http", v1.ProtocolTCP, ep("10.250.0.1:8080"), ep("10.250.0.2:8080"))
+		var all, writes []time.Duration
+		for i := range 20 {
+			eps := alt
+			if i%2 == 1 {
+				eps = orig
+			}
+			snap := &snapshot.Snapshot{Services: w.snap.Services, Endpoints: cloneWith(w.snap.Endpoints, nn, eps), Node: w.snap.Node}
+			start := time.Now()
+			mustSync(t, p, partialRequest(snap, nn))
+			all = append(all, time.Since(start))
+			if via == "netlink" {
+				writes = append(writes, batches[0].took)
+			}
+		}
+		slices.Sort(all)
+		t.Logf("partial syncs through %s: median %v, max %v (netlink writes: %v)", via, all[len(all)/2], all[len(all)-1], writes)
+		if via == "netlink" && all[len(all)-1] > 50*time.Millisecond {
+			t.Errorf("a partial sync through %s took %v, want < 50 ms", via, all[len(all)-1])
+		}
+	}
+	partials(viaNetlink, "netlink")
+	nftOnly, _, _ := newKernelProxiers(t, withCIDR, false)
+	nftOnly.families[0].batch = nil
+	mustSync(t, nftOnly, fullRequest(w.snap))
+	partials(nftOnly, "nft")
 
 	// Where a first full sync's time goes.
 	if err := viaNetlink.Cleanup(context.Background()); err != nil {
