@@ -23,7 +23,8 @@ import (
 // with the elements of a set in a few messages. Partial syncs, small, go
 // the same way: nft 1.0.6 lists the whole table (11,000 chains at 10,000
 // Services) before it writes a single element, 30-50 ms, where the batch
-// takes a millisecond. The batch holds exactly what nft would have
+// takes 0.2 ms (6 ms when it has rules: the kernel then checks the whole
+// table for loops). The batch holds exactly what nft would have
 // written (see nlrule.go), so the two paths write the same ruleset and
 // either can follow the other. What the encoder does not know falls
 // back to nft, whole.
@@ -210,12 +211,12 @@ func (w *netlinkWriter) Wrote(rec *recording) {
 			}
 			continue
 		case *knftables.Set:
-			name, d = obj.Name, setDecl{typ: obj.Type, typeOf: obj.TypeOf, flags: obj.Flags, timeout: obj.Timeout, comment: obj.Comment, other: obj.GCInterval != nil || obj.Size != nil || obj.Policy != nil || obj.Handle != nil || obj.AutoMerge != nil}
+			name, d = obj.Name, setDeclOf(obj)
 			if !w.checkTable(obj.Family, obj.Table) {
 				continue
 			}
 		case *knftables.Map:
-			name, d = obj.Name, setDecl{isMap: true, typ: obj.Type, typeOf: obj.TypeOf, flags: obj.Flags, timeout: obj.Timeout, comment: obj.Comment, other: obj.GCInterval != nil || obj.Size != nil || obj.Policy != nil || obj.Handle != nil}
+			name, d = obj.Name, mapDeclOf(obj)
 			if !w.checkTable(obj.Family, obj.Table) {
 				continue
 			}
@@ -360,9 +361,9 @@ func (e *encoder) op(o op, idx int32) error {
 	case *knftables.Rule:
 		return e.rule(o, obj, idx)
 	case *knftables.Set:
-		return e.setOp(o, idx, obj.Family, obj.Table, obj.Name, setDecl{typ: obj.Type, typeOf: obj.TypeOf, flags: obj.Flags, timeout: obj.Timeout, comment: obj.Comment, other: obj.GCInterval != nil || obj.Size != nil || obj.Policy != nil || obj.Handle != nil || obj.AutoMerge != nil})
+		return e.setOp(o, idx, obj.Family, obj.Table, obj.Name, setDeclOf(obj))
 	case *knftables.Map:
-		return e.setOp(o, idx, obj.Family, obj.Table, obj.Name, setDecl{isMap: true, typ: obj.Type, typeOf: obj.TypeOf, flags: obj.Flags, timeout: obj.Timeout, comment: obj.Comment, other: obj.GCInterval != nil || obj.Size != nil || obj.Policy != nil || obj.Handle != nil})
+		return e.setOp(o, idx, obj.Family, obj.Table, obj.Name, mapDeclOf(obj))
 	}
 	return e.notEncodable(o, "object type")
 }
@@ -458,6 +459,14 @@ type setDecl struct {
 	timeout *time.Duration
 	comment *string
 	other   bool // anything else set
+}
+
+func setDeclOf(obj *knftables.Set) setDecl {
+	return setDecl{typ: obj.Type, typeOf: obj.TypeOf, flags: obj.Flags, timeout: obj.Timeout, comment: obj.Comment, other: obj.GCInterval != nil || obj.Size != nil || obj.Policy != nil || obj.Handle != nil || obj.AutoMerge != nil}
+}
+
+func mapDeclOf(obj *knftables.Map) setDecl {
+	return setDecl{isMap: true, typ: obj.Type, typeOf: obj.TypeOf, flags: obj.Flags, timeout: obj.Timeout, comment: obj.Comment, other: obj.GCInterval != nil || obj.Size != nil || obj.Policy != nil || obj.Handle != nil}
 }
 
 func (e *encoder) setOp(o op, idx int32, family knftables.Family, table, name string, d setDecl) error {
