@@ -158,10 +158,11 @@ type familyProxier struct {
 	// batch, if set, writes syncs (see nlwriter.go); nft writes those
 	// batch cannot encode or send.
 	batch batchWriter
-	// forFullSync, if set, returns a client for one full sync. knftables
-	// keeps the buffer of the largest transaction it ran for good (14 MiB
-	// of text at 10,000 Services): full syncs, rare, get a client of their
-	// own, which goes with its buffer; nft serves the small partial ones.
+	// forFullSync, if set, returns a client for one full sync nft has to
+	// write (netlink could not). knftables keeps the buffer of the largest
+	// transaction it ran for good (14 MiB of text at 10,000 Services):
+	// full syncs, rare, get a client of their own, which goes with its
+	// buffer; nft serves the small partial ones netlink cannot write.
 	forFullSync func() (knftables.Interface, error)
 
 	// written is nil until the first successful sync.
