@@ -164,7 +164,9 @@ func (c *ruleCompiler) statement() bool {
 			b.u32(unix.NFTA_DYNSET_SREG_KEY, unix.NFT_REG_1)
 			b.u32(unix.NFTA_DYNSET_OP, unix.NFT_DYNSET_OP_UPDATE)
 			b.str(unix.NFTA_DYNSET_SET_NAME, set.name)
-			b.u32(unix.NFTA_DYNSET_SET_ID, set.id)
+			if set.id != 0 {
+				b.u32(unix.NFTA_DYNSET_SET_ID, set.id)
+			}
 		})
 		c.i += 6
 	case c.at("dnat"):
@@ -237,7 +239,9 @@ func (c *ruleCompiler) match() bool {
 				b.u32(unix.NFTA_LOOKUP_DREG, unix.NFT_REG_VERDICT)
 			}
 			b.str(unix.NFTA_LOOKUP_SET, set.name)
-			b.u32(unix.NFTA_LOOKUP_SET_ID, set.id)
+			if set.id != 0 {
+				b.u32(unix.NFTA_LOOKUP_SET_ID, set.id)
+			}
 		})
 		return true
 	case len(sels) != 1:
@@ -399,7 +403,9 @@ func (c *ruleCompiler) dnat() bool {
 			b.u32(unix.NFTA_LOOKUP_SREG, unix.NFT_REG_1)
 			b.u32(unix.NFTA_LOOKUP_DREG, unix.NFT_REG_1)
 			b.str(unix.NFTA_LOOKUP_SET, set.name)
-			b.u32(unix.NFTA_LOOKUP_SET_ID, set.id)
+			if set.id != 0 {
+				b.u32(unix.NFTA_LOOKUP_SET_ID, set.id)
+			}
 		})
 		c.expr("nat", func(b *nlBatch) {
 			b.u32(unix.NFTA_NAT_TYPE, unix.NFT_NAT_DNAT)

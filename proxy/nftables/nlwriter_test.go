@@ -10,6 +10,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/knftables"
 
 	"portal.dev/portal/proxy/snapshot"
@@ -117,6 +118,8 @@ func (f *failingBatch) Write(context.Context, *recording) error {
 	return f.err
 }
 
+func (f *failingBatch) Wrote(*recording) {}
+
 // TestFullSyncFallsBackToNFT: a full sync the netlink writer cannot
 // encode or send is written by knftables, the same ruleset as without
 // the writer; one the kernel refused is not retried through nft (the
@@ -158,6 +161,61 @@ func TestFullSyncFallsBackToNFT(t *testing.T) {
 				if got != want || !strings.Contains(got, "service-default/web") {
 					t.Errorf("fallback ruleset differs:\n%s", diffLines(want, got))
 				}
+			}
+		})
+	}
+}
+
+// TestPartialSyncFallsBackToNFT: a partial sync the netlink writer
+// cannot encode or send is written by knftables; one the kernel refused
+// fails and leaves the table as it was.
+func TestPartialSyncFallsBackToNFT(t *testing.T) {
+	w := kernelWorld()
+	change := func(w *world) types.NamespacedName {
+		return w.set(svc("default/web2", "10.96.0.20"), endpointsFor("http", v1.ProtocolTCP, ep("10.244.1.5:8080", "local"), ep("10.244.2.99:8080")))
+	}
+	plain, f4, f6 := newFakeProxier(withCIDR)
+	mustSync(t, plain, fullRequest(w.snap))
+	before := canonicalDump(f4)
+	w2 := &world{snap: w.snap}
+	mustSync(t, plain, partialRequest(w2.snap, change(w2)))
+	for _, tc := range []struct {
+		name     string
+		err      error
+		fallback bool
+	}{
+		{"not encodable", fmt.Errorf("%w: test", errNotEncodable), true},
+		{"not sent", fmt.Errorf("%w: test", errNotSent), true},
+		{"refused by the kernel", errors.New("commit: invalid argument"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, g4, g6 := newFakeProxier(withCIDR)
+			mustSync(t, p, fullRequest(w.snap))
+			failing := &failingBatch{err: tc.err}
+			for _, fp := range p.families {
+				fp.batch = failing
+			}
+			w2 := &world{snap: w.snap}
+			err := p.Sync(context.Background(), partialRequest(w2.snap, change(w2)))
+			if failing.calls != 2 {
+				t.Errorf("netlink writer asked %d times, want 2 (one per family)", failing.calls)
+			}
+			if !tc.fallback {
+				if err == nil || canonicalDump(g4) != before {
+					t.Errorf("got error %v and a changed table, want the kernel's error and the table as it was", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("got %v, want the sync through nft", err)
+			}
+			for _, pair := range [][2]*knftables.Fake{{f4, g4}, {f6, g6}} {
+				if want, got := canonicalDump(pair[0]), canonicalDump(pair[1]); got != want {
+					t.Errorf("fallback ruleset differs:\n%s", diffLines(want, got))
+				}
+			}
+			if !strings.Contains(canonicalDump(g4), "10.244.2.99") {
+				t.Error("the partial sync did not reach the table")
 			}
 		})
 	}

@@ -6,8 +6,8 @@
 // nothing else: it must not touch other tables, conntrack (the core does
 // that) or anything outside the kernel's nftables. knftables is injected,
 // so tests check the resulting ruleset against knftables' fake; full
-// syncs, large, go to the kernel as a netlink batch of the same ruleset
-// (nlwriter.go), falling back to knftables.
+// and partial syncs go to the kernel as a netlink batch of the same
+// ruleset (nlwriter.go), falling back to knftables.
 package nftables
 
 import (
@@ -130,6 +130,10 @@ func (p *Proxier) Cleanup(ctx context.Context) error {
 		if err := DeleteTable(ctx, fp.nft); err != nil {
 			errs = append(errs, err)
 		}
+		if fp.batch != nil {
+			// The netlink writer forgets the table's sets with it.
+			fp.batch.Wrote(&recording{ops: []op{{opDelete, &knftables.Table{}}}})
+		}
 		fp.reset()
 	}
 	return errors.Join(errs...)
@@ -151,13 +155,14 @@ func DeleteTable(ctx context.Context, nft knftables.Interface) error {
 type familyProxier struct {
 	b   *builder
 	nft knftables.Interface
-	// batch, if set, writes full syncs (see nlwriter.go); nft writes
-	// partial ones, and full ones batch cannot encode.
+	// batch, if set, writes syncs (see nlwriter.go); nft writes those
+	// batch cannot encode or send.
 	batch batchWriter
-	// forFullSync, if set, returns a client for one full sync. knftables
-	// keeps the buffer of the largest transaction it ran for good (14 MiB
-	// of text at 10,000 Services): full syncs, rare, get a client of their
-	// own, which goes with its buffer; nft serves the small partial ones.
+	// forFullSync, if set, returns a client for one full sync nft has to
+	// write (netlink could not). knftables keeps the buffer of the largest
+	// transaction it ran for good (14 MiB of text at 10,000 Services):
+	// full syncs, rare, get a client of their own, which goes with its
+	// buffer; nft serves the small partial ones netlink cannot write.
 	forFullSync func() (knftables.Interface, error)
 
 	// written is nil until the first successful sync.
@@ -200,9 +205,9 @@ func (fp *familyProxier) reset() {
 func (fp *familyProxier) sync(ctx context.Context, req snapshot.Request) error {
 	full := req.Full || fp.written == nil
 	if !full {
-		tx := fp.nft.NewTransaction()
-		commit := fp.partial(tx, req.Snapshot, req.Changed)
-		if err := fp.run(ctx, fp.nft, tx); err != nil {
+		rec := &recording{}
+		commit := fp.partial(rec, req.Snapshot, req.Changed)
+		if _, err := fp.write(ctx, rec, func() knftables.Interface { return fp.nft }); err != nil {
 			return err
 		}
 		commit()
@@ -239,6 +244,19 @@ func (fp *familyProxier) sync(ctx context.Context, req snapshot.Request) error {
 // writeFull writes a full sync's operations, through netlink when it
 // can, else through nft, and says which.
 func (fp *familyProxier) writeFull(ctx context.Context, rec *recording) (string, error) {
+	return fp.write(ctx, rec, func() knftables.Interface {
+		if fp.forFullSync != nil {
+			if n, err := fp.forFullSync(); err == nil {
+				return n
+			}
+		}
+		return fp.nft
+	})
+}
+
+// write applies rec through netlink when it can, else through the nft
+// client nft returns, and says which.
+func (fp *familyProxier) write(ctx context.Context, rec *recording, nft func() knftables.Interface) (string, error) {
 	if fp.batch != nil {
 		err := fp.batch.Write(ctx, rec)
 		if !errors.Is(err, errNotEncodable) && !errors.Is(err, errNotSent) {
@@ -247,17 +265,18 @@ func (fp *familyProxier) writeFull(ctx context.Context, rec *recording) (string,
 			}
 			return "netlink", nil
 		}
-		klog.InfoS("Full sync goes through nft", "family", fp.b.ip, "reason", err)
+		klog.InfoS("Sync goes through nft", "family", fp.b.ip, "operations", rec.NumOperations(), "reason", err)
 	}
-	nft := fp.nft
-	if fp.forFullSync != nil {
-		if n, err := fp.forFullSync(); err == nil {
-			nft = n
-		}
-	}
-	tx := nft.NewTransaction()
+	client := nft()
+	tx := client.NewTransaction()
 	rec.replay(tx)
-	return "nft", fp.run(ctx, nft, tx)
+	if err := fp.run(ctx, client, tx); err != nil {
+		return "", err
+	}
+	if fp.batch != nil {
+		fp.batch.Wrote(rec)
+	}
+	return "nft", nil
 }
 
 func (fp *familyProxier) run(ctx context.Context, nft knftables.Interface, tx *knftables.Transaction) error {
@@ -418,7 +437,7 @@ func (fp *familyProxier) deleteLeftBehind(tx txOps, leftovers map[string][]strin
 
 // partial rewrites only the Services in changed, diffing each against
 // what the last successful sync wrote for it.
-func (fp *familyProxier) partial(tx *knftables.Transaction, snap *snapshot.Snapshot, changed map[types.NamespacedName]struct{}) func() {
+func (fp *familyProxier) partial(tx txOps, snap *snapshot.Snapshot, changed map[types.NamespacedName]struct{}) func() {
 	type plan struct {
 		nn   types.NamespacedName
 		old  *writtenService

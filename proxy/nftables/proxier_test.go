@@ -726,6 +726,15 @@ func partialEqualsFullRandom(t *testing.T, seed uint64) {
 		return s, endpointsFor("p", proto, dedup(list)...)
 	}
 	p, f4, f6 := newFakeProxier(withCIDR)
+	// Every sync is also encoded as netlink, as New's proxier would
+	// send it, and must not need nft; the fakes then apply it.
+	for _, fp := range p.families {
+		family := knftables.IPv4Family
+		if fp.b.ip == "ip6" {
+			family = knftables.IPv6Family
+		}
+		fp.batch = &encodeOnly{t: t, w: newNetlinkWriter(family, tableName)}
+	}
 	w := newWorld()
 	mustSync(t, p, fullRequest(w.snap))
 	for step := range 150 {
@@ -755,6 +764,24 @@ func partialEqualsFullRandom(t *testing.T, seed uint64) {
 		}
 	}
 }
+
+// encodeOnly is a batchWriter that encodes a sync as netlink, fails the
+// test if it cannot, and sends nothing, so knftables (a fake) applies it.
+type encodeOnly struct {
+	t *testing.T
+	w *netlinkWriter
+}
+
+func (e *encodeOnly) Write(ctx context.Context, rec *recording) error {
+	e.w.send = func(*nlBatch) error { return errNotSent }
+	err := e.w.Write(ctx, rec)
+	if errors.Is(err, errNotEncodable) {
+		e.t.Errorf("sync not encodable as netlink: %v", err)
+	}
+	return err
+}
+
+func (e *encodeOnly) Wrote(rec *recording) { e.w.Wrote(rec) }
 
 func newFakeProxierSynced(t *testing.T, s *snapshot.Snapshot) (*Proxier, *knftables.Fake, *knftables.Fake) {
 	p, f4, f6 := newFakeProxier(withCIDR)
