@@ -273,7 +273,7 @@ func kernelWorld() *world {
 		endpointsFor("http", v1.ProtocolTCP, ep("10.0.0.1:8080", "node=node2"), ep("[fd00:244::8]:8080")))
 	// Overlapping ranges, and ranges covering the VIP: the kernel
 	// refuses overlapping intervals if they reach it.
-	w.set(svc("default/open", "10.96.0.23,fd00:96::23", lbVIPs("192.0.2.12", "2001:db8::12"), sourceRanges("10.0.0.0/8", "10.1.0.0/16", "192.0.2.0/24", "0.0.0.0/0", "::/0", "2001:db8::/32")),
+	w.set(svc("default/open", "10.96.0.23,fd00:96::23", lbVIPs("192.0.2.77", "2001:db8::77"), sourceRanges("10.0.0.0/8", "10.1.0.0/16", "192.0.2.0/24", "0.0.0.0/0", "::/0", "2001:db8::/32")),
 		endpointsFor("http", v1.ProtocolTCP, ep("10.0.0.1:8080"), ep("[fd00::1]:8080")))
 	w.set(svc("default/many", "10.96.0.15"), endpointsFor("http", v1.ProtocolTCP, many...))
 	w.set(svc("default/sticky", "10.96.0.16,fd00:96::16", affinity(10*time.Minute)), endpointsFor("http", v1.ProtocolTCP, ep("10.244.4.1:8080"), ep("10.244.4.2:8080"), ep("[fd00:244::4]:8080")))

@@ -230,6 +230,10 @@ func (s *nlSocket) send(b *nlBatch) (err error) {
 			return fmt.Errorf("%w: bind netlink socket: %w", errNotSent, err)
 		}
 		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 4<<20)
+		// Errors without a copy of the failed message: an element
+		// message is up to 64 KiB, and a few dozen failed ones would
+		// overflow the receive buffer and hide every reason.
+		_ = unix.SetsockoptInt(fd, unix.SOL_NETLINK, unix.NETLINK_CAP_ACK, 1)
 		tv := unix.Timeval{Sec: 30}
 		_ = unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
 	}
@@ -272,9 +276,10 @@ func (s *nlSocket) send(b *nlBatch) (err error) {
 				}
 				return s.drain()
 			}
-			if code != 0 && seq == 1 {
-				// The commit failed: the kernel answers for the batch
-				// as a whole, on the batch-begin message.
+			if code != 0 && seq == 2 {
+				// Perhaps the commit failed: the kernel answers that on
+				// the first operation (it has stripped the batch-begin
+				// message), and nothing after.
 				return errors.Join(errs...)
 			}
 		}
@@ -314,8 +319,8 @@ func (s *nlSocket) drain() error {
 // name says what message seq did.
 func (b *nlBatch) name(seq uint32) string {
 	switch {
-	case seq == 1:
-		return "commit"
+	case seq == 2 && len(b.what) > 1 && b.what[1] >= 0 && b.describe != nil:
+		return "commit, or " + b.describe(b.what[1])
 	case seq == 0 || int(seq) > len(b.what) || b.what[seq-1] < 0 || b.describe == nil:
 		return fmt.Sprintf("netlink message %d", seq)
 	}

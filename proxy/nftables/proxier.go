@@ -202,7 +202,15 @@ func (fp *familyProxier) reset() {
 	fp.ids, fp.endpointMaps = idAllocator{}, nil
 }
 
-func (fp *familyProxier) sync(ctx context.Context, req snapshot.Request) error {
+func (fp *familyProxier) sync(ctx context.Context, req snapshot.Request) (err error) {
+	defer func() {
+		if err != nil {
+			// The table may not be what this proxier thinks (a batch
+			// whose answer was lost, someone flushing the ruleset): the
+			// full sync that follows lists it again.
+			fp.listed = false
+		}
+	}()
 	full := req.Full || fp.written == nil
 	if !full {
 		rec := &recording{}
@@ -221,6 +229,9 @@ func (fp *familyProxier) sync(ctx context.Context, req snapshot.Request) error {
 			return fmt.Errorf("list %s table %s: %w", fp.b.ip, tableName, err)
 		}
 		leftovers = all
+		if leftovers == nil {
+			leftovers = map[string][]string{} // no table
+		}
 	}
 	listed := time.Now()
 	// Sized as the last full sync: growing it would copy 200,000
@@ -290,7 +301,9 @@ func (fp *familyProxier) run(ctx context.Context, nft knftables.Interface, tx *k
 }
 
 // full rewrites the whole table: static objects, every Service, and the
-// deletion of whatever is there but no longer wanted. Affinity sets are
+// deletion of whatever is there but no longer wanted. leftovers is the
+// table's listing if it was listed for this sync (empty: no table), else
+// nil. Affinity sets are
 // added, never flushed, so clients keep their endpoints across resyncs.
 func (fp *familyProxier) full(tx txOps, snap *snapshot.Snapshot, leftovers map[string][]string) func() {
 	fp.writeStatic(tx, snap.Node)
@@ -385,17 +398,25 @@ func (fp *familyProxier) full(tx txOps, snap *snapshot.Snapshot, leftovers map[s
 }
 
 // deleteLeftBehind deletes the chains, sets and maps an earlier run or an
-// earlier sync left behind: everything listed in leftovers or written
-// before that the full sync about to commit (written, endpointMaps) does
-// not write again, static objects apart.
+// earlier sync left behind that the full sync about to commit (written,
+// endpointMaps) does not write again, static objects apart: those in
+// leftovers, the table's listing, when it was listed for this sync, else
+// those the last successful sync wrote. Only the listing is trusted after
+// a failure: deleting what memory says was written fails the whole
+// transaction if someone else removed it.
 func (fp *familyProxier) deleteLeftBehind(tx txOps, leftovers map[string][]string, written map[types.NamespacedName]*writtenService, endpointMaps map[string]struct{}) {
 	staleChains, staleSets := map[string]struct{}{}, map[string]struct{}{}
-	for _, ws := range fp.written {
-		for c := range ws.chains {
-			staleChains[c] = struct{}{}
+	if leftovers == nil {
+		for _, ws := range fp.written {
+			for c := range ws.chains {
+				staleChains[c] = struct{}{}
+			}
+			for s := range ws.sets {
+				staleSets[s] = struct{}{}
+			}
 		}
-		for s := range ws.sets {
-			staleSets[s] = struct{}{}
+		for m := range fp.endpointMaps {
+			staleSets[m] = struct{}{}
 		}
 	}
 	for _, c := range leftovers["chain"] {
@@ -405,9 +426,6 @@ func (fp *familyProxier) deleteLeftBehind(tx txOps, leftovers map[string][]strin
 		staleSets[s] = struct{}{}
 	}
 	for _, m := range leftovers["map"] {
-		staleSets[m] = struct{}{}
-	}
-	for m := range fp.endpointMaps {
 		staleSets[m] = struct{}{}
 	}
 	for m := range endpointMaps {

@@ -610,6 +610,31 @@ func TestFailedTransactionKeepsState(t *testing.T) {
 	mustContain(t, strings.Split(f4.Dump(), "\n"), "add element ip portal endpoints-tcp-0 { 0 : 10.244.1.2 . 80 }")
 }
 
+// Someone flushes the ruleset (a firewall reload) and a Service goes
+// away: the partial sync fails, and the full sync after it must not try to
+// delete the Service's chains, which are gone, or it fails forever.
+func TestFullSyncAfterTheTableWasRemoved(t *testing.T) {
+	p, f4, _ := newFakeProxier(Config{})
+	w := newWorld()
+	a := w.set(svc("ns/a", "10.96.0.1", affinity(time.Minute)), endpointsFor("http", v1.ProtocolTCP, ep("10.244.1.1:80")))
+	w.set(svc("ns/b", "10.96.0.2"), endpointsFor("http", v1.ProtocolTCP, ep("10.244.1.2:80")))
+	mustSync(t, p, fullRequest(w.snap))
+
+	tx := f4.NewTransaction()
+	tx.Delete(&knftables.Table{})
+	if err := f4.Run(context.Background(), tx); err != nil {
+		t.Fatal(err)
+	}
+	w.remove(a)
+	if err := p.Sync(context.Background(), partialRequest(w.snap, a)); err == nil {
+		t.Fatal("partial sync into a removed table succeeded")
+	}
+	mustSync(t, p, fullRequest(w.snap))
+	got := strings.Split(f4.Dump(), "\n")
+	mustContain(t, got, "add element ip portal service-ips { 10.96.0.2 . tcp . 80 : goto service-ns/b/tcp/80 }")
+	mustNotContain(t, got, "ns/a")
+}
+
 func TestFirstFullSyncDeletesLeftovers(t *testing.T) {
 	p, f4, _ := newFakeProxier(Config{})
 	// An earlier run left a Service chain, an affinity set and a map
