@@ -746,10 +746,17 @@ func (l *evLoop) expire(now time.Time) {
 	l.arm(next)
 }
 
+// testHookConnected, set by tests, runs on the loop when a connect to
+// endpoint has succeeded.
+var testHookConnected func(endpoint string)
+
 // open starts copying: the endpoint is connected.
 func (l *evLoop) open(c *evConn) {
 	c.deadline = time.Time{}
 	b := c.b
+	if testHookConnected != nil {
+		testHookConnected(b.name)
+	}
 	if !b.track(c) {
 		// The endpoint left while the connect was under way: as a
 		// failed connect, the client goes to the next one.
