@@ -3,12 +3,20 @@ package userspace
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/netip"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -87,6 +95,45 @@ func nodePortSnapshot(nodePort uint16, eps ...netip.AddrPort) *snapshot.Snapshot
 	}
 }
 
+// dataPath is one of the TCP data paths: the event loop (Linux, with
+// sockets of its own) or goroutines copying between net.Conns, which
+// serve injected sockets and other systems. An injected Listen forces
+// the goroutines.
+type dataPath struct {
+	name string
+	loop bool // the event loop (on Linux)
+}
+
+var dataPaths = []dataPath{{"loop", true}, {"goroutines", false}}
+
+// forEachPath runs test on each data path.
+func forEachPath(t *testing.T, test func(t *testing.T, path dataPath)) {
+	for _, path := range dataPaths {
+		t.Run(path.name, func(t *testing.T) { test(t, path) })
+	}
+}
+
+// start starts a Proxier whose TCP frontends use path, and checks that
+// they do.
+func (path dataPath) start(t testing.TB, cfg Config, s *snapshot.Snapshot) *Proxier {
+	t.Helper()
+	if !path.loop && cfg.Listen == nil {
+		cfg.Listen = func(network, addr string) (net.Listener, error) { return net.Listen(network, addr) }
+	}
+	p := startProxier(t, cfg, s)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, f := range p.frontends {
+		if f.ln == nil {
+			continue
+		}
+		if got, want := len(f.loops) > 0, path.loop && runtime.GOOS == "linux"; got != want {
+			t.Fatalf("frontend %v served by the event loop: got %v, want %v", f.key.addr, got, want)
+		}
+	}
+	return p
+}
+
 func startProxier(t testing.TB, cfg Config, s *snapshot.Snapshot) *Proxier {
 	t.Helper()
 	p := New(cfg)
@@ -125,16 +172,147 @@ func TestTCPHalfCloseAndRetry(t *testing.T) {
 		{"one live endpoint", []netip.AddrPort{live}},
 		{"a dead endpoint is skipped", []netip.AddrPort{dead, live}},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			startProxier(t, Config{}, nodePortSnapshot(np, tc.eps...))
-			for i := range 6 { // rr: every other connection first tries the dead one
-				if got := askBye(t, fmt.Sprintf("127.0.0.1:%d", np), "hello"); got != "bye:5" {
-					t.Fatalf("connection %d: got %q, want bye:5", i, got)
+	forEachPath(t, func(t *testing.T, path dataPath) {
+		for _, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				path.start(t, Config{}, nodePortSnapshot(np, tc.eps...))
+				for i := range 6 { // rr: every other connection first tries the dead one
+					if got := askBye(t, fmt.Sprintf("127.0.0.1:%d", np), "hello"); got != "bye:5" {
+						t.Fatalf("connection %d: got %q, want bye:5", i, got)
+					}
 				}
+			})
+		}
+	})
+}
+
+// TestTCPAllEndpointsDeadReset: when no endpoint takes the connection,
+// the client gets a reset at once, not a clean end it could take for an
+// empty answer.
+func TestTCPAllEndpointsDeadReset(t *testing.T) {
+	dead1 := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), freePort(t)) // nothing listens
+	dead2 := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), freePort(t))
+	np := freePort(t)
+	forEachPath(t, func(t *testing.T, path dataPath) {
+		path.start(t, Config{}, nodePortSnapshot(np, dead1, dead2))
+		c, err := net.DialTimeout("tcp4", fmt.Sprintf("127.0.0.1:%d", np), 2*time.Second)
+		if err == nil {
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(5 * time.Second))
+			_, err = c.Read(make([]byte, 1))
+		}
+		// The reset may come before the dial has checked its socket.
+		if !errors.Is(err, syscall.ECONNRESET) {
+			t.Errorf("read with every endpoint dead: got %v, want a connection reset", err)
+		}
+	})
+}
+
+// TestTCPByteCounters: the per-endpoint byte counters count what went
+// each way, small messages and bulk ones.
+func TestTCPByteCounters(t *testing.T) {
+	ep := byeServer(t)
+	np := freePort(t)
+	forEachPath(t, func(t *testing.T, path dataPath) {
+		reg := prometheus.NewRegistry()
+		path.start(t, Config{Registerer: reg}, nodePortSnapshot(np, ep))
+		var toEndpoint, toClient int
+		for _, size := range []int{5, 1000, 300 << 10} {
+			want := fmt.Sprintf("bye:%d", size)
+			if got := askBye(t, fmt.Sprintf("127.0.0.1:%d", np), strings.Repeat("x", size)); got != want {
+				t.Fatalf("got %q, want %q", got, want)
 			}
-		})
+			toEndpoint += size
+			toClient += len(want)
+		}
+		// A connection's bytes are counted as it closes, just after its
+		// client has seen the end.
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			gotE, gotC := bytesCounted(t, reg, ep.String(), "to_endpoint"), bytesCounted(t, reg, ep.String(), "to_client")
+			if gotE == float64(toEndpoint) && gotC == float64(toClient) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("bytes counted to the endpoint and to the client: got %v and %v, want %d and %d", gotE, gotC, toEndpoint, toClient)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
+}
+
+func bytesCounted(t *testing.T, reg *prometheus.Registry, endpoint, direction string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
 	}
+	for _, mf := range mfs {
+		if mf.GetName() != "portal_userspace_bytes_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			var ep, dir bool
+			for _, l := range m.GetLabel() {
+				ep = ep || l.GetName() == "endpoint" && l.GetValue() == endpoint
+				dir = dir || l.GetName() == "direction" && l.GetValue() == direction
+			}
+			if ep && dir {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+// TestTCPEndpointRemovedDuringConnect pins a bug: a connect that
+// succeeded after its endpoint had been removed closed the client's
+// connection. It must go to another endpoint, as after a failed connect
+// (a killed backend costs no failed client connection).
+func TestTCPEndpointRemovedDuringConnect(t *testing.T) {
+	a, b := byeServer(t), byeServer(t)
+	np := freePort(t)
+	forEachPath(t, func(t *testing.T, path dataPath) {
+		var proxier atomic.Pointer[Proxier]
+		var once sync.Once
+		removed := make(chan string, 1)
+		// remove runs once a connect to endpoint has succeeded, before
+		// the connection counts as the endpoint's.
+		remove := func(endpoint string) {
+			once.Do(func() {
+				keep := a
+				if endpoint == a.String() {
+					keep = b
+				}
+				if err := proxier.Load().Sync(context.Background(), snapshot.Request{Snapshot: nodePortSnapshot(np, keep), Full: true}); err != nil {
+					t.Error(err)
+				}
+				removed <- endpoint
+			})
+		}
+		var cfg Config
+		if path.loop && runtime.GOOS == "linux" {
+			setConnectedHook(t, remove)
+		} else {
+			d := &net.Dialer{}
+			cfg.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+				c, err := d.DialContext(ctx, network, addr)
+				if err == nil {
+					remove(addr)
+				}
+				return c, err
+			}
+		}
+		proxier.Store(path.start(t, cfg, nodePortSnapshot(np, a, b)))
+		if got := askBye(t, fmt.Sprintf("127.0.0.1:%d", np), "hello"); got != "bye:5" {
+			t.Fatalf("got %q, want bye:5 from the endpoint that stayed", got)
+		}
+		select {
+		case <-removed:
+		default:
+			t.Fatal("no endpoint was removed: the test did not reach the case")
+		}
+	})
 }
 
 func TestNoEndpointsNoListener(t *testing.T) {
@@ -149,50 +327,52 @@ func TestNoEndpointsNoListener(t *testing.T) {
 // TestDrain: an endpoint that leaves keeps its open connection until the
 // drain timeout closes it.
 func TestDrain(t *testing.T) {
-	hold, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hold.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := hold.Accept()
-		if err == nil {
-			accepted <- c
+	forEachPath(t, func(t *testing.T, path dataPath) {
+		hold, err := net.Listen("tcp4", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
 		}
-	}()
-	np := freePort(t)
-	ep := hold.Addr().(*net.TCPAddr).AddrPort()
-	p := startProxier(t, Config{DrainTimeout: 200 * time.Millisecond}, nodePortSnapshot(np, ep))
-	c, err := net.Dial("tcp4", fmt.Sprintf("127.0.0.1:%d", np))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	up := <-accepted
-	defer up.Close()
-	// One round trip first: the proxy has then registered the connection.
-	io.WriteString(up, "x")
-	if _, err := io.ReadFull(c, make([]byte, 1)); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Sync(context.Background(), snapshot.Request{Snapshot: nodePortSnapshot(np), Full: true}); err != nil {
-		t.Fatal(err)
-	}
-	// Still open right after the endpoint left...
-	io.WriteString(up, "x")
-	buf := make([]byte, 1)
-	c.SetReadDeadline(time.Now().Add(time.Second))
-	if _, err := io.ReadFull(c, buf); err != nil {
-		t.Fatalf("connection closed at once, want it to drain: %v", err)
-	}
-	// ...and closed by the drain timeout.
-	c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if _, err := c.Read(buf); err == nil {
-		t.Fatalf("read after drain: got data, want the connection closed")
-	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
-		t.Fatalf("connection still open 5s after a 200ms drain timeout")
-	}
+		defer hold.Close()
+		accepted := make(chan net.Conn, 1)
+		go func() {
+			c, err := hold.Accept()
+			if err == nil {
+				accepted <- c
+			}
+		}()
+		np := freePort(t)
+		ep := hold.Addr().(*net.TCPAddr).AddrPort()
+		p := path.start(t, Config{DrainTimeout: 200 * time.Millisecond}, nodePortSnapshot(np, ep))
+		c, err := net.Dial("tcp4", fmt.Sprintf("127.0.0.1:%d", np))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		up := <-accepted
+		defer up.Close()
+		// One round trip first: the proxy has then registered the connection.
+		io.WriteString(up, "x")
+		if _, err := io.ReadFull(c, make([]byte, 1)); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Sync(context.Background(), snapshot.Request{Snapshot: nodePortSnapshot(np), Full: true}); err != nil {
+			t.Fatal(err)
+		}
+		// Still open right after the endpoint left...
+		io.WriteString(up, "x")
+		buf := make([]byte, 1)
+		c.SetReadDeadline(time.Now().Add(time.Second))
+		if _, err := io.ReadFull(c, buf); err != nil {
+			t.Fatalf("connection closed at once, want it to drain: %v", err)
+		}
+		// ...and closed by the drain timeout.
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Read(buf); err == nil {
+			t.Fatalf("read after drain: got data, want the connection closed")
+		} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			t.Fatalf("connection still open 5s after a 200ms drain timeout")
+		}
+	})
 }
 
 // BenchmarkTCPBulk measures the spliced data path: 1 MiB per op through
@@ -235,8 +415,12 @@ func BenchmarkTCPConnect(b *testing.B) {
 // ways: small ones are copied through a buffer, a stream that fills it
 // switches to splice, and every byte must arrive in order either way.
 func TestTCPSmallAndBulk(t *testing.T) {
+	forEachPath(t, testTCPSmallAndBulk)
+}
+
+func testTCPSmallAndBulk(t *testing.T, path dataPath) {
 	np := freePort(t)
-	startProxier(t, Config{}, nodePortSnapshot(np, echoServer(t)))
+	path.start(t, Config{}, nodePortSnapshot(np, echoServer(t)))
 	for _, size := range []int{1, 1024, copyBufSize - 1, copyBufSize, 4 << 20} {
 		t.Run(fmt.Sprint(size), func(t *testing.T) {
 			c, err := net.DialTimeout("tcp4", fmt.Sprintf("127.0.0.1:%d", np), 2*time.Second)
@@ -270,8 +454,12 @@ func TestTCPSmallAndBulk(t *testing.T) {
 // (pending bytes, bulk switch mid-stream) and the connections spread over
 // the event loops.
 func TestTCPConcurrentEcho(t *testing.T) {
+	forEachPath(t, testTCPConcurrentEcho)
+}
+
+func testTCPConcurrentEcho(t *testing.T, path dataPath) {
 	np := freePort(t)
-	startProxier(t, Config{}, nodePortSnapshot(np, echoServer(t)))
+	path.start(t, Config{}, nodePortSnapshot(np, echoServer(t)))
 	const conns = 16
 	errs := make(chan error, conns)
 	for k := range conns {
@@ -336,6 +524,10 @@ func echoStream(addr string, k, size int) error {
 // switch the stream to splice) keep coming; every byte must arrive in
 // order.
 func TestTCPSlowReaderSmallMessages(t *testing.T) {
+	forEachPath(t, testTCPSlowReaderSmallMessages)
+}
+
+func testTCPSlowReaderSmallMessages(t *testing.T, path dataPath) {
 	const msgs, size = 3000, 1000
 	want := make([]byte, msgs*size)
 	for i := range want {
@@ -349,7 +541,7 @@ func TestTCPSlowReaderSmallMessages(t *testing.T) {
 		}
 	})
 	np := freePort(t)
-	startProxier(t, Config{}, nodePortSnapshot(np, ep))
+	path.start(t, Config{}, nodePortSnapshot(np, ep))
 	c, err := net.DialTimeout("tcp4", fmt.Sprintf("127.0.0.1:%d", np), 2*time.Second)
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,9 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -38,7 +40,18 @@ const (
 	maxSplice = 1 << 20 // bytes per splice(2), as Go's own splice
 	maxPipes  = 16      // idle pipes kept for the next bulk transfer
 	wakeIdx   = 0       // the slot of the loop's eventfd
+
+	// maxAccept bounds the connections taken per wake-up of a listener
+	// (HAProxy's maxaccept), and pumpBudget the bytes one direction of a
+	// connection moves per turn: a flood of new connections or one fast
+	// bulk stream must not hold the loop while the others wait. What is
+	// left goes on the ready list, served after the next batch of events.
+	maxAccept  = 64
+	pumpBudget = 256 << 10
 )
+
+// pipeSizeFailed is set once F_SETPIPE_SZ failed (logged once per process).
+var pipeSizeFailed atomic.Bool
 
 // evLoop is one event loop. Only its own goroutine touches its sockets and
 // state; other goroutines hand it work through post.
@@ -60,6 +73,13 @@ type evLoop struct {
 	connecting []*evConn
 	armed      time.Time
 	stop       bool
+	err        error // epoll_wait failed: the loop cannot go on
+
+	// ready holds the listeners and connections that stopped with work
+	// left (maxAccept, pumpBudget). Edge-triggered epoll will not report
+	// them again, so each turn serves them after its events.
+	ready, spare []evReady
+	budget       int // pumpBudget; tests make it smaller
 
 	mu     sync.Mutex
 	posted []func()
@@ -81,9 +101,16 @@ type evSlot struct {
 // socket is Go's: the loop accepts from it through Control, which keeps
 // the descriptor open while accept4 runs, however the frontend closes it.
 type evListener struct {
-	f   *frontend
-	rc  syscall.RawConn
-	idx uint32
+	f      *frontend
+	rc     syscall.RawConn
+	idx    uint32
+	queued bool // on the ready list
+}
+
+// evReady is an entry of the ready list: a listener or a connection.
+type evReady struct {
+	ln *evListener
+	c  *evConn
 }
 
 type evPipe struct{ r, w int }
@@ -104,6 +131,7 @@ type evConn struct {
 	tried    []bool    // endpoints that failed, made on the first failure
 	deadline time.Time // of the connect in progress
 	state    uint8
+	queued   bool // on the ready list
 }
 
 const (
@@ -116,9 +144,10 @@ const (
 type evHalf struct {
 	pend   *[]byte // bytes read and not yet written: pend[off:n]
 	off, n int
-	pipe   evPipe // bulk: bytes in flight through a pipe
+	pipe   evPipe // bulk: bytes in flight through a pipe, while piped
 	inPipe int
 	bulk   bool
+	piped  bool // pipe is this direction's; it goes back to the pool when empty
 	eof    bool // the source's EOF was read
 	done   bool // and everything was written
 	bytes  int64
@@ -170,7 +199,7 @@ func newEvLoop(p *Proxier) (*evLoop, error) {
 	l := &evLoop{
 		p: p, epfd: epfd, wakefd: wakefd, events: make([]unix.EpollEvent, evBatch),
 		slots: make([]evSlot, 1), buf: make([]byte, copyBufSize), conns: map[*evConn]struct{}{},
-		lns: map[*frontend]*evListener{},
+		lns: map[*frontend]*evListener{}, budget: pumpBudget,
 	}
 	if err := l.add(wakefd, wakeIdx, unix.EPOLLIN); err != nil {
 		unix.Close(wakefd)
@@ -252,21 +281,58 @@ func (l *evLoop) run() {
 	cancel := context.AfterFunc(l.p.ctx, func() { l.post(stop) })
 	defer cancel()
 	rc, err := l.file.SyscallConn()
-	if err != nil {
-		klog.ErrorS(err, "Event loop cannot wait")
-		return
-	}
-	for !l.stop {
+	l.err = err
+	for !l.stop && l.err == nil {
 		err := rc.Read(l.poll)
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			l.expire(time.Now())
 			continue
 		}
 		if err != nil {
-			klog.ErrorS(err, "Event loop stopped")
-			break
+			l.err = err
 		}
 	}
+	if l.err != nil && !l.stop {
+		// Nothing else would tell: the listeners would just stop being
+		// served. The frontends go on through Go's net package.
+		klog.ErrorS(l.err, "TCP event loop failed; its connections are closed and its frontends are served by goroutines")
+	}
+	l.shutdown()
+	if l.err != nil && !l.stop {
+		l.p.loopFailed(l)
+	}
+}
+
+// loopFailed takes l, a loop that stopped on an error, out of service:
+// new frontends do without it, and a frontend no other loop accepts for
+// is served by goroutines (frontend.serveTCP). That keeps the node's
+// Services up without a restart, which would cost every connection of
+// the other loops too.
+func (p *Proxier) loopFailed(l *evLoop) {
+	if p.ctx.Err() != nil {
+		return
+	}
+	without := func(ls []*evLoop) []*evLoop {
+		return slices.DeleteFunc(slices.Clone(ls), func(x *evLoop) bool { return x == l })
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.loops = without(p.loops)
+	for _, f := range p.frontends {
+		if f.ln == nil || !slices.Contains(f.loops, l) {
+			continue
+		}
+		f.loops = without(f.loops)
+		if len(f.loops) == 0 {
+			p.wg.Add(1)
+			go f.serveTCP()
+		}
+	}
+}
+
+// shutdown closes every connection and descriptor of the loop; what is
+// posted afterwards never runs.
+func (l *evLoop) shutdown() {
 	for c := range l.conns {
 		l.closeConn(c, false)
 	}
@@ -283,28 +349,77 @@ func (l *evLoop) run() {
 	l.file.Close()
 }
 
-// poll handles the ready events. It returns false (wait for more) until
-// the loop must stop or a connect deadline is due.
+// poll handles the ready events and the ready list. It returns false
+// (wait for more) when no work is left, true when the loop must stop.
+// Under load it never returns false, so it fails late connects itself.
 func (l *evLoop) poll(uintptr) bool {
 	for {
-		n, err := rawEpollWait(l.epfd, l.events)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			klog.ErrorS(os.NewSyscallError("epoll_wait", err), "Event loop")
+		more := l.turn()
+		if l.stop || l.err != nil {
 			return true
 		}
-		for i := range l.events[:n] {
-			l.handle(&l.events[i])
-		}
-		if l.stop {
-			return true
-		}
-		if n < len(l.events) {
+		if !more {
 			return false
 		}
+		if !l.armed.IsZero() {
+			if now := time.Now(); !now.Before(l.armed) {
+				l.expire(now)
+			}
+		}
 	}
+}
+
+// turn handles one batch of events, then serves the ready list once. It
+// reports whether work may be left: a full batch, or a ready list.
+func (l *evLoop) turn() bool {
+	n, err := rawEpollWait(l.epfd, l.events)
+	if err == unix.EINTR {
+		return true
+	}
+	if err != nil {
+		l.err = os.NewSyscallError("epoll_wait", err)
+		return false
+	}
+	for i := range l.events[:n] {
+		l.handle(&l.events[i])
+	}
+	if len(l.ready) > 0 {
+		l.serveReady()
+	}
+	return n == len(l.events) || len(l.ready) > 0
+}
+
+// yield puts c on the ready list: it stopped with work left.
+func (l *evLoop) yield(c *evConn) {
+	if !c.queued {
+		c.queued = true
+		l.ready = append(l.ready, evReady{c: c})
+	}
+}
+
+// serveReady serves the listeners and connections that were on the
+// ready list when it began; those that yield again wait for the next
+// turn, after the events that came meanwhile.
+func (l *evLoop) serveReady() {
+	todo := l.ready
+	l.ready = l.spare[:0]
+	for i := range todo {
+		r := todo[i]
+		todo[i] = evReady{}
+		if r.ln != nil {
+			r.ln.queued = false
+			if l.lns[r.ln.f] == r.ln {
+				l.accept(r.ln)
+			}
+			continue
+		}
+		r.c.queued = false
+		if r.c.state == connOpen {
+			l.pump(r.c, 0)
+			l.pump(r.c, 1)
+		}
+	}
+	l.spare = todo[:0]
 }
 
 func (l *evLoop) handle(ev *unix.EpollEvent) {
@@ -398,14 +513,24 @@ func (l *evLoop) removeListener(f *frontend) {
 	})
 }
 
-// accept takes every connection queued on the listener.
+// accept takes the connections queued on the listener, up to maxAccept;
+// with more waiting, the listener goes on the ready list.
 func (l *evLoop) accept(ln *evListener) {
 	var retry bool
+	taken := 0
 	cerr := ln.rc.Control(func(lfd uintptr) {
 		for {
+			if taken == maxAccept {
+				if !ln.queued {
+					ln.queued = true
+					l.ready = append(l.ready, evReady{ln: ln})
+				}
+				return
+			}
 			fd, client, err := rawAccept(int(lfd))
 			switch err {
 			case nil:
+				taken++
 				l.serve(ln.f, fd, client)
 				continue
 			case unix.EAGAIN:
@@ -493,9 +618,15 @@ func (l *evLoop) dial(c *evConn) {
 	l.closeConn(c, true)
 }
 
+// errEndpointGone fails a connect that completed after its endpoint was
+// removed: the connection goes to another endpoint.
+var errEndpointGone = errors.New("endpoint removed during the connect")
+
 func (l *evLoop) failed(c *evConn, i int, err error) {
 	b := c.r.backends[i]
-	b.stats().failures.Inc()
+	if err != errEndpointGone {
+		b.stats().failures.Inc()
+	}
 	klog.V(3).InfoS("Connect to endpoint failed; trying the next", "endpoint", b.name, "err", err)
 	if c.tried == nil {
 		c.tried = make([]bool, len(c.r.backends))
@@ -524,7 +655,7 @@ func (l *evLoop) connect(c *evConn, b *backend) error {
 		return nil
 	}
 	c.deadline = time.Now().Add(l.p.cfg.DialTimeout)
-	if l.armed.IsZero() {
+	if l.armed.IsZero() || c.deadline.Before(l.armed) {
 		l.arm(c.deadline)
 	}
 	if len(l.connecting) >= 256 && len(l.connecting) == cap(l.connecting) {
@@ -586,8 +717,10 @@ func (l *evLoop) retry(c *evConn, err error) {
 }
 
 // expire runs when the armed deadline has passed: it fails the connects
-// that are late and arms the deadline of the first one left (they are in
-// deadline order). A connect that completes does not disarm anything:
+// that are late and arms the earliest deadline left. The list is not in
+// deadline order: a connection whose connect failed fast is appended
+// again with a later deadline, while its first entry stays where it
+// was. A connect that completes does not disarm anything:
 // changing a deadline costs a timer update, and a wake-up for nothing
 // once per DialTimeout costs less.
 func (l *evLoop) expire(now time.Time) {
@@ -605,18 +738,29 @@ func (l *evLoop) expire(now time.Time) {
 		}
 	}
 	next := time.Time{}
-	if len(l.connecting) > 0 {
-		next = l.connecting[0].deadline
+	for _, c := range l.connecting {
+		if next.IsZero() || c.deadline.Before(next) {
+			next = c.deadline
+		}
 	}
 	l.arm(next)
 }
+
+// testHookConnected, set by tests, runs on the loop when a connect to
+// endpoint has succeeded.
+var testHookConnected func(endpoint string)
 
 // open starts copying: the endpoint is connected.
 func (l *evLoop) open(c *evConn) {
 	c.deadline = time.Time{}
 	b := c.b
+	if testHookConnected != nil {
+		testHookConnected(b.name)
+	}
 	if !b.track(c) {
-		l.closeConn(c, false)
+		// The endpoint left while the connect was under way: as a
+		// failed connect, the client goes to the next one.
+		l.retry(c, errEndpointGone)
 		return
 	}
 	c.state = connOpen
@@ -663,8 +807,9 @@ func (l *evLoop) closeConn(c *evConn, reset bool) {
 			copyBufs.Put(h.pend)
 			h.pend = nil
 		}
-		if h.bulk {
+		if h.piped {
 			l.putPipe(h.pipe, h.inPipe == 0)
+			h.piped = false
 		}
 	}
 	if !wasOpen {
@@ -690,8 +835,12 @@ func (l *evLoop) getPipe() (evPipe, error) {
 		return evPipe{}, os.NewSyscallError("pipe2", err)
 	}
 	// A pipe as large as one splice, as Go's; a smaller one only costs
-	// more calls.
-	unix.FcntlInt(uintptr(fds[0]), unix.F_SETPIPE_SZ, maxSplice)
+	// more calls. Without CAP_SYS_RESOURCE it fails once the user's pipes
+	// hold pipe-user-pages-soft; the transfer goes on in a small pipe.
+	if _, err := unix.FcntlInt(uintptr(fds[0]), unix.F_SETPIPE_SZ, maxSplice); err != nil && !pipeSizeFailed.Swap(true) {
+		klog.InfoS("Cannot enlarge the splice pipes; bulk transfers use small ones (raise fs.pipe-user-pages-soft?)",
+			"err", os.NewSyscallError("fcntl F_SETPIPE_SZ", err))
+	}
 	return evPipe{r: fds[0], w: fds[1]}, nil
 }
 
@@ -705,10 +854,12 @@ func (l *evLoop) putPipe(p evPipe, empty bool) {
 }
 
 // pump moves what it can in direction d (0: client to endpoint, 1: back)
-// until a side would block, the source ends, or an error closes c.
+// until a side would block, the source ends, an error closes c, or it
+// has read its budget (then c goes on the ready list).
 func (l *evLoop) pump(c *evConn, d int) {
 	h := &c.dir[d]
 	src, dst := d, 1-d
+	moved := 0
 	for c.state == connOpen && !h.done {
 		if h.pend != nil || h.inPipe > 0 {
 			if !c.wr[dst] || !l.flush(c, h, dst) {
@@ -718,11 +869,23 @@ func (l *evLoop) pump(c *evConn, d int) {
 		}
 		if h.eof {
 			h.done = true
+			l.dropPipe(h)
 			l.ended(c, dst)
 			return
 		}
 		if !c.rd[src] || !c.wr[dst] {
 			return
+		}
+		if moved >= l.budget {
+			l.yield(c)
+			return
+		}
+		if h.bulk && !h.piped {
+			if p, err := l.getPipe(); err == nil {
+				h.pipe, h.piped = p, true
+			} else {
+				h.bulk = false // copy through the buffer; a full read tries again
+			}
 		}
 		if h.bulk {
 			n, err := rawSplice(c.fd[src], h.pipe.w, maxSplice)
@@ -733,9 +896,13 @@ func (l *evLoop) pump(c *evConn, d int) {
 				if h.eof {
 					continue
 				}
+				// The pipe is empty and the source has nothing now:
+				// an idle connection holds no pipe.
+				l.dropPipe(h)
 				return
 			}
 			h.inPipe = n
+			moved += n
 			continue
 		}
 		n, err := rawRead(c.fd[src], l.buf)
@@ -748,6 +915,7 @@ func (l *evLoop) pump(c *evConn, d int) {
 			}
 			return
 		}
+		moved += n
 		if n < len(l.buf) && !c.hup[src] {
 			// A short read emptied the socket. What comes next, data or
 			// the FIN, raises a new edge; a FIN that came before the read
@@ -758,9 +926,7 @@ func (l *evLoop) pump(c *evConn, d int) {
 		if n == len(l.buf) {
 			// A full read marks a bulk transfer: from now on the bytes
 			// go through a pipe and never enter user space.
-			if p, err := l.getPipe(); err == nil {
-				h.bulk, h.pipe = true, p
-			}
+			h.bulk = true
 		}
 		w, err := rawWrite(c.fd[dst], l.buf[:n])
 		h.bytes += int64(w)
@@ -774,6 +940,14 @@ func (l *evLoop) pump(c *evConn, d int) {
 			h.n = copy(*h.pend, l.buf[w:n])
 			h.off = 0
 		}
+	}
+}
+
+// dropPipe gives h's pipe back to the pool, if h holds an empty one.
+func (l *evLoop) dropPipe(h *evHalf) {
+	if h.piped && h.inPipe == 0 {
+		l.putPipe(h.pipe, true)
+		h.piped = false
 	}
 }
 

@@ -11,6 +11,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"portal.dev/portal/proxy/snapshot"
 )
 
 // hangingEndpoint returns a loopback address whose connects neither
@@ -145,32 +149,13 @@ func TestPumpKeepsWhatItCannotWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.close()
-	pair := func() [2]int {
-		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { unix.Close(fds[0]); unix.Close(fds[1]) })
-		unix.SetNonblock(fds[0], true)
-		unix.SetNonblock(fds[1], true)
-		return fds
-	}
-	client, endpoint := pair(), pair() // [0]: the loop's side, [1]: the peer's
+	client, endpoint := sockPair(t), sockPair(t) // [0]: the loop's side, [1]: the peer's
 	unix.SetsockoptInt(endpoint[0], unix.SOL_SOCKET, unix.SO_SNDBUF, 4096)
 	c := &evConn{l: l, fd: [2]int{client[0], endpoint[0]}, state: connOpen, wr: [2]bool{true, true}}
 
 	const msgs, size = 200, 1000
 	var sent, got []byte
-	drain := func() {
-		buf := make([]byte, 64<<10)
-		for {
-			n, err := unix.Read(endpoint[1], buf)
-			if n <= 0 || err != nil {
-				return
-			}
-			got = append(got, buf[:n]...)
-		}
-	}
+	drain := func() { got = append(got, readAll(endpoint[1])...) }
 	pended := false
 	for i := range msgs {
 		msg := make([]byte, size)
@@ -199,5 +184,252 @@ func TestPumpKeepsWhatItCannotWrite(t *testing.T) {
 	}
 	if c.dir[0].pend != nil || !bytes.Equal(got, sent) {
 		t.Errorf("endpoint got %d bytes (equal: %v), want the %d sent, none pending", len(got), bytes.Equal(got, sent), len(sent))
+	}
+}
+
+// sockPair returns a connected pair of non-blocking stream sockets.
+func sockPair(t *testing.T) [2]int {
+	t.Helper()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fds[0]); unix.Close(fds[1]) })
+	unix.SetNonblock(fds[0], true)
+	unix.SetNonblock(fds[1], true)
+	return fds
+}
+
+// readAll reads what a non-blocking socket holds now.
+func readAll(fd int) []byte {
+	var got []byte
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := unix.Read(fd, buf)
+		if n <= 0 || err != nil {
+			return got
+		}
+		got = append(got, buf[:n]...)
+	}
+}
+
+// setConnectedHook runs fn on the event loop each time a connect to an
+// endpoint succeeds, until the test ends (after its Proxier's Close, when
+// set before the Proxier starts).
+func setConnectedHook(t *testing.T, fn func(endpoint string)) {
+	testHookConnected = fn
+	t.Cleanup(func() { testHookConnected = nil })
+}
+
+// TestExpireArmsEarliestDeadline pins a bug: after a fast retry the
+// connecting list is out of deadline order (the retried connection is
+// appended again with a later deadline, its first entry stays first),
+// and the loop armed its first entry's deadline, so another connect
+// timed out up to twice DialTimeout late.
+func TestExpireArmsEarliestDeadline(t *testing.T) {
+	p := New(Config{})
+	defer p.Close()
+	l, err := newEvLoop(p) // not run: the test is its goroutine
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.close()
+	now := time.Now()
+	retried := &evConn{state: connConnecting, deadline: now.Add(2 * time.Second)}
+	waiting := &evConn{state: connConnecting, deadline: now.Add(time.Second)}
+	l.connecting = []*evConn{retried, waiting, retried}
+	l.expire(now)
+	if !l.armed.Equal(waiting.deadline) {
+		t.Errorf("armed deadline: got now+%v, want now+%v (the earliest)", l.armed.Sub(now), waiting.deadline.Sub(now))
+	}
+}
+
+// handLoop returns an event loop the test drives by hand (it is not
+// run) with a TCP frontend on loopback whose connections go to ep.
+func handLoop(t *testing.T, ep netip.AddrPort) (*evLoop, *net.TCPAddr) {
+	t.Helper()
+	p := New(Config{})
+	t.Cleanup(func() { p.Close() })
+	l, err := newEvLoop(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.shutdown)
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	sp := p.servicePort(portKey{svc: types.NamespacedName{Namespace: "default", Name: "web"}, port: "http", prot: v1.ProtocolTCP})
+	bs := sp.backends([]*snapshot.Endpoint{{Addr: ep.Addr(), Port: ep.Port(), Ready: true, Serving: true}})
+	f := &frontend{p: p, key: frontendKey{proto: v1.ProtocolTCP, addr: ln.Addr().(*net.TCPAddr).AddrPort()}, ln: ln, loops: []*evLoop{l}}
+	f.route.Store(&route{sp: sp, backends: bs, sched: sp.scheduler(SchedulerRoundRobin, bs)})
+	l.addListener(f, false)
+	l.runPosted()
+	return l, ln.Addr().(*net.TCPAddr)
+}
+
+// turnUntil runs turns of l until cond holds (at most 10s).
+func turnUntil(t *testing.T, l *evLoop, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 10s of turns: not %s", what)
+		}
+		l.turn()
+	}
+}
+
+// hasData reports whether c has bytes to read, without reading them.
+func hasData(c net.Conn) bool {
+	rc, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		return false
+	}
+	n := 0
+	rc.Control(func(fd uintptr) {
+		var b [1]byte
+		n, _, _ = unix.Recvfrom(int(fd), b[:], unix.MSG_DONTWAIT|unix.MSG_PEEK)
+	})
+	return n > 0
+}
+
+// TestAcceptFloodDoesNotStall pins a bug: the loop accepted until the
+// listener's queue was empty, so a flood of new connections kept it from
+// an established connection's data (and from connect timeouts and
+// closes). A turn of the loop takes a bounded number of connections, the
+// established one gets its data while the flood still waits, and every
+// connection of the flood is taken in later turns, though no new event
+// comes for them.
+func TestAcceptFloodDoesNotStall(t *testing.T) {
+	epl, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer epl.Close()
+	l, addr := handLoop(t, epl.Addr().(*net.TCPAddr).AddrPort())
+	client, err := net.DialTCP("tcp4", nil, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	turnUntil(t, l, "connected", func() bool { return len(l.conns) == 1 && l.anyOpen() })
+	up, err := epl.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+
+	const flood = 1000 // queued on the listener, the kernel's handshakes done
+	for range flood {
+		c, err := net.DialTCP("tcp4", nil, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	if _, err := up.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	turnUntil(t, l, "the established connection's data delivered", func() bool { return hasData(client) })
+	if taken := len(l.conns) - 1; taken >= flood {
+		t.Errorf("the established connection got its data after the loop had taken the whole flood (%d connections), want it while most still wait", taken)
+	}
+	turnUntil(t, l, "every connection of the flood taken", func() bool { return len(l.conns) == flood+1 })
+}
+
+func (l *evLoop) anyOpen() bool {
+	for c := range l.conns {
+		if c.state == connOpen {
+			return true
+		}
+	}
+	return false
+}
+
+// TestPumpYieldsAfterBudget pins two bugs. One direction of a connection
+// pumped until a socket would block, so one fast bulk stream held the
+// loop; it must stop after its budget and finish in later turns, from
+// the ready list. And a bulk connection kept its pipe (1 MiB) while idle;
+// once the pipe is empty and the source has nothing, it goes back to the
+// pool.
+func TestPumpYieldsAfterBudget(t *testing.T) {
+	p := New(Config{})
+	defer p.Close()
+	l, err := newEvLoop(p) // not run: the test is its goroutine
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.shutdown()
+	l.budget = copyBufSize
+	client, endpoint := sockPair(t), sockPair(t) // [0]: the loop's side, [1]: the peer's
+	c := &evConn{l: l, fd: [2]int{client[0], endpoint[0]}, state: connOpen, wr: [2]bool{true, true}}
+
+	var sent []byte
+	chunk := make([]byte, 4096)
+	for i := 0; ; i++ {
+		for j := range chunk {
+			chunk[j] = byte(i*7 + j)
+		}
+		n, err := unix.Write(client[1], chunk)
+		if n > 0 {
+			sent = append(sent, chunk[:n]...)
+		}
+		if err != nil || n < len(chunk) {
+			break
+		}
+	}
+	if len(sent) <= 2*copyBufSize {
+		t.Fatalf("the client socket took only %d bytes", len(sent))
+	}
+	c.rd[0] = true
+	l.pump(c, 0)
+	got := readAll(endpoint[1])
+	if len(got) != copyBufSize || len(l.ready) != 1 {
+		t.Fatalf("one pump moved %d of %d bytes and queued %d connections, want %d bytes (the budget) and the connection queued",
+			len(got), len(sent), len(l.ready), copyBufSize)
+	}
+	for i := 0; len(got) < len(sent) || len(l.ready) > 0; i++ {
+		if i > 10000 {
+			t.Fatalf("endpoint got %d of %d bytes", len(got), len(sent))
+		}
+		c.wr[1] = true // the endpoint read: its socket is writable again
+		if len(l.ready) > 0 {
+			l.serveReady()
+		} else {
+			l.pump(c, 0)
+		}
+		got = append(got, readAll(endpoint[1])...)
+	}
+	if !bytes.Equal(got, sent) {
+		t.Fatalf("endpoint got %d bytes (equal: false), want the %d sent", len(got), len(sent))
+	}
+	if h := &c.dir[0]; !h.bulk || h.piped || len(l.pipes) != 1 {
+		t.Errorf("idle bulk connection: bulk %v, holds a pipe %v, pipes in the pool %d; want bulk, no pipe held, 1 in the pool", h.bulk, h.piped, len(l.pipes))
+	}
+}
+
+// TestLoopFailureFallsBack: a loop that stops on an error must not leave
+// its frontends unserved; goroutines take them over.
+func TestLoopFailureFallsBack(t *testing.T) {
+	ep := byeServer(t)
+	np := freePort(t)
+	p := startProxier(t, Config{}, nodePortSnapshot(np, ep))
+	addr := fmt.Sprintf("127.0.0.1:%d", np)
+	if got := askBye(t, addr, "hello"); got != "bye:5" {
+		t.Fatalf("before: got %q, want bye:5", got)
+	}
+	loops := p.tcpLoops()
+	if len(loops) == 0 {
+		t.Fatal("no event loop: the test would not exercise the Linux data path")
+	}
+	for _, l := range loops {
+		l.file.Close() // the loop's wait fails
+	}
+	for i := range 3 {
+		if got := askBye(t, addr, "hello"); got != "bye:5" {
+			t.Fatalf("connection %d after the loops failed: got %q, want bye:5", i, got)
+		}
 	}
 }

@@ -61,7 +61,7 @@ func (p *Proxier) open(k frontendKey, r *route) (*frontend, error) {
 	for _, l := range f.loops {
 		l.addListener(f, len(f.loops) > 1)
 	}
-	if f.loops == nil {
+	if len(f.loops) == 0 {
 		p.wg.Add(1)
 		go f.serveTCP()
 	}
@@ -153,8 +153,16 @@ func (f *frontend) handleTCP(c net.Conn) {
 			tried[i] = true
 			continue
 		}
-		r.remember(client.Addr(), b, time.Now())
-		f.p.splice(c, up, b)
+		if !f.p.splice(c, up, b, func() { r.remember(client.Addr(), b, time.Now()) }) {
+			// The endpoint left during the connect: as a failed
+			// connect, the client goes to the next one.
+			up.Close()
+			if tried == nil {
+				tried = make([]bool, len(r.backends))
+			}
+			tried[i] = true
+			continue
+		}
 		return
 	}
 	resetClose(c)
@@ -188,13 +196,14 @@ func (p *pair) drains() bool { return true }
 // splice copies both ways until both sides have finished. io.Copy between
 // two *net.TCPConn uses splice(2), so the bytes never enter user space.
 // A FIN from one side is passed on as a FIN (half-close); an error on
-// either side closes both.
-func (p *Proxier) splice(client, up net.Conn, b *backend) {
+// either side closes both. It returns false, having done nothing, when b
+// is gone; tracked runs once the connection counts as b's.
+func (p *Proxier) splice(client, up net.Conn, b *backend, tracked func()) bool {
 	pr := &pair{client: client, up: up}
 	if !b.track(pr) {
-		pr.Close()
-		return
+		return false
 	}
+	tracked()
 	m := b.stats()
 	b.active.Add(1)
 	m.conns.Inc()
@@ -216,6 +225,7 @@ func (p *Proxier) splice(client, up net.Conn, b *backend) {
 	wg.Wait()
 	m.toEndpoint.Add(float64(toEndpoint))
 	m.toClient.Add(float64(toClient))
+	return true
 }
 
 type closeWriter interface{ CloseWrite() error }
