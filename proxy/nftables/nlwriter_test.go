@@ -120,6 +120,18 @@ func (f *failingBatch) Write(context.Context, *recording) error {
 
 func (f *failingBatch) Wrote(*recording) {}
 
+// writeFailures are the netlink writer's three ways to fail, and whether
+// the sync then goes through nft.
+var writeFailures = []struct {
+	name     string
+	err      error
+	fallback bool
+}{
+	{"not encodable", fmt.Errorf("%w: test", errNotEncodable), true},
+	{"not sent", fmt.Errorf("%w: test", errNotSent), true},
+	{"refused by the kernel", errors.New("commit: invalid argument"), false},
+}
+
 // TestFullSyncFallsBackToNFT: a full sync the netlink writer cannot
 // encode or send is written by knftables, the same ruleset as without
 // the writer; one the kernel refused is not retried through nft (the
@@ -128,15 +140,7 @@ func TestFullSyncFallsBackToNFT(t *testing.T) {
 	w := kernelWorld()
 	plain, f4, f6 := newFakeProxier(withCIDR)
 	mustSync(t, plain, fullRequest(w.snap))
-	for _, tc := range []struct {
-		name     string
-		err      error
-		fallback bool
-	}{
-		{"not encodable", fmt.Errorf("%w: test", errNotEncodable), true},
-		{"not sent", fmt.Errorf("%w: test", errNotSent), true},
-		{"refused by the kernel", errors.New("commit: invalid argument"), false},
-	} {
+	for _, tc := range writeFailures {
 		t.Run(tc.name, func(t *testing.T) {
 			p, g4, g6 := newFakeProxier(withCIDR)
 			failing := &failingBatch{err: tc.err}
@@ -179,15 +183,7 @@ func TestPartialSyncFallsBackToNFT(t *testing.T) {
 	before := canonicalDump(f4)
 	w2 := &world{snap: w.snap}
 	mustSync(t, plain, partialRequest(w2.snap, change(w2)))
-	for _, tc := range []struct {
-		name     string
-		err      error
-		fallback bool
-	}{
-		{"not encodable", fmt.Errorf("%w: test", errNotEncodable), true},
-		{"not sent", fmt.Errorf("%w: test", errNotSent), true},
-		{"refused by the kernel", errors.New("commit: invalid argument"), false},
-	} {
+	for _, tc := range writeFailures {
 		t.Run(tc.name, func(t *testing.T) {
 			p, g4, g6 := newFakeProxier(withCIDR)
 			mustSync(t, p, fullRequest(w.snap))
