@@ -79,7 +79,8 @@ type Agent struct {
 	peersKick chan struct{}
 	wg        sync.WaitGroup
 
-	ready atomic.Bool
+	ready   atomic.Bool
+	readyCh chan struct{}
 }
 
 // New returns an agent that works through client. Options are validated
@@ -88,7 +89,8 @@ func New(client kubernetes.Interface, opts Options) (*Agent, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	a := &Agent{client: client, opts: opts, nodeIPs: opts.NodeIPs, workers: map[types.UID]*podWorker{}}
+	a := &Agent{client: client, opts: opts, nodeIPs: opts.NodeIPs, workers: map[types.UID]*podWorker{},
+		readyCh: make(chan struct{})}
 	if len(a.nodeIPs) == 0 {
 		a.nodeIPs = DefaultNodeIPs()
 	}
@@ -109,6 +111,9 @@ func New(client kubernetes.Interface, opts Options) (*Agent, error) {
 // Ready says whether the node is registered, its pod network built and
 // its caches synced.
 func (a *Agent) Ready() bool { return a.ready.Load() }
+
+// BecameReady is closed when Ready first returns true.
+func (a *Agent) BecameReady() <-chan struct{} { return a.readyCh }
 
 // Run registers the node and runs its pods until ctx ends. Pods keep
 // running when the agent stops: the next agent adopts them.
@@ -204,6 +209,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 	}
 	a.ready.Store(true)
+	close(a.readyCh)
 	logger.Info("Node agent ready", "pods", len(a.workers))
 	<-ctx.Done()
 	return nil

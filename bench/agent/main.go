@@ -48,7 +48,7 @@ var (
 	startPods = flag.Int("start-pods", 30, "pods started one after the other")
 	pods      = flag.Int("pods", 100, "pods created at once on node2")
 	flips     = flag.Int("flips", 40, "readiness changes to time")
-	settle    = flag.Duration("settle", 10*time.Second, "wait before reading the agent's RSS with the pods")
+	settle    = flag.Duration("settle", 10*time.Second, "wait before reading the agents' RSS, without and with the pods")
 )
 
 const (
@@ -124,6 +124,7 @@ func (b *bench) run() error {
 	b.watchPods(ctx)
 	fmt.Printf("# nodes up; cores: %d online, load before the bench: %s\n", numCPU(), loadavg())
 
+	time.Sleep(*settle)
 	base := [2]memory{readMemory(b.agents[0].Process.Pid), readMemory(b.agents[1].Process.Pid)}
 	fmt.Printf("RESULT agent rss pods=0 node1 %s node2 %s\n", base[0], base[1])
 

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 
 	"portal.dev/portal/agent"
 	"portal.dev/portal/agent/container"
@@ -63,6 +64,19 @@ func newAgentCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			go func() {
+				select {
+				case <-a.BecameReady():
+				case <-cmd.Context().Done():
+					return
+				}
+				released, err := releaseImagePages()
+				if err != nil {
+					klog.ErrorS(err, "Unmapping the executable's start-up pages")
+					return
+				}
+				klog.V(2).InfoS("Unmapped the executable's start-up pages", "bytes", released)
+			}()
 			return a.Run(cmd.Context())
 		},
 	}
