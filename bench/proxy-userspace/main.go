@@ -11,6 +11,9 @@
 // stall is not hidden) and from the moment it was written (the service
 // time of the path under test). At half of the path's peak rate the two
 // agree unless something stalls.
+//
+// With -pcap it reads a packet capture of such a run instead and reports
+// the time each request spent inside the proxy (residence.go).
 package main
 
 import (
@@ -26,6 +29,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 var (
@@ -36,13 +41,21 @@ var (
 	duration = flag.Duration("duration", 10*time.Second, "how long to send (after -warmup)")
 	warmup   = flag.Duration("warmup", time.Second, "requests sent first and not counted")
 	name     = flag.String("name", "target", "label of the RESULT line")
+
+	pcap  = flag.String("pcap", "", "instead of sending: read this capture and report the time requests spent in the proxy (see residence.go)")
+	front = flag.Uint("front", 0, "with -pcap: the proxy's port")
+	back  = flag.Uint("back", 8080, "with -pcap: the backend's port")
 )
 
 type sample struct{ fromDue, fromSend time.Duration }
 
 func main() {
 	flag.Parse()
-	if err := run(); err != nil {
+	do := run
+	if *pcap != "" {
+		do = func() error { return residence(*pcap, uint16(*front), uint16(*back), *name) }
+	}
+	if err := do(); err != nil {
 		fmt.Fprintln(os.Stderr, "proxy-userspace:", err)
 		os.Exit(1)
 	}
@@ -94,13 +107,22 @@ func run() error {
 		}()
 	}
 	// The schedule: request k is due at start + k/rate. The sender
-	// sleeps until the next one is due and releases every due request
-	// at once when it wakes late.
+	// wakes on a kernel timer every interval (Go's own timers wake up to
+	// a millisecond late, which would send the requests in bursts of a
+	// millisecond's worth) and releases every request that is due.
 	interval := time.Duration(float64(time.Second) / *rate)
+	tick, err := newTicker(interval)
+	if err != nil {
+		return err
+	}
+	defer tick.Close()
+	var b [8]byte
 	next := start
 	for next.Before(end) {
-		if wait := time.Until(next); wait > 0 {
-			time.Sleep(wait)
+		if time.Until(next) > 0 {
+			if _, err := tick.Read(b[:]); err != nil {
+				return err
+			}
 		}
 		now := time.Now()
 		for !next.After(now) && next.Before(end) {
@@ -127,6 +149,21 @@ func run() error {
 		*name, *rate, *conns, len(samples), errs, q(due2, 0.5), q(due2, 0.9), q(due2, 0.99), q(due2, 0.999), q(due2, 1),
 		q(send, 0.5), q(send, 0.99))
 	return nil
+}
+
+// newTicker returns a timerfd that fires every d: reads block (in Go's
+// netpoller) until it has fired.
+func newTicker(d time.Duration) (*os.File, error) {
+	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
+	if err != nil {
+		return nil, os.NewSyscallError("timerfd_create", err)
+	}
+	ts := unix.NsecToTimespec(d.Nanoseconds())
+	if err := unix.TimerfdSettime(fd, 0, &unix.ItimerSpec{Interval: ts, Value: ts}, nil); err != nil {
+		unix.Close(fd)
+		return nil, os.NewSyscallError("timerfd_settime", err)
+	}
+	return os.NewFile(uintptr(fd), "timerfd"), nil
 }
 
 // readResponse reads one HTTP/1.1 response with a Content-Length body

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Userspace-mode benchmark against the L4 anchors, in one run:
 #   direct, haproxy, Portal userspace, haproxy (A/B/A), then open-loop latency
-#   at half of Portal's keep-alive peak (direct, haproxy, Portal, direct).
-# Usage (root): bench/proxy/userspace.sh            (about 6 minutes)
+#   at half of Portal's keep-alive peak (direct, haproxy, Portal, direct), and the
+#   time requests spend in each proxy, from a packet capture (RESULT residence).
+# Usage (root): bench/proxy/userspace.sh            (about 7 minutes)
 # Env: ANCHORS (the anchor scripts; default ../shared/anchors or /work/shared/anchors),
 #      DUR (wrk seconds, 15), LAT_DUR (latency seconds, 10), LAT_RATE (default: half of
 #      Portal's keep-alive req/s), QUIET_MAX (s to wait for quiet cores, 20), KEEP=1 keeps logs,
@@ -29,6 +30,7 @@ command -v nginx >/dev/null || need+=(nginx-light)
 command -v haproxy >/dev/null || need+=(haproxy)
 command -v wrk >/dev/null || need+=(wrk)
 command -v curl >/dev/null || need+=(curl)
+command -v tcpdump >/dev/null || need+=(tcpdump)
 if ((${#need[@]})); then apt-get install -y -qq "${need[@]}" >/dev/null; fi
 
 ./hack/build.sh
@@ -102,26 +104,44 @@ fi
 run "$ANCHORS/l4_proxy_bench.sh" portal-userspace $node_port -- "${portal[@]}"
 "$ANCHORS/l4_haproxy.sh" 8081 | sed 's/^RESULT l4 haproxy /RESULT l4 haproxy-b /' | tee -a "$results"
 
-# Latency at a fixed rate: half of Portal's keep-alive peak.
+# Latency at a fixed rate: half of Portal's keep-alive peak, end to end
+# (direct, haproxy, Portal, direct) and, for the proxies, the time each
+# request spent in the proxy, from a packet capture of the same run (see
+# bench/proxy-userspace/residence.go: on this layout the end-to-end p99s
+# swing by milliseconds with the client core's queueing, and direct is no
+# baseline for them).
 peak=$(awk '/^RESULT l4 portal-userspace keepalive/{sub("rps=","",$5); print $5}' "$results")
 rate=${LAT_RATE:-$(awk -v p="$peak" 'BEGIN{printf "%d", p/2}')}
 lat() { # name port
   inns nice -n "$NICE" taskset -c "$CLIENT_CORE" bin/bench-latency -name "$1" -addr "127.0.0.1:$2" \
     -rate "$rate" -duration "${LAT_DUR}s" | tee -a "$results"
 }
-with_proxy() { # name port -- cmd... : run lat against a proxy started on core 0
-  local name=$1 port=$2; shift 3
+with_proxy() { # name port backend-port -- cmd... : lat against a proxy on core 0, then again captured
+  local name=$1 port=$2 bport=$3; shift 4
   nsenter --net="/run/netns/$NS" taskset -c "$SERVER_CORE" nice -n "$NICE" "$@" > "$LOGDIR/lat-$name.log" 2>&1 &
   local pp=$!
   inns bash -c "$(declare -f wait_tcp); wait_tcp 127.0.0.1 $port 100"
   sleep 0.5
   lat "$name" "$port"
+  # The capture costs the client core, so its end-to-end figures are
+  # labelled apart. SYNs (to pair connections) and segments with data,
+  # headers only.
+  nsenter --net="/run/netns/$NS" taskset -c "$CLIENT_CORE" tcpdump -i lo -n -s 96 -B 262144 --time-stamp-precision=nano \
+    -w "$L4RUN/$name.pcap" "(port $port or port $bport) and (tcp[tcpflags] & tcp-syn != 0 or ip[2:2] - ((ip[0]&0xf)<<2) - ((tcp[12]&0xf0)>>2) != 0)" \
+    2> "$LOGDIR/tcpdump-$name.log" &
+  local tp=$!
+  sleep 1
+  lat "$name-captured" "$port"
+  kill "$tp"; wait "$tp" || true
   stop_pid $pp
+  grep -E 'captured|dropped' "$LOGDIR/tcpdump-$name.log" | sed "s/^/# $name: /" | tee -a "$results"
+  bin/bench-latency -pcap "$L4RUN/$name.pcap" -front "$port" -back "$bport" -name "$name" | tee -a "$results"
+  rm -f "$L4RUN/$name.pcap"
 }
-# direct brackets the proxies: the added latency is a proxy's minus direct's.
+# direct brackets the proxies.
 lat direct 8080
-with_proxy haproxy 8081 -- haproxy -db -f "$L4RUN/haproxy.cfg"
-with_proxy portal-userspace $node_port -- "${portal[@]}"
+with_proxy haproxy 8081 8080 -- haproxy -db -f "$L4RUN/haproxy.cfg"
+with_proxy portal-userspace $node_port 8080 -- "${portal[@]}"
 lat direct-b 8080
 echo "# summary"
 cat "$results" | grep ^RESULT

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -54,4 +55,30 @@ func fileRSSKiB(t *testing.T) int {
 	}
 	t.Fatal("no RssFile in /proc/self/status")
 	return 0
+}
+
+func TestImageRangesKeepWrittenAndOtherMappings(t *testing.T) {
+	const smaps = `00400000-02ed0000 r-xp 00000000 fe:00 99 /opt/portal
+Size:              43840 kB
+Anonymous:             0 kB
+VmFlags: rd ex mr mw me dw sd
+02ed0000-063ea000 r--p 02ad0000 fe:00 99 /opt/portal
+Anonymous:             0 kB
+063ea000-06400000 r--p 05fea000 fe:00 99 /opt/portal
+Anonymous:             8 kB
+06400000-06525000 rw-p 06000000 fe:00 99 /opt/portal
+Anonymous:             0 kB
+7f0000000000-7f0000100000 r-xp 00000000 fe:00 42 /usr/lib/libc.so.6
+Anonymous:             0 kB
+7f0000200000-7f0000300000 rw-p 00000000 00:00 0
+Anonymous:          1024 kB
+`
+	got, err := imageRanges(strings.NewReader(smaps), "/opt/portal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][2]uint64{{0x400000, 0x2ed0000}, {0x2ed0000, 0x63ea000}}
+	if !slices.Equal(got, want) {
+		t.Errorf("ranges %x, want %x: only the read-only mappings of the executable with no written page", got, want)
+	}
 }
