@@ -75,6 +75,10 @@ func newAgentCommand() *cobra.Command {
 					klog.ErrorS(err, "Unmapping the executable's start-up pages")
 					return
 				}
+				if released == 0 {
+					klog.InfoS("Found no mapping of the executable to release; its start-up pages stay mapped")
+					return
+				}
 				klog.V(2).InfoS("Unmapped the executable's start-up pages", "bytes", released)
 			}()
 			return a.Run(cmd.Context())

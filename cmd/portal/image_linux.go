@@ -13,7 +13,8 @@ import (
 
 // releaseImagePages unmaps the read-only parts of the portal executable
 // (code, read-only data, function tables) from this process; the next
-// touch of a page maps it again from the page cache. It returns how many
+// touch of a page maps it again from the page cache (or reads it from
+// disk, if the kernel reclaimed it meanwhile). It returns how many
 // bytes of address space it covered.
 //
 // The one binary links the API server, etcd, kubectl and the node
@@ -31,7 +32,9 @@ import (
 // Only mappings that cannot be written and hold no written page are
 // released: dropping a private page that was written (.data, or a
 // read-only page the dynamic loader relocated) would bring back the
-// file's original contents.
+// file's original contents. The one gap: a breakpoint or uprobe placed
+// between reading smaps and the madvise would be dropped for this
+// process.
 func releaseImagePages() (uint64, error) {
 	exe, err := os.Readlink("/proc/self/exe")
 	if err != nil {
@@ -58,29 +61,29 @@ func releaseImagePages() (uint64, error) {
 }
 
 // imageRanges reads smaps (see proc(5)) and returns the address ranges
-// [start, end) that map exe read-only and hold no written page.
+// [start, end) that map exe read-only and hold no written page: none in
+// memory (Anonymous, AnonHugePages) and none swapped out (Swap).
 func imageRanges(smaps io.Reader, exe string) ([][2]uint64, error) {
 	var ranges [][2]uint64
 	candidate := false // the last range is the current mapping
 	sc := bufio.NewScanner(smaps)
 	for sc.Scan() {
 		line := sc.Text()
-		if v, ok := strings.CutPrefix(line, "Anonymous:"); ok {
+		if k, v, ok := strings.Cut(line, ":"); ok && (k == "Anonymous" || k == "AnonHugePages" || k == "Swap") {
 			if candidate && strings.TrimSpace(v) != "0 kB" {
 				ranges, candidate = ranges[:len(ranges)-1], false // written pages: keep it
 			}
 			continue
 		}
-		// A mapping's header: address perms offset dev inode [path].
-		fields := strings.Fields(line)
-		if len(fields) < 5 || !strings.Contains(fields[0], "-") {
+		addr, perms, path, ok := smapsHeader(line)
+		if !ok {
 			continue // one of the current mapping's fields
 		}
 		candidate = false
-		if len(fields) != 6 || fields[5] != exe || strings.ContainsRune(fields[1], 'w') {
+		if path != exe || strings.ContainsRune(perms, 'w') {
 			continue
 		}
-		lo, hi, _ := strings.Cut(fields[0], "-")
+		lo, hi, _ := strings.Cut(addr, "-")
 		start, err := strconv.ParseUint(lo, 16, 64)
 		if err != nil {
 			return nil, fmt.Errorf("smaps: %q: %w", line, err)
@@ -93,4 +96,25 @@ func imageRanges(smaps io.Reader, exe string) ([][2]uint64, error) {
 		candidate = true
 	}
 	return ranges, sc.Err()
+}
+
+// smapsHeader splits the first line of a mapping in smaps, "address perms
+// offset dev inode [path]"; the path is the rest of the line, spaces and
+// a " (deleted)" suffix included, as /proc/self/exe reads.
+func smapsHeader(line string) (addr, perms, path string, ok bool) {
+	var f [5]string
+	rest := line
+	for i := range f {
+		rest = strings.TrimLeft(rest, " ")
+		end := strings.IndexByte(rest, ' ')
+		if end < 0 {
+			end = len(rest)
+		}
+		f[i], rest = rest[:end], rest[end:]
+	}
+	lo, hi, isRange := strings.Cut(f[0], "-")
+	if !isRange || lo == "" || hi == "" || strings.Trim(f[0], "0123456789abcdef-") != "" || f[4] == "" {
+		return "", "", "", false
+	}
+	return f[0], f[1], strings.TrimLeft(rest, " "), true
 }

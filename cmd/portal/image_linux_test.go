@@ -58,27 +58,35 @@ func fileRSSKiB(t *testing.T) int {
 }
 
 func TestImageRangesKeepWrittenAndOtherMappings(t *testing.T) {
-	const smaps = `00400000-02ed0000 r-xp 00000000 fe:00 99 /opt/portal
+	const smaps = `00400000-02ed0000 r-xp 00000000 fe:00 99                                 /opt/my portal (deleted)
 Size:              43840 kB
 Anonymous:             0 kB
+AnonHugePages:         0 kB
+Swap:                  0 kB
 VmFlags: rd ex mr mw me dw sd
-02ed0000-063ea000 r--p 02ad0000 fe:00 99 /opt/portal
+02ed0000-063ea000 r--p 02ad0000 fe:00 99                                 /opt/my portal (deleted)
 Anonymous:             0 kB
-063ea000-06400000 r--p 05fea000 fe:00 99 /opt/portal
+063ea000-06400000 r--p 05fea000 fe:00 99                                 /opt/my portal (deleted)
 Anonymous:             8 kB
-06400000-06525000 rw-p 06000000 fe:00 99 /opt/portal
+06400000-06410000 r--p 06000000 fe:00 99                                 /opt/my portal (deleted)
 Anonymous:             0 kB
-7f0000000000-7f0000100000 r-xp 00000000 fe:00 42 /usr/lib/libc.so.6
+Swap:                  4 kB
+06410000-06420000 r--p 06010000 fe:00 99                                 /opt/my portal (deleted)
 Anonymous:             0 kB
-7f0000200000-7f0000300000 rw-p 00000000 00:00 0
-Anonymous:          1024 kB
+AnonHugePages:      2048 kB
+06420000-06525000 rw-p 06020000 fe:00 99                                 /opt/my portal (deleted)
+Anonymous:             0 kB
+7f0000000000-7f0000100000 r-xp 00000000 fe:00 42                         /opt/my portal.so
+Anonymous:             0 kB
+7f0000200000-7f0000300000 r--p 00000000 00:00 0 
+Anonymous:             0 kB
 `
-	got, err := imageRanges(strings.NewReader(smaps), "/opt/portal")
+	got, err := imageRanges(strings.NewReader(smaps), "/opt/my portal (deleted)")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := [][2]uint64{{0x400000, 0x2ed0000}, {0x2ed0000, 0x63ea000}}
 	if !slices.Equal(got, want) {
-		t.Errorf("ranges %x, want %x: only the read-only mappings of the executable with no written page", got, want)
+		t.Errorf("ranges %x, want %x: only the read-only mappings of the executable with no written page in memory or swap", got, want)
 	}
 }
