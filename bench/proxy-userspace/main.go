@@ -62,24 +62,34 @@ func main() {
 }
 
 func run() error {
-	req := []byte("GET " + *path + " HTTP/1.1\r\nHost: bench\r\n\r\n")
 	due := make(chan time.Time, 1<<20)
 	var mu sync.Mutex
 	var samples []sample
 	var errs int
-	start := time.Now()
-	countFrom := start.Add(*warmup)
-	end := countFrom.Add(*duration)
-	var wg sync.WaitGroup
+	// Each connection tags its requests (?c=N, which nginx ignores for a
+	// file), so that a capture can pair the proxy's two sides by content.
+	var cs []net.Conn
+	defer func() {
+		for _, c := range cs {
+			c.Close()
+		}
+	}()
 	for range *conns {
 		c, err := net.Dial("tcp", *addr)
 		if err != nil {
 			return err
 		}
+		cs = append(cs, c)
+	}
+	start := time.Now()
+	countFrom := start.Add(*warmup)
+	end := countFrom.Add(*duration)
+	var wg sync.WaitGroup
+	for i, c := range cs {
+		req := []byte(fmt.Sprintf("GET %s?c=%d HTTP/1.1\r\nHost: bench\r\n\r\n", *path, i))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer c.Close()
 			br := bufio.NewReaderSize(c, 64<<10)
 			var mine []sample
 			for d := range due {
@@ -106,12 +116,14 @@ func run() error {
 			mu.Unlock()
 		}()
 	}
-	// The schedule: request k is due at start + k/rate. The sender
-	// wakes on a kernel timer every interval (Go's own timers wake up to
-	// a millisecond late, which would send the requests in bursts of a
-	// millisecond's worth) and releases every request that is due.
+	// The schedule: request k is due at start + k/rate. The sender wakes
+	// on a kernel timer every 100 us (or every interval, if longer) and
+	// releases every request that is due. Go's own timers wake up to a
+	// millisecond late, which sent a millisecond's worth of requests at
+	// once; a wake-up per request would cost the client core a good part
+	// of what nginx needs.
 	interval := time.Duration(float64(time.Second) / *rate)
-	tick, err := newTicker(interval)
+	tick, err := newTicker(max(interval, 100*time.Microsecond))
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,13 @@ package main
 // (the proxy's write) is the time it spent in the proxy. A request's added
 // latency is that time for the last byte of the request plus that for the
 // last byte of its response.
+//
+// What it relies on, from this client: one request per write, and one
+// request at a time per connection (so request k's response is what the
+// proxy sent back before request k+1 came), and each connection's
+// requests tagged apart, so that a client connection and the backend
+// connection the proxy opened for it are paired by their first request.
+// Offsets are 32-bit: up to 4 GiB per direction and connection.
 
 import (
 	"bufio"
@@ -20,21 +27,25 @@ import (
 	"io"
 	"os"
 	"slices"
+	"sort"
 	"time"
 )
 
 // flow is one direction of one TCP connection, seen from the capture.
 type flow struct {
-	isn  uint32
-	segs []seg // data segments in capture order
+	isn   uint32
+	segs  []seg  // data segments in capture order
+	first []byte // the start of the first segment's payload
 }
 
-// seg is a data segment: the stream offset just past its last byte and
-// when it was written.
+// seg is a data segment: the stream offsets of its first byte and just
+// past its last, and when it was written.
 type seg struct {
-	end uint64
-	at  time.Duration
+	off, end uint64
+	at       time.Duration
 }
+
+func (s seg) size() uint64 { return s.end - s.off }
 
 type flowKey struct {
 	src, dst [6]byte // IPv4 address and port
@@ -43,59 +54,15 @@ type flowKey struct {
 // capture is what residence reads from a pcap file.
 type capture struct {
 	flows map[flowKey]*flow
-	// front and back connections in the order their SYNs were sent: the
-	// proxy accepts and connects in that order, which pairs them.
-	frontSyns, backSyns []flowKey
+	// The client->proxy and proxy->backend directions of the
+	// connections whose SYN was captured.
+	fronts, backs []flowKey
 }
 
 func residence(path string, front, back uint16, name string) error {
-	c, err := readCapture(path, front, back)
+	pairs, total, reqs, resps, err := analyse(path, front, back)
 	if err != nil {
 		return err
-	}
-	if len(c.frontSyns) != len(c.backSyns) {
-		return fmt.Errorf("%d client connections but %d backend connections: cannot pair them", len(c.frontSyns), len(c.backSyns))
-	}
-	var total, reqs, resps []time.Duration
-	unequal := 0
-	for i, fk := range c.frontSyns {
-		bk := c.backSyns[i]
-		clientIn, backendOut := c.flows[fk], c.flows[bk]
-		backendIn, clientOut := c.flows[reverse(bk)], c.flows[reverse(fk)]
-		if clientIn == nil || backendOut == nil || backendIn == nil || clientOut == nil {
-			continue
-		}
-		req := inProxy(clientIn, backendOut)
-		resp := inProxy(backendIn, clientOut)
-		reqs = append(reqs, req...)
-		resps = append(resps, resp...)
-		// Requests and responses are all alike (GET of one file), so
-		// request k's response ends at k * (response bytes / requests).
-		n := len(backendOut.segs)
-		if n == 0 || len(clientOut.segs) == 0 {
-			continue
-		}
-		respBytes := clientOut.segs[len(clientOut.segs)-1].end
-		if respBytes%uint64(n) != 0 {
-			unequal++
-			continue
-		}
-		size := respBytes / uint64(n)
-		byEnd := map[uint64]time.Duration{}
-		for j, s := range clientOut.segs {
-			byEnd[s.end] = resp[j]
-		}
-		for k := range n {
-			r, ok := byEnd[uint64(k+1)*size]
-			if !ok {
-				unequal++
-				break
-			}
-			total = append(total, req[k]+r)
-		}
-	}
-	if len(total) == 0 {
-		return fmt.Errorf("no request was seen through the proxy (%d connections with uneven responses)", unequal)
 	}
 	pct := func(xs []time.Duration) func(float64) string {
 		slices.Sort(xs)
@@ -104,26 +71,116 @@ func residence(path string, front, back uint16, name string) error {
 		}
 	}
 	t, q, r := pct(total), pct(reqs), pct(resps)
-	fmt.Printf("RESULT residence %s connections=%d requests=%d p50_us=%s p90_us=%s p99_us=%s p999_us=%s max_us=%s request_p99_us=%s response_p99_us=%s uneven=%d\n",
-		name, len(c.frontSyns), len(total), t(0.5), t(0.9), t(0.99), t(0.999), t(1), q(0.99), r(0.99), unequal)
+	fmt.Printf("RESULT residence %s connections=%d requests=%d p50_us=%s p90_us=%s p99_us=%s p999_us=%s max_us=%s request_p99_us=%s response_p99_us=%s\n",
+		name, pairs, len(total), t(0.5), t(0.9), t(0.99), t(0.999), t(1), q(0.99), r(0.99))
 	return nil
 }
 
-// inProxy returns, for every segment of out, how long its last byte was
-// in the proxy: from the arrival of the in segment holding that byte.
-func inProxy(in, out *flow) []time.Duration {
-	var ds []time.Duration
-	i := 0
-	for _, s := range out.segs {
-		for i < len(in.segs) && in.segs[i].end < s.end {
-			i++
+// analyse reads a capture and returns how many connection pairs it found
+// and, for every request, its time in the proxy: in all, for the request
+// and for the response.
+func analyse(path string, front, back uint16) (pairs int, total, reqs, resps []time.Duration, err error) {
+	c, err := readCapture(path, front, back)
+	if err != nil {
+		return 0, nil, nil, nil, err
+	}
+	ps, err := c.pair()
+	if err != nil {
+		return 0, nil, nil, nil, err
+	}
+	for _, p := range ps {
+		req, resp, err := c.exchanges(p[0], p[1])
+		if err != nil {
+			return 0, nil, nil, nil, err
 		}
-		if i == len(in.segs) {
+		reqs = append(reqs, req...)
+		resps = append(resps, resp...)
+		for k := range req {
+			total = append(total, req[k]+resp[k])
+		}
+	}
+	if len(total) == 0 {
+		return 0, nil, nil, nil, fmt.Errorf("no request was seen through the proxy (%d client connections)", len(c.fronts))
+	}
+	return len(ps), total, reqs, resps, nil
+}
+
+// pair returns each client connection (its client->proxy key) with the
+// backend connection the proxy opened for it (its proxy->backend key):
+// the one whose first request is the same.
+func (c *capture) pair() ([][2]flowKey, error) {
+	byFirst := map[string]flowKey{}
+	for _, k := range c.backs {
+		if f := c.flows[k]; len(f.first) > 0 {
+			if _, dup := byFirst[string(f.first)]; dup {
+				return nil, fmt.Errorf("two backend connections began with %q: requests must differ between connections", f.first)
+			}
+			byFirst[string(f.first)] = k
+		}
+	}
+	var pairs [][2]flowKey
+	for _, k := range c.fronts {
+		f := c.flows[k]
+		if len(f.first) == 0 {
+			continue // no request, or its start was not captured
+		}
+		if b, ok := byFirst[string(f.first)]; ok {
+			pairs = append(pairs, [2]flowKey{k, b})
+		}
+	}
+	if len(pairs) == 0 {
+		return nil, fmt.Errorf("no client connection (of %d) matched a backend connection (of %d) by its first request", len(c.fronts), len(c.backs))
+	}
+	return pairs, nil
+}
+
+// exchanges returns, for each request of a pair of connections, the time
+// its last byte and the last byte of its response spent in the proxy.
+// The last request of the connection, whose response has no next request
+// to end it, and requests the capture did not see through are left out.
+func (c *capture) exchanges(frontKey, backKey flowKey) (req, resp []time.Duration, err error) {
+	clientIn, backendOut := c.flows[frontKey], c.flows[backKey]
+	backendIn, clientOut := c.flows[reverse(backKey)], c.flows[reverse(frontKey)]
+	if backendIn == nil || clientOut == nil {
+		return nil, nil, nil
+	}
+	in := clientIn.segs
+	var prevEnd uint64 // of the previous response
+	for k := 0; k+1 < len(in); k++ {
+		if in[k].size() != in[0].size() {
+			return nil, nil, fmt.Errorf("client segments of %d and %d bytes: the client must write one request at a time", in[0].size(), in[k].size())
+		}
+		sent, ok := backendOut.sentBy(in[k].end)
+		if !ok {
 			break
 		}
-		ds = append(ds, s.at-in.segs[i].at)
+		// The response: what the proxy sent the client before the next
+		// request came.
+		j := sort.Search(len(clientOut.segs), func(i int) bool { return clientOut.segs[i].at >= in[k+1].at }) - 1
+		if j < 0 || clientOut.segs[j].end <= prevEnd {
+			return nil, nil, fmt.Errorf("request %d of a connection has no response before the next request: not one request at a time, or the capture lost segments", k)
+		}
+		prevEnd = clientOut.segs[j].end
+		came, ok := backendIn.sentBy(clientOut.segs[j].end)
+		if !ok {
+			break
+		}
+		dq, dr := sent-in[k].at, clientOut.segs[j].at-came
+		if dq < 0 || dr < 0 {
+			return nil, nil, fmt.Errorf("a byte left the proxy before it came (%v, %v): the connections are paired wrongly", dq, dr)
+		}
+		req, resp = append(req, dq), append(resp, dr)
 	}
-	return ds
+	return req, resp, nil
+}
+
+// sentBy returns when the byte just before stream offset end was written.
+func (f *flow) sentBy(end uint64) (time.Duration, bool) {
+	i := sort.Search(len(f.segs), func(i int) bool { return f.segs[i].end >= end })
+	if i == len(f.segs) {
+		return 0, false
+	}
+	return f.segs[i].at, true
 }
 
 func reverse(k flowKey) flowKey { return flowKey{src: k.dst, dst: k.src} }
@@ -206,6 +263,9 @@ func (c *capture) add(p []byte, l2 int, at time.Duration, front, back uint16) {
 	}
 	tcp := ip[ihl:]
 	doff := int(tcp[12]>>4) * 4
+	if doff < 20 || doff > len(tcp) {
+		return
+	}
 	payload := total - ihl - doff
 	var k flowKey
 	copy(k.src[:4], ip[12:16])
@@ -224,9 +284,9 @@ func (c *capture) add(p []byte, l2 int, at time.Duration, front, back uint16) {
 		if flags&ack == 0 {
 			switch dport {
 			case front:
-				c.frontSyns = append(c.frontSyns, k)
+				c.fronts = append(c.fronts, k)
 			case back:
-				c.backSyns = append(c.backSyns, k)
+				c.backs = append(c.backs, k)
 			}
 		}
 		return
@@ -235,9 +295,14 @@ func (c *capture) add(p []byte, l2 int, at time.Duration, front, back uint16) {
 	if fl == nil || payload <= 0 || (sport != front && sport != back && dport != front && dport != back) {
 		return
 	}
-	end := uint64(seq-fl.isn-1) + uint64(payload)
+	off := uint64(seq - fl.isn - 1)
+	end := off + uint64(payload)
 	if n := len(fl.segs); n > 0 && end <= fl.segs[n-1].end {
 		return // a retransmission
 	}
-	fl.segs = append(fl.segs, seg{end: end, at: at})
+	if off == 0 {
+		data := tcp[doff:min(len(tcp), doff+payload)]
+		fl.first = append([]byte(nil), data[:min(len(data), 48)]...)
+	}
+	fl.segs = append(fl.segs, seg{off: off, end: end, at: at})
 }

@@ -44,8 +44,10 @@ export LOGDIR=$L4RUN/logs QUIET_MAX=${QUIET_MAX:-20} DUR=${DUR:-15}
 backend_ip=10.244.0.10 api_port=16443 node_port=30080
 . "$ANCHORS/lib.sh"
 inns() { nsenter --net="/run/netns/$NS" "$@"; }
-api_pid=
+api_pid= proxy_pid= tcpdump_pid=
 cleanup() {
+  [ -n "$tcpdump_pid" ] && stop_pid "$tcpdump_pid"
+  [ -n "$proxy_pid" ] && stop_pid "$proxy_pid"
   [ -n "$api_pid" ] && stop_pid "$api_pid"
   "$ANCHORS/l4_backend.sh" stop || true
   if [ -n "${KEEP:-}" ]; then echo "# logs in $LOGDIR" >&2; else rm -rf "$L4RUN"; fi
@@ -119,23 +121,30 @@ lat() { # name port
 with_proxy() { # name port backend-port -- cmd... : lat against a proxy on core 0, then again captured
   local name=$1 port=$2 bport=$3; shift 4
   nsenter --net="/run/netns/$NS" taskset -c "$SERVER_CORE" nice -n "$NICE" "$@" > "$LOGDIR/lat-$name.log" 2>&1 &
-  local pp=$!
+  proxy_pid=$!
   inns bash -c "$(declare -f wait_tcp); wait_tcp 127.0.0.1 $port 100"
   sleep 0.5
   lat "$name" "$port"
   # The capture costs the client core, so its end-to-end figures are
-  # labelled apart. SYNs (to pair connections) and segments with data,
-  # headers only.
-  nsenter --net="/run/netns/$NS" taskset -c "$CLIENT_CORE" tcpdump -i lo -n -s 96 -B 262144 --time-stamp-precision=nano \
+  # labelled apart. SYNs and segments with data, headers and the start of
+  # the payload (the requests' connection tag pairs the proxy's sides).
+  nsenter --net="/run/netns/$NS" taskset -c "$CLIENT_CORE" tcpdump -i lo -n -s 128 -B 262144 --time-stamp-precision=nano \
     -w "$L4RUN/$name.pcap" "(port $port or port $bport) and (tcp[tcpflags] & tcp-syn != 0 or ip[2:2] - ((ip[0]&0xf)<<2) - ((tcp[12]&0xf0)>>2) != 0)" \
     2> "$LOGDIR/tcpdump-$name.log" &
-  local tp=$!
-  sleep 1
+  tcpdump_pid=$!
+  for _ in $(seq 1 50); do grep -q 'listening on' "$LOGDIR/tcpdump-$name.log" && break; sleep 0.1; done
   lat "$name-captured" "$port"
-  kill "$tp"; wait "$tp" || true
-  stop_pid $pp
+  # libpcap hands over a ring block when it is full or 1 s old, and drops
+  # the one it is filling when killed: wait for the last one.
+  sleep 2
+  kill "$tcpdump_pid" 2>/dev/null || true
+  wait "$tcpdump_pid" || true
+  tcpdump_pid=
+  stop_pid "$proxy_pid"
+  proxy_pid=
   grep -E 'captured|dropped' "$LOGDIR/tcpdump-$name.log" | sed "s/^/# $name: /" | tee -a "$results"
-  bin/bench-latency -pcap "$L4RUN/$name.pcap" -front "$port" -back "$bport" -name "$name" | tee -a "$results"
+  bin/bench-latency -pcap "$L4RUN/$name.pcap" -front "$port" -back "$bport" -name "$name" | tee -a "$results" ||
+    echo "# $name: no residence figures (see above)" | tee -a "$results"
   rm -f "$L4RUN/$name.pcap"
 }
 # direct brackets the proxies.
