@@ -649,19 +649,24 @@ func (b *bench) stopAll() {
 	}
 }
 
-// memory is a process's resident set from /proc/PID/status.
-// FilePmdMapped, from smaps_rollup, is the part of the file-backed pages
-// mapped 2 MiB at a time (large folios of the binary in the page cache).
-type memory struct{ rss, anon, file, shmem, filePMD float64 }
+// memory is a process's resident set from /proc/PID/status. From
+// smaps_rollup: FilePmdMapped, the part of the file-backed pages mapped
+// 2 MiB at a time (large folios of the binary in the page cache); Pss,
+// the resident set with each shared page divided among the processes
+// mapping it (here the node's other portal processes); and the private
+// pages (mapped by this process alone).
+type memory struct{ rss, anon, file, shmem, filePMD, pss, private float64 }
 
 func (m memory) String() string {
-	return fmt.Sprintf("rss_mib=%.1f anon_mib=%.1f file_mib=%.1f file_pmd_mapped_mib=%.1f", m.rss, m.anon, m.file+m.shmem, m.filePMD)
+	return fmt.Sprintf("rss_mib=%.1f anon_mib=%.1f file_mib=%.1f file_pmd_mapped_mib=%.1f pss_mib=%.1f private_mib=%.1f",
+		m.rss, m.anon, m.file+m.shmem, m.filePMD, m.pss, m.private)
 }
 
 func readMemory(pid int) memory {
 	st := host.MiB(pid, "status")
+	sm := host.MiB(pid, "smaps_rollup")
 	return memory{rss: st["VmRSS"], anon: st["RssAnon"], file: st["RssFile"], shmem: st["RssShmem"],
-		filePMD: host.MiB(pid, "smaps_rollup")["FilePmdMapped"]}
+		filePMD: sm["FilePmdMapped"], pss: sm["Pss"], private: sm["Private_Clean"] + sm["Private_Dirty"]}
 }
 
 // cpuStat is the machine's busy and total jiffies from /proc/stat.
