@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package agent is Portal's node agent, kubelet's job done with plain
 // processes: it registers the Node and renews its Lease, runs the pods
 // bound to the node as processes in their own network namespaces (see

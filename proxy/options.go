@@ -5,9 +5,11 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
+	"portal.dev/portal/proxy/leftovers"
 	"portal.dev/portal/proxy/userspace"
 )
 
@@ -111,6 +113,9 @@ func (o Options) Validate() error {
 	default:
 		return fmt.Errorf("--proxy-mode: unknown mode %q (want %s, %s or %s)", o.Mode, ModeUserspace, ModeNFTables, ModeIPTables)
 	}
+	if err := needsLinux(o, runtime.GOOS); err != nil {
+		return err
+	}
 	if o.Scheduler != "" && !userspace.ValidScheduler(o.Scheduler) {
 		return fmt.Errorf("--scheduler: unknown scheduler %q (want one of %s)", o.Scheduler, strings.Join(userspace.Schedulers, ", "))
 	}
@@ -139,6 +144,23 @@ func (o Options) Validate() error {
 		if _, _, err := net.SplitHostPort(addr); err != nil {
 			return fmt.Errorf("%s: want host:port, got %q: %w", flag, addr, err)
 		}
+	}
+	return nil
+}
+
+// needsLinux reports what in o cannot run on goos (runtime.GOOS), naming
+// the flag: the kernel modes program Linux's nftables or iptables, and
+// --cleanup removes what they and the userspace mode's Linux link wrote,
+// so elsewhere it would have nothing to remove and must not pretend it did.
+// Off Linux the userspace mode runs, without its VIP link.
+func needsLinux(o Options, goos string) error {
+	switch {
+	case goos == "linux":
+		return nil
+	case o.Cleanup:
+		return fmt.Errorf("--cleanup needs Linux (this is %s): it removes the nftables tables, iptables chains and %s link that Portal's proxy writes on Linux", goos, leftovers.VIPLink)
+	case o.Mode != ModeUserspace:
+		return fmt.Errorf("--proxy-mode %s needs Linux (this is %s); --proxy-mode %s runs here", o.Mode, goos, ModeUserspace)
 	}
 	return nil
 }

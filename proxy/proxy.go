@@ -6,6 +6,9 @@
 // modes (proxy/nftables today) implement Proxier and know nothing of the
 // API; this package knows nothing of how a mode programs the kernel. It
 // talks to the cluster only through the client it is given.
+//
+// Off Linux only the userspace mode runs, without its VIP link
+// (kernel_other.go): the kernel modes and --cleanup fail, saying so.
 package proxy
 
 import (
@@ -15,9 +18,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"os"
-	"os/exec"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,10 +36,7 @@ import (
 	"portal.dev/portal/proxy/changetracker"
 	"portal.dev/portal/proxy/conntrack"
 	"portal.dev/portal/proxy/healthcheck"
-	"portal.dev/portal/proxy/iptables"
-	"portal.dev/portal/proxy/leftovers"
 	"portal.dev/portal/proxy/metrics"
-	"portal.dev/portal/proxy/nftables"
 	"portal.dev/portal/proxy/runner"
 	"portal.dev/portal/proxy/snapshot"
 	"portal.dev/portal/proxy/userspace"
@@ -104,38 +101,7 @@ func New(client kubernetes.Interface, o Options) (*Proxy, error) {
 		return &Proxy{opts: o}, nil
 	}
 	cidrs, _ := parseClusterCIDRs(o.ClusterCIDR)
-	var (
-		proxier Proxier
-		ct      conntrack.Interface
-	)
-	switch o.Mode {
-	case ModeNFTables:
-		p, err := nftables.New(nftables.Config{
-			ClusterCIDRs:  cidrs,
-			MasqueradeAll: o.MasqueradeAll,
-			BeforeFirstSync: func(ctx context.Context) error {
-				return errors.Join(leftovers.DeleteIPTables(ctx, nil), leftovers.DeleteVIPLink(ctx, nil))
-			},
-		})
-		if err != nil {
-			return nil, fmt.Errorf("--proxy-mode nftables: %w", err)
-		}
-		proxier = p
-		ct = execConntrack()
-	case ModeIPTables:
-		p, err := iptables.New(iptables.Config{
-			ClusterCIDRs:  cidrs,
-			MasqueradeAll: o.MasqueradeAll,
-			BeforeFirstSync: func(ctx context.Context) error {
-				return errors.Join(leftovers.DeleteNFTables(ctx), leftovers.DeleteVIPLink(ctx, nil))
-			},
-		})
-		if err != nil {
-			return nil, fmt.Errorf("--proxy-mode iptables: %w", err)
-		}
-		proxier = p
-		ct = execConntrack()
-	case ModeUserspace:
+	if o.Mode == ModeUserspace {
 		// The userspace mode registers its data-path metrics on the
 		// proxy's registry, so it is made once the proxy is.
 		p, err := newProxy(client, o, nil, nil, localAddrs)
@@ -147,34 +113,15 @@ func New(client kubernetes.Interface, o Options) (*Proxy, error) {
 			DrainTimeout: o.DrainTimeout,
 			Registerer:   p.metrics.Registry,
 		}
-		if canAdminNetwork() {
-			cfg.VIPs = userspace.IPCommandVIPs{}
-			cfg.BeforeFirstSync = func(ctx context.Context) error {
-				return errors.Join(leftovers.DeleteNFTables(ctx), leftovers.DeleteIPTables(ctx, nil))
-			}
-		} else {
-			klog.InfoS("Userspace proxy without root: serving NodePorts only; each Service's address is logged")
-		}
+		addVIPLink(&cfg)
 		p.proxier = userspace.New(cfg)
 		return p, nil
 	}
-	return newProxy(client, o, proxier, ct, localAddrs)
-}
-
-// canAdminNetwork reports whether this process may add links and
-// addresses: root on Linux (a finer capability check is not worth it).
-func canAdminNetwork() bool {
-	return runtime.GOOS == "linux" && os.Geteuid() == 0
-}
-
-// execConntrack returns the conntrack tool the kernel modes clean stale
-// UDP flows with, or nil when it is not installed.
-func execConntrack() conntrack.Interface {
-	if _, err := exec.LookPath("conntrack"); err == nil {
-		return conntrack.Exec{}
+	proxier, ct, err := newKernelProxier(o, cidrs)
+	if err != nil {
+		return nil, err
 	}
-	klog.InfoS("conntrack binary not found; stale UDP flows will not be cleared (install conntrack-tools)")
-	return nil
+	return newProxy(client, o, proxier, ct, localAddrs)
 }
 
 // newProxy wires a proxy around a given mode; tests use it with fakes.
@@ -221,13 +168,6 @@ func (p *Proxy) Metrics() *metrics.Metrics { return p.metrics }
 // Ready reports whether the caches have synced and the first sync has
 // been programmed.
 func (p *Proxy) Ready() bool { return p.ready.Load() }
-
-// CleanupAll removes everything any Portal proxy mode wrote into the
-// kernel: the nftables mode's tables, the iptables mode's chains and the
-// userspace mode's VIP link.
-func CleanupAll(ctx context.Context) error {
-	return errors.Join(leftovers.DeleteNFTables(ctx), leftovers.DeleteIPTables(ctx, nil), leftovers.DeleteVIPLink(ctx, nil))
-}
 
 // Run runs the proxy until ctx ends; every goroutine it starts has
 // stopped when it returns. With Options.Cleanup it only removes Portal's

@@ -57,6 +57,37 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+// Off Linux only the userspace mode runs (issue 7: the one mode that runs
+// off Linux); the rest fails naming the flag, before any client is made.
+func TestNeedsLinux(t *testing.T) {
+	tests := []struct {
+		name    string
+		o       Options
+		goos    string
+		wantErr string
+	}{
+		{"linux: nftables", Options{Mode: ModeNFTables}, "linux", ""},
+		{"linux: cleanup", Options{Cleanup: true}, "linux", ""},
+		{"darwin: userspace", Options{Mode: ModeUserspace}, "darwin", ""},
+		{"windows: userspace", Options{Mode: ModeUserspace}, "windows", ""},
+		{"darwin: nftables", Options{Mode: ModeNFTables}, "darwin", "--proxy-mode nftables needs Linux (this is darwin)"},
+		{"windows: iptables", Options{Mode: ModeIPTables}, "windows", "--proxy-mode iptables needs Linux (this is windows)"},
+		{"darwin: default mode", DefaultOptions(), "darwin", "--proxy-mode nftables needs Linux"},
+		{"darwin: cleanup", Options{Mode: ModeUserspace, Cleanup: true}, "darwin", "--cleanup needs Linux (this is darwin)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := needsLinux(tc.o, tc.goos)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("got %v, want no error", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("got %v, want an error mentioning %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
 func TestHostname(t *testing.T) {
 	got, err := Options{HostnameOverride: " Node-1 "}.hostname()
 	if err != nil || got != "node-1" {

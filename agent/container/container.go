@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package container runs a pod's processes: the sandbox process that holds
 // the pod's network, UTS and IPC namespaces, the containers that join them,
 // and one-off commands (exec probes, preStop hooks, `ip` inside a pod). A

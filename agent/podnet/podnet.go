@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package podnet gives pods their network on a node: the bridge portal0
 // holding the first address of each node pod CIDR, one veth per pod from
 // the bridge into the pod's network namespace (eth0, an address from the

@@ -55,6 +55,10 @@ func newServerCommand() *cobra.Command {
 					klog.InfoS("Component disabled", "component", c)
 				case !slices.Contains(builtComponents, c):
 					klog.V(2).InfoS("Component not built into this version", "component", c)
+				case c == "agent" && runtime.GOOS != "linux":
+					// Without it no pod runs on this machine: say so
+					// plainly (on Linux without root it is logged at -v=1).
+					klog.InfoS("Component left out: the node agent needs Linux", "component", c, "os", runtime.GOOS)
 				}
 			}
 			// Flags several components share are registered once; copy them.

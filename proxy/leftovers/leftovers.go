@@ -4,6 +4,10 @@
 // all named PORTAL-*, in the nat and filter tables, and the userspace
 // mode's portal-vip link. It only deletes those names; every other table,
 // chain, rule and link is left alone.
+//
+// The nftables part (nftables_linux.go) builds on Linux only: knftables
+// does not build elsewhere, and no other system has the tables. The rest
+// builds everywhere, as the userspace mode does.
 package leftovers
 
 import (
@@ -13,8 +17,6 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
-
-	"sigs.k8s.io/knftables"
 )
 
 // NFTablesTable is the table the nftables mode owns in families ip and ip6.
@@ -22,27 +24,6 @@ const NFTablesTable = "portal"
 
 // ChainPrefix starts the name of every iptables chain the iptables mode owns.
 const ChainPrefix = "PORTAL-"
-
-// DeleteNFTables deletes the nftables mode's tables, if they exist.
-func DeleteNFTables(ctx context.Context) error {
-	var errs []error
-	for _, family := range []knftables.Family{knftables.IPv4Family, knftables.IPv6Family} {
-		nft, err := knftables.New(family, NFTablesTable)
-		if err != nil {
-			if family == knftables.IPv6Family {
-				continue // no IPv6 nftables, so no table either
-			}
-			return fmt.Errorf("nftables: %w", err)
-		}
-		tx := nft.NewTransaction()
-		tx.Add(&knftables.Table{})
-		tx.Delete(&knftables.Table{})
-		if err := nft.Run(ctx, tx); err != nil {
-			errs = append(errs, fmt.Errorf("delete %s table %s: %w", family, NFTablesTable, err))
-		}
-	}
-	return errors.Join(errs...)
-}
 
 // Runner runs a command with stdin and returns its standard output.
 type Runner func(ctx context.Context, name string, args []string, stdin string) (string, error)

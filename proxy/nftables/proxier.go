@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package nftables is the nftables proxy mode: it programs one "portal"
 // table per IP family (ip and ip6) so the kernel sends connections for a
 // Service's cluster IPs, NodePorts, externalIPs and load balancer VIPs to

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package netnstest runs a test inside a throwaway network namespace: the
 // test binary re-executes itself under `unshare --net`, so the rules and
 // conntrack entries a kernel test makes never reach the host's.
