@@ -64,6 +64,8 @@ func newAgentCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// Once up, the agent stops mapping the start-up code of the
+			// whole binary (see releaseImagePages).
 			go func() {
 				select {
 				case <-a.BecameReady():
