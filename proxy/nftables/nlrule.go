@@ -165,10 +165,7 @@ func (c *ruleCompiler) statement() bool {
 		c.expr("dynset", func(b *nlBatch) {
 			b.u32(unix.NFTA_DYNSET_SREG_KEY, unix.NFT_REG_1)
 			b.u32(unix.NFTA_DYNSET_OP, unix.NFT_DYNSET_OP_UPDATE)
-			b.str(unix.NFTA_DYNSET_SET_NAME, set.name)
-			if set.id != 0 {
-				b.u32(unix.NFTA_DYNSET_SET_ID, set.id)
-			}
+			set.ref(b, unix.NFTA_DYNSET_SET_NAME, unix.NFTA_DYNSET_SET_ID)
 		})
 		c.i += 6
 	case c.at("dnat"):
@@ -240,10 +237,7 @@ func (c *ruleCompiler) match() bool {
 			if isVmap {
 				b.u32(unix.NFTA_LOOKUP_DREG, unix.NFT_REG_VERDICT)
 			}
-			b.str(unix.NFTA_LOOKUP_SET, set.name)
-			if set.id != 0 {
-				b.u32(unix.NFTA_LOOKUP_SET_ID, set.id)
-			}
+			set.ref(b, unix.NFTA_LOOKUP_SET, unix.NFTA_LOOKUP_SET_ID)
 		})
 		return true
 	case len(sels) != 1:
@@ -404,10 +398,7 @@ func (c *ruleCompiler) dnat() bool {
 		c.expr("lookup", func(b *nlBatch) {
 			b.u32(unix.NFTA_LOOKUP_SREG, unix.NFT_REG_1)
 			b.u32(unix.NFTA_LOOKUP_DREG, unix.NFT_REG_1)
-			b.str(unix.NFTA_LOOKUP_SET, set.name)
-			if set.id != 0 {
-				b.u32(unix.NFTA_LOOKUP_SET_ID, set.id)
-			}
+			set.ref(b, unix.NFTA_LOOKUP_SET, unix.NFTA_LOOKUP_SET_ID)
 		})
 		c.expr("nat", func(b *nlBatch) {
 			b.u32(unix.NFTA_NAT_TYPE, unix.NFT_NAT_DNAT)

@@ -270,6 +270,15 @@ type setInfo struct {
 	interval bool
 }
 
+// ref adds a reference to s to b's open message: its name and, for a set
+// the same batch adds, the batch's id for it.
+func (s *setInfo) ref(b *nlBatch, nameAttr, idAttr uint16) {
+	b.str(nameAttr, s.name)
+	if s.id != 0 {
+		b.u32(idAttr, s.id)
+	}
+}
+
 type encoder struct {
 	w *netlinkWriter
 	b *nlBatch
@@ -760,10 +769,7 @@ func (e *encoder) elements(run []op, first int32) error {
 			if !open {
 				b.msg(typ, flags, first+ref.op)
 				b.str(unix.NFTA_SET_ELEM_LIST_TABLE, e.w.table)
-				b.str(unix.NFTA_SET_ELEM_LIST_SET, name)
-				if info.id != 0 {
-					b.u32(unix.NFTA_SET_ELEM_LIST_SET_ID, info.id)
-				}
+				info.ref(b, unix.NFTA_SET_ELEM_LIST_SET, unix.NFTA_SET_ELEM_LIST_SET_ID)
 				b.open(unix.NFTA_SET_ELEM_LIST_ELEMENTS)
 				open = true
 			}

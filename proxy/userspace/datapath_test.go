@@ -229,7 +229,8 @@ func TestTCPByteCounters(t *testing.T) {
 		// client has seen the end.
 		deadline := time.Now().Add(5 * time.Second)
 		for {
-			gotE, gotC := bytesCounted(t, reg, ep.String(), "to_endpoint"), bytesCounted(t, reg, ep.String(), "to_client")
+			gotE := counted(t, reg, "portal_userspace_bytes_total", "endpoint", ep.String(), "direction", "to_endpoint")
+			gotC := counted(t, reg, "portal_userspace_bytes_total", "endpoint", ep.String(), "direction", "to_client")
 			if gotE == float64(toEndpoint) && gotC == float64(toClient) {
 				break
 			}
@@ -241,23 +242,28 @@ func TestTCPByteCounters(t *testing.T) {
 	})
 }
 
-func bytesCounted(t *testing.T, reg *prometheus.Registry, endpoint, direction string) float64 {
+// counted returns the value of the counter name whose series carries
+// every label="value" of labels (pairs), 0 if there is none.
+func counted(t *testing.T, reg *prometheus.Registry, name string, labels ...string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() != "portal_userspace_bytes_total" {
+		if mf.GetName() != name {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
-			var ep, dir bool
+			have := map[string]string{}
 			for _, l := range m.GetLabel() {
-				ep = ep || l.GetName() == "endpoint" && l.GetValue() == endpoint
-				dir = dir || l.GetName() == "direction" && l.GetValue() == direction
+				have[l.GetName()] = l.GetValue()
 			}
-			if ep && dir {
+			match := true
+			for i := 0; i+1 < len(labels); i += 2 {
+				match = match && have[labels[i]] == labels[i+1]
+			}
+			if match {
 				return m.GetCounter().GetValue()
 			}
 		}

@@ -68,30 +68,9 @@ func TestTCPConnectTimeoutRetries(t *testing.T) {
 	}
 	// rr moves on with each pick, the retry's too, so each connection
 	// may try the hanging endpoint first.
-	if got := failures(t, reg, hang.String()); got < 1 || got > 4 {
+	if got := counted(t, reg, "portal_userspace_connect_failures_total", "endpoint", hang.String()); got < 1 || got > 4 {
 		t.Errorf("connect failures of the hanging endpoint: got %v, want 1 to 4", got)
 	}
-}
-
-func failures(t *testing.T, reg *prometheus.Registry, endpoint string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "portal_userspace_connect_failures_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "endpoint" && l.GetValue() == endpoint {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
 }
 
 // TestTCPNoDelay: both sockets of a proxied connection have Nagle off, or
@@ -142,12 +121,7 @@ func TestTCPNoDelay(t *testing.T) {
 // goes through only in part and the rest must wait in the connection's
 // pending buffer, to be written, in order, once the destination drains.
 func TestPumpKeepsWhatItCannotWrite(t *testing.T) {
-	p := New(Config{})
-	defer p.Close()
-	l, err := newEvLoop(p) // not run: the test is its goroutine
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := idleLoop(t)
 	defer l.close()
 	client, endpoint := sockPair(t), sockPair(t) // [0]: the loop's side, [1]: the peer's
 	unix.SetsockoptInt(endpoint[0], unix.SOL_SOCKET, unix.SO_SNDBUF, 4096)
@@ -227,12 +201,7 @@ func setConnectedHook(t *testing.T, fn func(endpoint string)) {
 // and the loop armed its first entry's deadline, so another connect
 // timed out up to twice DialTimeout late.
 func TestExpireArmsEarliestDeadline(t *testing.T) {
-	p := New(Config{})
-	defer p.Close()
-	l, err := newEvLoop(p) // not run: the test is its goroutine
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := idleLoop(t)
 	defer l.close()
 	now := time.Now()
 	retried := &evConn{state: connConnecting, deadline: now.Add(2 * time.Second)}
@@ -246,7 +215,9 @@ func TestExpireArmsEarliestDeadline(t *testing.T) {
 
 // handLoop returns an event loop the test drives by hand (it is not
 // run) with a TCP frontend on loopback whose connections go to ep.
-func handLoop(t *testing.T, ep netip.AddrPort) (*evLoop, *net.TCPAddr) {
+// idleLoop returns an event loop of a new Proxier that nothing runs: the
+// test turns it by hand.
+func idleLoop(t *testing.T) *evLoop {
 	t.Helper()
 	p := New(Config{})
 	t.Cleanup(func() { p.Close() })
@@ -254,6 +225,13 @@ func handLoop(t *testing.T, ep netip.AddrPort) (*evLoop, *net.TCPAddr) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return l
+}
+
+func handLoop(t *testing.T, ep netip.AddrPort) (*evLoop, *net.TCPAddr) {
+	t.Helper()
+	l := idleLoop(t)
+	p := l.p
 	t.Cleanup(l.shutdown)
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
@@ -355,12 +333,7 @@ func (l *evLoop) anyOpen() bool {
 // once the pipe is empty and the source has nothing, it goes back to the
 // pool.
 func TestPumpYieldsAfterBudget(t *testing.T) {
-	p := New(Config{})
-	defer p.Close()
-	l, err := newEvLoop(p) // not run: the test is its goroutine
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := idleLoop(t)
 	defer l.shutdown()
 	l.budget = copyBufSize
 	client, endpoint := sockPair(t), sockPair(t) // [0]: the loop's side, [1]: the peer's
