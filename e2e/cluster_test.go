@@ -232,7 +232,7 @@ func TestSeedsScenario(t *testing.T) {
 // keeps asking, one line per request.
 const frontendScript = `echo ENV-BEGIN; env | sort; echo ENV-END
 for u in http://my-service/ http://my-service.default.svc.cluster.local/ "http://$MY_SERVICE_SERVICE_HOST:$MY_SERVICE_SERVICE_PORT/"; do
-  echo "GET $u -> $(curl -s -m 5 "$u")"
+  echo "GET $u -> $(curl -s -m 5 -w ' (curl exit %{exitcode})' "$u")"
 done
 while true; do echo "LOOP $(curl -s -m 2 -w ' %{http_code}' http://my-service/)"; sleep 0.05; done`
 

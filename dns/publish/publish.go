@@ -84,7 +84,12 @@ func (p *Publisher) Run(ctx context.Context) error {
 	defer fast.Stop()
 	published := false
 	for {
-		if err := p.sync(ctx); err != nil {
+		// Ready is read once per round: the slice written and the switch
+		// to the slow ticker must agree, or a server that turned ready
+		// between the two would stay published as not ready for a whole
+		// tick, and every pod's lookups would fail meanwhile.
+		ready := p.o.Ready()
+		if err := p.sync(ctx, ready); err != nil {
 			if errors.Is(err, errForeignService) {
 				klog.InfoS("Not publishing DNS: the Service selects pods, so another DNS serves it", "service", p.o.Namespace+"/"+p.o.Name)
 				<-ctx.Done()
@@ -93,7 +98,7 @@ func (p *Publisher) Run(ctx context.Context) error {
 			if ctx.Err() == nil {
 				klog.ErrorS(err, "Publishing DNS endpoint", "service", p.o.Namespace+"/"+p.o.Name)
 			}
-		} else if !published && p.o.Ready() {
+		} else if !published && ready {
 			published = true
 			fast.Stop()
 			klog.InfoS("DNS endpoint published", "service", p.o.Namespace+"/"+p.o.Name, "address", p.o.Address, "port", p.o.Port)
@@ -111,15 +116,16 @@ func (p *Publisher) Run(ctx context.Context) error {
 var errForeignService = errors.New("service has a selector")
 
 // sync makes sure the Service exists, renews the Lease, writes this
-// server's slice and removes the slices of dead servers.
-func (p *Publisher) sync(ctx context.Context) error {
+// server's slice (its endpoint ready or not) and removes the slices of
+// dead servers.
+func (p *Publisher) sync(ctx context.Context, ready bool) error {
 	if err := p.ensureService(ctx); err != nil {
 		return err
 	}
 	if err := p.renewLease(ctx); err != nil {
 		return err
 	}
-	if err := p.writeSlice(ctx); err != nil {
+	if err := p.writeSlice(ctx, ready); err != nil {
 		return err
 	}
 	return p.removeDead(ctx)
@@ -183,12 +189,11 @@ func (p *Publisher) renewLease(ctx context.Context) error {
 	return err
 }
 
-func (p *Publisher) slice() *discoveryv1.EndpointSlice {
+func (p *Publisher) slice(ready bool) *discoveryv1.EndpointSlice {
 	at := discoveryv1.AddressTypeIPv4
 	if p.o.Address.Is6() {
 		at = discoveryv1.AddressTypeIPv6
 	}
-	ready := p.o.Ready()
 	ep := discoveryv1.Endpoint{Addresses: []string{p.o.Address.String()},
 		Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(ready), Serving: ptr.To(ready), Terminating: ptr.To(false)}}
 	if p.o.NodeName != "" {
@@ -207,9 +212,9 @@ func (p *Publisher) slice() *discoveryv1.EndpointSlice {
 	}
 }
 
-func (p *Publisher) writeSlice(ctx context.Context) error {
+func (p *Publisher) writeSlice(ctx context.Context, ready bool) error {
 	slices := p.client.DiscoveryV1().EndpointSlices(p.o.Namespace)
-	want := p.slice()
+	want := p.slice(ready)
 	cur, err := slices.Get(ctx, want.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		_, err = slices.Create(ctx, want, metav1.CreateOptions{})

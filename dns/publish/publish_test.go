@@ -3,6 +3,7 @@ package publish
 import (
 	"context"
 	"net/netip"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,7 +23,7 @@ func opts(id string) Options {
 func TestPublishCreatesServiceSliceAndLease(t *testing.T) {
 	ctx := context.Background()
 	c := fake.NewClientset()
-	if err := New(c, opts("node1")).sync(ctx); err != nil {
+	if err := New(c, opts("node1")).sync(ctx, true); err != nil {
 		t.Fatal(err)
 	}
 	svc, err := c.CoreV1().Services("kube-system").Get(ctx, "kube-dns", metav1.GetOptions{})
@@ -50,10 +51,10 @@ func TestPublishRemovesDeadServers(t *testing.T) {
 	c := fake.NewClientset()
 	dead := New(c, opts("dead"))
 	alive := New(c, opts("alive"))
-	if err := dead.sync(ctx); err != nil {
+	if err := dead.sync(ctx, true); err != nil {
 		t.Fatal(err)
 	}
-	if err := alive.sync(ctx); err != nil {
+	if err := alive.sync(ctx, true); err != nil {
 		t.Fatal(err)
 	}
 	// dead stops renewing: its Lease is a minute old.
@@ -61,7 +62,7 @@ func TestPublishRemovesDeadServers(t *testing.T) {
 	old := metav1.NewMicroTime(time.Now().Add(-time.Minute))
 	l.Spec.RenewTime = &old
 	c.CoordinationV1().Leases("kube-system").Update(ctx, l, metav1.UpdateOptions{})
-	if err := alive.sync(ctx); err != nil {
+	if err := alive.sync(ctx, true); err != nil {
 		t.Fatal(err)
 	}
 	list, _ := c.DiscoveryV1().EndpointSlices("kube-system").List(ctx, metav1.ListOptions{})
@@ -70,11 +71,40 @@ func TestPublishRemovesDeadServers(t *testing.T) {
 	}
 }
 
+// A server that turns ready while a round is under way must be published
+// as ready within the fast retry, not a whole Lease tick later: until
+// then the kube-dns Service has no ready endpoint and every pod's lookups
+// fail.
+func TestPublishTurnsReadyWithoutWaitingForTheLeaseTick(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := fake.NewClientset()
+	o := opts("node1")
+	o.LeaseDuration = time.Hour
+	var calls atomic.Int32
+	o.Ready = func() bool { return calls.Add(1) > 1 } // ready from the second look on
+	done := make(chan struct{})
+	go func() { New(c, o).Run(ctx); close(done) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s, err := c.DiscoveryV1().EndpointSlices("kube-system").Get(ctx, "kube-dns-node1", metav1.GetOptions{})
+		if err == nil && *s.Endpoints[0].Conditions.Ready {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the endpoint is still not ready 10 s after the server turned ready (err %v)", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	<-done
+}
+
 func TestPublishLeavesASelectedServiceAlone(t *testing.T) {
 	ctx := context.Background()
 	c := fake.NewClientset(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "kube-dns", Namespace: "kube-system"},
 		Spec: corev1.ServiceSpec{Selector: map[string]string{"k8s-app": "kube-dns"}}})
-	if err := New(c, opts("node1")).sync(ctx); err != errForeignService {
+	if err := New(c, opts("node1")).sync(ctx, true); err != errForeignService {
 		t.Fatalf("got %v, want errForeignService", err)
 	}
 	list, _ := c.DiscoveryV1().EndpointSlices("kube-system").List(ctx, metav1.ListOptions{})
