@@ -160,7 +160,7 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) (time.Duration, bool)
 	}
 	rt.st.Grace = gracePeriod(pod)
 	if pod.DeletionTimestamp != nil {
-		return a.syncTerminating(ctx, pod, rt)
+		return a.syncTerminating(ctx, w, pod, rt)
 	}
 	if rt.cleaned {
 		// Finished pod, torn down: nothing runs any more.
@@ -196,17 +196,34 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) (time.Duration, bool)
 
 // syncTerminating stops a pod that is being deleted, then deletes it for
 // good (kubelet's final delete with grace 0).
-func (a *Agent) syncTerminating(ctx context.Context, pod *corev1.Pod, rt *podRuntime) (time.Duration, bool) {
+//
+// While its containers stop, the pod stays Ready as long as they run and
+// their readiness probes pass, as with kubelet: the EndpointSlice
+// controller then publishes it as serving and terminating, so proxies
+// take it out of rotation but can still fall back to it when no other
+// endpoint is ready. Each probe result and container exit on the way is
+// written at once.
+func (a *Agent) syncTerminating(ctx context.Context, w *podWorker, pod *corev1.Pod, rt *podRuntime) (time.Duration, bool) {
 	logger := klog.FromContext(ctx)
 	if !rt.cleaned {
 		rt.terminating = true
-		a.writeStatus(ctx, pod, rt) // not ready at once: endpoints stop sending new traffic
 		grace := time.Duration(rt.st.Grace) * time.Second
 		if pod.DeletionGracePeriodSeconds != nil {
 			grace = time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
 		}
 		logger.Info("Stopping pod", "gracePeriod", grace)
-		a.killPod(ctx, rt, pod, grace)
+		stopped := make(chan struct{})
+		go func() { a.stopContainers(ctx, rt, pod, grace); close(stopped) }()
+		a.writeStatus(ctx, pod, rt)
+		for waiting := true; waiting; {
+			select {
+			case <-stopped:
+				waiting = false
+			case <-w.wake:
+				a.writeStatus(ctx, pod, rt)
+			}
+		}
+		a.recordExits(rt, pod)
 		a.cleanup(ctx, rt)
 		a.writeStatus(ctx, pod, rt)
 	}
@@ -630,23 +647,35 @@ var nsenterPath = sync.OnceValue(func() string {
 	return p
 })
 
+// minStopGrace is the least time between SIGTERM and SIGKILL when a grace
+// period was given, however much of it the preStop hook used (kubelet's
+// minimum too): a process always gets a moment to shut down cleanly.
+const minStopGrace = 2 * time.Second
+
 // stopContainer runs c's preStop hook, sends SIGTERM, and SIGKILL once
-// grace has passed, then waits until the process group is gone.
+// grace has passed (but never sooner than minStopGrace after SIGTERM, unless
+// grace is zero), then waits until the process group is gone.
 func (a *Agent) stopContainer(ctx context.Context, rt *podRuntime, pod *corev1.Pod, c *corev1.Container, cr *ctrRuntime, grace time.Duration) {
 	proc := cr.proc
 	if proc == nil {
 		return
 	}
 	deadline := time.Now().Add(grace)
-	hctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-	if c != nil && c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
+	if c != nil && c.Lifecycle != nil && c.Lifecycle.PreStop != nil && grace > 0 {
+		hctx, cancel := context.WithDeadline(ctx, deadline)
 		a.runHook(hctx, rt, c, cr, c.Lifecycle.PreStop)
+		cancel()
 	}
 	proc.Signal(syscall.SIGTERM)
+	if grace > 0 {
+		deadline = later(deadline, time.Now().Add(minStopGrace))
+	}
+	kill := time.NewTimer(time.Until(deadline))
+	defer kill.Stop()
 	select {
 	case <-proc.Done():
-	case <-hctx.Done():
+	case <-kill.C:
+	case <-ctx.Done():
 	}
 	proc.Signal(syscall.SIGKILL)
 	<-proc.Done()
@@ -691,9 +720,24 @@ func deadlineOr(ctx context.Context, d time.Time) time.Time {
 	return d
 }
 
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 // killPod stops every container at once (preStop, SIGTERM, SIGKILL after
-// grace) and waits for them.
+// grace), waits for them and records how they ended.
 func (a *Agent) killPod(ctx context.Context, rt *podRuntime, pod *corev1.Pod, grace time.Duration) {
+	a.stopContainers(ctx, rt, pod, grace)
+	a.recordExits(rt, pod)
+}
+
+// stopContainers stops every container at once and waits until they are
+// gone. It changes no runtime state, so the pod's status can be written
+// meanwhile.
+func (a *Agent) stopContainers(ctx context.Context, rt *podRuntime, pod *corev1.Pod, grace time.Duration) {
 	var wg sync.WaitGroup
 	for name, cr := range rt.ctrs {
 		if cr.proc == nil {
@@ -711,6 +755,10 @@ func (a *Agent) killPod(ctx context.Context, rt *podRuntime, pod *corev1.Pod, gr
 		go func() { defer wg.Done(); a.stopContainer(ctx, rt, pod, spec, cr, grace) }()
 	}
 	wg.Wait()
+}
+
+// recordExits records the end of every container that was running.
+func (a *Agent) recordExits(rt *podRuntime, pod *corev1.Pod) {
 	now := time.Now()
 	for _, cr := range rt.ctrs {
 		if cr.proc != nil {
@@ -758,7 +806,7 @@ func (a *Agent) podStatus(pod *corev1.Pod, rt *podRuntime) *corev1.PodStatus {
 		v := containerView{Name: c.Name, Image: c.Image, ID: cr.st.ID, RestartCount: cr.st.RestartCount,
 			Running: cr.proc != nil, StartedAt: cr.st.StartedAt, Exited: cr.st.Exited, Last: cr.st.Last,
 			WaitingReason: cr.waitReason, WaitingMessage: cr.waitMessage, Started: cr.started.Load()}
-		v.Ready = v.Running && v.Started && (c.ReadinessProbe == nil || cr.ready.Load()) && !rt.terminating
+		v.Ready = running(cr.proc) && v.Started && (c.ReadinessProbe == nil || cr.ready.Load())
 		if v.Exited != nil && !rt.terminating && !rt.cleaned && restarts(pod.Spec.RestartPolicy, v.Exited.ExitCode) {
 			if d := time.Until(cr.st.BackOffUntil); d > 0 {
 				v.BackOff = cr.st.BackOff.Delay / 2
@@ -774,7 +822,7 @@ func (a *Agent) podStatus(pod *corev1.Pod, rt *podRuntime) *corev1.PodStatus {
 		phase = pod.Status.Phase // a finished pod stays finished
 	}
 	st.Phase = phase
-	st.Conditions = podConditions(pod, statuses, phase, rt.sandboxUp, rt.terminating, time.Now())
+	st.Conditions = podConditions(pod, statuses, phase, rt.sandboxUp, time.Now())
 	st.ContainerStatuses = statuses
 	st.HostIP, st.HostIPs = "", nil
 	for i, ip := range a.hostIPs() {

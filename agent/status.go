@@ -110,7 +110,7 @@ func podPhase(policy corev1.RestartPolicy, spec []corev1.Container, statuses []c
 // now, the others (PodScheduled, DisruptionTarget, readiness gates) kept
 // from old. A condition whose status did not change keeps its transition
 // time.
-func podConditions(pod *corev1.Pod, statuses []corev1.ContainerStatus, phase corev1.PodPhase, sandboxReady, terminating bool, now time.Time) []corev1.PodCondition {
+func podConditions(pod *corev1.Pod, statuses []corev1.ContainerStatus, phase corev1.PodPhase, sandboxReady bool, now time.Time) []corev1.PodCondition {
 	var notReady []string
 	for _, c := range pod.Spec.Containers {
 		ready := false
@@ -130,7 +130,7 @@ func podConditions(pod *corev1.Pod, statuses []corev1.ContainerStatus, phase cor
 		}
 		return c
 	}
-	containersReady := cond(corev1.ContainersReady, len(notReady) == 0 && !terminating, "ContainersNotReady",
+	containersReady := cond(corev1.ContainersReady, len(notReady) == 0, "ContainersNotReady",
 		fmt.Sprintf("containers with unready status: [%s]", strings.Join(notReady, " ")))
 	ready := containersReady
 	ready.Type = corev1.PodReady
@@ -151,10 +151,6 @@ func podConditions(pod *corev1.Pod, statuses []corev1.ContainerStatus, phase cor
 			ready = cond(corev1.PodReady, false, "ReadinessGatesNotReady",
 				fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", gates[0]))
 		}
-	}
-	if terminating && len(notReady) == 0 {
-		containersReady.Message = "pod is terminating"
-		ready.Message = "pod is terminating"
 	}
 	if phase == corev1.PodSucceeded || phase == corev1.PodFailed {
 		containersReady = cond(corev1.ContainersReady, false, "PodCompleted", "")

@@ -94,6 +94,9 @@ func newAgentBed(t *testing.T) *agentBed {
 			t.Logf("last lines of the agent log:\n%s", strings.Join(lines, "\n"))
 		}
 	})
+	// Off, as on a node that never loaded br_netfilter: the agent must
+	// turn it on (TestAgent checks).
+	ab.node.MustRun("sysctl", "-q", "-w", "net.bridge.bridge-nf-call-iptables=0")
 	ab.startAgent()
 	ab.forwardAPI()
 	log2, err := os.Create(filepath.Join(ab.rootDir, "agent2.log"))
@@ -245,9 +248,22 @@ func TestAgent(t *testing.T) {
 	}
 	// The Lease comes right after the Node (whose conditions may be there
 	// from its creation): wait for it rather than race it.
+	var firstRenew time.Time
 	waitFor(t, 10*time.Second, func() bool {
 		lease, err := ab.c.CoordinationV1().Leases("kube-node-lease").Get(ctx, "node1", metav1.GetOptions{})
-		return err == nil && lease.Spec.RenewTime != nil
+		if err == nil && lease.Spec.RenewTime != nil {
+			firstRenew = lease.Spec.RenewTime.Time
+		}
+		return !firstRenew.IsZero()
+	})
+	waitFor(t, 10*time.Second, func() bool {
+		n, err := ab.c.CoreV1().Nodes().Get(ctx, "node1", metav1.GetOptions{})
+		for _, c := range n.Status.Conditions {
+			if err == nil && c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				return true
+			}
+		}
+		return false
 	})
 	var err error
 
@@ -258,8 +274,16 @@ func TestAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// stubborn's endpoints show how it drains.
+	stubbornSvc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "stubborn"}, Spec: corev1.ServiceSpec{
+		Selector: map[string]string{"app": "stubborn"}, Ports: []corev1.ServicePort{{Port: 80}}}}
+	if _, err = ab.c.CoreV1().Services("default").Create(ctx, stubbornSvc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
 	// 2. Pods as processes, each with an address of the pod CIDR.
 	readyFile := filepath.Join(t.TempDir(), "ready")
+	cleanExit := filepath.Join(t.TempDir(), "clean-exit")
 	python, _ := exec.LookPath("python3")
 	pods := []*corev1.Pod{
 		sh("sleeper", "exec sleep 3600"),
@@ -302,6 +326,14 @@ func TestAgent(t *testing.T) {
 			p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](2)
 			return p
 		}(),
+		func() *corev1.Pod {
+			// squeezed's preStop hook takes its whole grace period; its
+			// SIGTERM handler still gets 2 s before SIGKILL, as with kubelet.
+			p := sh("squeezed", `trap 'sleep 1; echo clean > `+cleanExit+`; exit 0' TERM; while true; do sleep 0.1; done`)
+			p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](1)
+			p.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 5}}}
+			return p
+		}(),
 	}
 	if python != "" {
 		web := sh("web", "exec python3 -m http.server 8080 --bind 0.0.0.0")
@@ -320,7 +352,7 @@ func TestAgent(t *testing.T) {
 		return p.Status.Phase == corev1.PodRunning && podReady(p) && p.Status.PodIP != ""
 	}
 	seen := map[string]bool{}
-	for _, name := range []string{"sleeper", "env", "graceful", "stubborn"} {
+	for _, name := range []string{"sleeper", "env", "graceful", "stubborn", "squeezed"} {
 		p := ab.waitPod(name, 20*time.Second, "Running and Ready", running)
 		ip, err := netip.ParseAddr(p.Status.PodIP)
 		if err != nil || !cidr.Contains(ip) || seen[p.Status.PodIP] {
@@ -413,6 +445,12 @@ func TestAgent(t *testing.T) {
 		return len(s) == 1 && s[0].State.Waiting != nil && s[0].State.Waiting.Reason == "NoCommand"
 	})
 
+	// Bridged traffic between pods goes through netfilter, or replies from
+	// a Service's backend to a client pod on the same node keep their DNAT.
+	if got := strings.TrimSpace(ab.node.MustRun("sysctl", "-n", "net.bridge.bridge-nf-call-iptables")); got != "1" {
+		t.Errorf("node's net.bridge.bridge-nf-call-iptables: got %s, want 1 (the agent turns it on)", got)
+	}
+
 	// 3. Masquerade for traffic leaving the cluster, in the agent's own table.
 	if out := ab.node.MustRun("nft", "list", "table", "inet", "portal-agent"); !strings.Contains(out, "ip saddr "+agentPodCIDR+" ip daddr != @cluster4 masquerade") {
 		t.Errorf("nftables table portal-agent: got\n%s\nwant a masquerade rule for %s", out, agentPodCIDR)
@@ -439,15 +477,33 @@ func TestAgent(t *testing.T) {
 			got.Status.Phase, got.Status.ContainerStatuses[0].State, done.Status.ContainerStatuses[0].State)
 	}
 
-	// 6. Graceful deletion: not Ready at once, SIGTERM, gone; SIGKILL after the grace period.
+	// 6. Graceful deletion: SIGTERM, gone; SIGKILL after the grace period.
+	// A terminating pod stays Ready while it runs (its readiness probes
+	// pass), so its endpoint is serving and terminating, not ready: proxies
+	// send it nothing new unless no other endpoint is ready.
+	eventually(t, "stubborn's endpoint ready", func() (bool, string) {
+		eps, _ := endpointsOf(t, ab.c, "default", "stubborn")
+		for _, ep := range eps {
+			return ptr.Deref(ep.Conditions.Ready, false), fmt.Sprintf("%+v", ep.Conditions)
+		}
+		return false, "no endpoint"
+	})
 	t0 := time.Now()
-	for _, name := range []string{"graceful", "stubborn"} {
+	for _, name := range []string{"graceful", "stubborn", "squeezed"} {
 		if err := ab.c.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ab.waitPod("stubborn", time.Second, "not Ready at once when terminating", func(p *corev1.Pod) bool {
-		return p.DeletionTimestamp != nil && !podReady(p)
+	ab.waitPod("stubborn", time.Second, "terminating, and Ready while it runs", func(p *corev1.Pod) bool {
+		return p.DeletionTimestamp != nil && podReady(p)
+	})
+	eventually(t, "stubborn's endpoint serving and terminating", func() (bool, string) {
+		eps, _ := endpointsOf(t, ab.c, "default", "stubborn")
+		for _, ep := range eps {
+			c := ep.Conditions
+			return !ptr.Deref(c.Ready, true) && ptr.Deref(c.Serving, false) && ptr.Deref(c.Terminating, false), fmt.Sprintf("%+v", c)
+		}
+		return false, "no endpoint"
 	})
 	gone := func(name string) func() bool {
 		return func() bool {
@@ -462,6 +518,14 @@ func TestAgent(t *testing.T) {
 	waitFor(t, 10*time.Second, gone("stubborn"))
 	if d := time.Since(t0); d < 2*time.Second {
 		t.Errorf("stubborn pod went after %v, want the 2s grace period first", d)
+	}
+	waitFor(t, 10*time.Second, gone("squeezed"))
+	if got, _ := os.ReadFile(cleanExit); string(got) != "clean\n" {
+		t.Errorf("squeezed pod: its SIGTERM handler wrote %q, want \"clean\": after a preStop hook that used the grace period, SIGKILL must wait 2 s", got)
+	}
+	if l, err := ab.c.CoordinationV1().Leases("kube-node-lease").Get(ctx, "node1", metav1.GetOptions{}); err != nil ||
+		!l.Spec.RenewTime.After(firstRenew) {
+		t.Errorf("node1's Lease: not renewed since %v in %v (err %v)", firstRenew, time.Since(start), err)
 	}
 	t.Logf("agent test done in %v", time.Since(start))
 }

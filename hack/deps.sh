@@ -13,6 +13,7 @@ command -v ip >/dev/null || need+=(iproute2)
 command -v curl >/dev/null || need+=(curl)
 command -v python3 >/dev/null || need+=(python3)       # pods in the end-to-end tests run python3 -m http.server
 command -v unshare >/dev/null || need+=(util-linux)
+command -v modprobe >/dev/null || need+=(kmod)        # the agent loads br_netfilter where it is a module
 
 if ((${#need[@]})); then
 	sudo=""

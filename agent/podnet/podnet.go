@@ -106,9 +106,37 @@ func (n *Network) Setup(ctx context.Context) error {
 			return fmt.Errorf("turn on IPv6 forwarding: %w", err)
 		}
 	}
+	if err := bridgeNetfilter(ctx, v6); err != nil {
+		return err
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.writeTableLocked(ctx)
+}
+
+// bridgeNetfilter makes traffic bridged between pods go through netfilter,
+// as kubelet's kubenet did. A pod that reaches a Service whose backend is
+// another pod of this node gets the reply straight over the bridge; unless
+// netfilter sees bridged packets, the proxy's DNAT is never undone on it
+// and the client drops the reply. The module is loaded when the kernel has
+// it as a module; the switch is per network namespace.
+func bridgeNetfilter(ctx context.Context, v6 bool) error {
+	const dir = "/proc/sys/net/bridge/"
+	if _, err := os.Stat(dir + "bridge-nf-call-iptables"); err != nil {
+		if _, err := runCmd(ctx, nil, "modprobe", "br_netfilter"); err != nil {
+			return fmt.Errorf("load br_netfilter, which Services between pods of one node need: %w", err)
+		}
+	}
+	names := []string{"bridge-nf-call-iptables"}
+	if v6 {
+		names = append(names, "bridge-nf-call-ip6tables")
+	}
+	for _, name := range names {
+		if err := os.WriteFile(dir+name, []byte("1"), 0o644); err != nil {
+			return fmt.Errorf("turn on %s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // SyncPeers makes the routes to the other nodes' pod CIDRs match peers
