@@ -245,8 +245,9 @@ func httpGet(ctx context.Context, g *corev1.HTTPGetAction, t Target) (Result, st
 	return Failure, fmt.Sprintf("HTTP probe failed with statuscode: %d", resp.StatusCode)
 }
 
-// maxRedirects is how many same-host redirects an httpGet probe follows
-// before it fails, as kubelet.
+// maxRedirects caps the requests of one httpGet probe that follows
+// same-host redirects (the probe fails at the cap), as kubelet and Go's
+// default: 10 requests, so 9 redirects followed.
 const maxRedirects = 10
 
 // probeClient keeps no connections between probes (each probe is a fresh
