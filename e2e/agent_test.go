@@ -284,6 +284,11 @@ func TestAgent(t *testing.T) {
 	// 2. Pods as processes, each with an address of the pod CIDR.
 	readyFile := filepath.Join(t.TempDir(), "ready")
 	cleanExit := filepath.Join(t.TempDir(), "clean-exit")
+	grpcServingFile := filepath.Join(t.TempDir(), "serving")
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
 	python, _ := exec.LookPath("python3")
 	pods := []*corev1.Pod{
 		sh("sleeper", "exec sleep 3600"),
@@ -307,6 +312,16 @@ func TestAgent(t *testing.T) {
 			p := sh("liveness", "exec sleep 3600")
 			p.Spec.Containers[0].LivenessProbe = &corev1.Probe{PeriodSeconds: 1, FailureThreshold: 2, SuccessThreshold: 1, TimeoutSeconds: 1,
 				ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(9)}}}
+			return p
+		}(),
+		func() *corev1.Pod {
+			// This test binary, as a gRPC health server (see grpcHealthEnv).
+			p := sh("grpc", "")
+			c := &p.Spec.Containers[0]
+			c.Command = []string{self}
+			c.Env = []corev1.EnvVar{{Name: grpcHealthEnv, Value: ":9090"}, {Name: grpcHealthFileEnv, Value: grpcServingFile}}
+			c.ReadinessProbe = &corev1.Probe{PeriodSeconds: 1, FailureThreshold: 1, SuccessThreshold: 1, TimeoutSeconds: 1,
+				ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 9090}}}
 			return p
 		}(),
 		sh("crasher", "echo crashing; exit 3"),
@@ -427,6 +442,16 @@ func TestAgent(t *testing.T) {
 	ab.waitPod("flappy", 10*time.Second, "Ready once the probe passes", podReady)
 	os.Remove(readyFile)
 	ab.waitPod("flappy", 10*time.Second, "not Ready once the probe fails", func(p *corev1.Pod) bool { return !podReady(p) })
+
+	// The same both ways with a gRPC health check.
+	ab.waitPod("grpc", 10*time.Second, "Running, not Ready while NOT_SERVING", func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodRunning && !podReady(p) && len(p.Status.ContainerStatuses) == 1 &&
+			strings.Contains(ab.logOf(p, "main"), "serving gRPC health")
+	})
+	os.WriteFile(grpcServingFile, nil, 0o644)
+	ab.waitPod("grpc", 10*time.Second, "Ready once the gRPC health check says SERVING", podReady)
+	os.Remove(grpcServingFile)
+	ab.waitPod("grpc", 10*time.Second, "not Ready once it says NOT_SERVING", func(p *corev1.Pod) bool { return !podReady(p) })
 
 	// Liveness failure restarts; a crashing container backs off.
 	ab.waitPod("liveness", 20*time.Second, "restarted by its liveness probe", func(p *corev1.Pod) bool {

@@ -11,6 +11,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if addr := os.Getenv(grpcHealthEnv); addr != "" {
+		os.Exit(serveGRPCHealth(addr, os.Getenv(grpcHealthFileEnv)))
+	}
 	before := hostDataPlane()
 	code := m.Run()
 	framework.Cleanup()

@@ -1,5 +1,5 @@
 // Package probe runs a container's readiness, liveness and startup probes
-// the way kubelet does: httpGet, tcpSocket and exec handlers, honouring
+// the way kubelet does: httpGet, tcpSocket, exec and grpc handlers, honouring
 // initialDelaySeconds, periodSeconds, timeoutSeconds and the success and
 // failure thresholds. It owns only the probing: it reports results through
 // a callback and never starts, kills or looks up processes itself (exec
@@ -19,6 +19,12 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -101,7 +107,7 @@ type Exec func(ctx context.Context, cmd []string) (exitCode int, output []byte, 
 // Target is what a probe's handler is aimed at.
 type Target struct {
 	// Host is the address httpGet and tcpSocket use when the probe names
-	// none: the pod IP.
+	// none, and the one grpc always uses: the pod IP.
 	Host string
 	// Ports are the container's ports, for named target ports.
 	Ports []corev1.ContainerPort
@@ -109,7 +115,8 @@ type Target struct {
 	Exec Exec
 }
 
-// Run probes once with h and returns the result and, on failure, why.
+// Run probes once with h and returns the result and, on failure, why. A
+// success may come with a warning too (an httpGet redirect to another host).
 func Run(ctx context.Context, h corev1.ProbeHandler, timeout time.Duration, t Target) (Result, string) {
 	if timeout <= 0 {
 		timeout = time.Second
@@ -136,7 +143,7 @@ func Run(ctx context.Context, h corev1.ProbeHandler, timeout time.Duration, t Ta
 		}
 		return Success, ""
 	case h.GRPC != nil:
-		return Failure, "grpc probes are not supported by portal agent"
+		return grpcCheck(ctx, h.GRPC, timeout, t)
 	}
 	return Failure, "probe has no handler"
 }
@@ -227,20 +234,86 @@ func httpGet(ctx context.Context, g *corev1.HTTPGetAction, t Target) (Result, st
 	}
 	defer resp.Body.Close()
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 10<<10))
-	// kubelet counts 2xx and 3xx as success; a redirect is not followed.
-	if resp.StatusCode >= 200 && resp.StatusCode < 400 {
+	switch {
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		return Success, ""
+	case resp.StatusCode >= 300 && resp.StatusCode < 400:
+		// A redirect that was not followed: to another host (or without a
+		// Location). kubelet counts it as success with a warning.
+		return Success, fmt.Sprintf("Probe terminated redirects, response %d to %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
 	return Failure, fmt.Sprintf("HTTP probe failed with statuscode: %d", resp.StatusCode)
 }
 
+// maxRedirects caps the requests of one httpGet probe that follows
+// same-host redirects (the probe fails at the cap), as kubelet and Go's
+// default: 10 requests, so 9 redirects followed.
+const maxRedirects = 10
+
 // probeClient keeps no connections between probes (each probe is a fresh
-// connection, as kubelet's) and does not verify HTTPS certificates.
+// connection, as kubelet's) and does not verify HTTPS certificates. It
+// follows redirects only to the probed host (any port): a probe is about
+// the pod, and a redirect elsewhere (a login page, say) says nothing about
+// it, so it stops there and the 3xx is judged.
 var probeClient = &http.Client{
 	Transport: &http.Transport{
 		DisableKeepAlives: true,
 		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true},
 		Proxy:             nil,
 	},
-	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		if req.URL.Hostname() != via[0].URL.Hostname() {
+			return http.ErrUseLastResponse
+		}
+		if len(via) >= maxRedirects {
+			return fmt.Errorf("stopped after %d redirects", maxRedirects)
+		}
+		return nil
+	},
+}
+
+// grpcCheck calls the standard grpc.health.v1.Health/Check on the pod's
+// port for g.Service, over a fresh plaintext connection (kubelet's gRPC
+// probes use no TLS). Only SERVING passes.
+func grpcCheck(ctx context.Context, g *corev1.GRPCAction, timeout time.Duration, t Target) (Result, string) {
+	if g.Port <= 0 || g.Port > 65535 {
+		return Failure, fmt.Sprintf("invalid port %d", g.Port)
+	}
+	addr := net.JoinHostPort(t.Host, strconv.Itoa(int(g.Port)))
+	// passthrough: the address is an IP and needs no resolver. No proxy from
+	// the environment, as for httpGet: the probe goes straight to the pod.
+	conn, err := grpc.NewClient("passthrough:///"+addr,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithNoProxy(),
+		grpc.WithUserAgent(userAgent))
+	if err != nil {
+		return Failure, err.Error()
+	}
+	defer conn.Close()
+	service := ""
+	if g.Service != nil {
+		service = *g.Service
+	}
+	resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: service})
+	if err != nil {
+		st := status.Convert(err)
+		// The connection state tells a server that never came up from one
+		// that came up and failed the call.
+		connected := conn.GetState() == connectivity.Ready
+		switch {
+		case st.Code() == codes.DeadlineExceeded && !connected:
+			return Failure, fmt.Sprintf("timeout: failed to connect service %q within %v", addr, timeout)
+		case st.Code() == codes.DeadlineExceeded:
+			return Failure, fmt.Sprintf("timeout: health rpc did not complete within %v", timeout)
+		case st.Code() == codes.Unavailable && !connected:
+			return Failure, fmt.Sprintf("error: failed to connect service at %q: %s", addr, st.Message())
+		case st.Code() == codes.Unimplemented:
+			return Failure, fmt.Sprintf("error: this server does not implement the grpc health protocol (grpc.health.v1.Health): %s", st.Message())
+		}
+		return Failure, fmt.Sprintf("error: health rpc probe failed: %s: %s", st.Code(), st.Message())
+	}
+	if s := resp.GetStatus(); s != healthpb.HealthCheckResponse_SERVING {
+		return Failure, fmt.Sprintf("service unhealthy (responded with %q)", s)
+	}
+	return Success, ""
 }
