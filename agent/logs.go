@@ -12,11 +12,13 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"errors"
 	"fmt"
 	"io"
 	"math/big"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -24,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -133,27 +136,27 @@ func (a *Agent) containerLogs(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("pod %s/%s not found on node %s", ns, name, a.opts.NodeName), http.StatusNotFound)
 		return
 	}
-	q := r.URL.Query()
-	previous, follow := q.Get("previous") == "true", q.Get("follow") == "true"
-	tail := -1
-	if s := q.Get("tailLines"); s != "" {
-		if tail, err = strconv.Atoi(s); err != nil || tail < 0 {
-			http.Error(w, "tailLines: want a non-negative number", http.StatusBadRequest)
-			return
-		}
+	opts, err := parseLogOptions(r.URL.Query(), time.Now())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
 	}
 	files := logFiles(filepath.Join(a.podDir(pod.UID), "logs", ctr))
 	var path string
 	switch {
-	case previous && len(files) >= 2:
+	case opts.previous && len(files) >= 2:
 		path = files[len(files)-2]
-	case previous:
+	case opts.previous:
 		http.Error(w, fmt.Sprintf("previous terminated container %q in pod %q not found", ctr, name), http.StatusBadRequest)
 		return
 	case len(files) > 0:
 		path = files[len(files)-1]
 	default:
 		http.Error(w, fmt.Sprintf("container %q in pod %q is waiting to start", ctr, name), http.StatusBadRequest)
+		return
+	}
+	if err := checkSince(opts, runStart(pod, ctr, path)); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
 	f, err := os.Open(path)
@@ -163,13 +166,17 @@ func (a *Agent) containerLogs(w http.ResponseWriter, r *http.Request) {
 	}
 	defer f.Close()
 	w.Header().Set("Content-Type", "text/plain")
-	if tail >= 0 {
-		if err := seekTail(f, tail); err != nil {
+	if opts.tail >= 0 {
+		if err := seekTail(f, opts.tail); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
 	}
-	if _, err := io.Copy(w, f); err != nil || !follow || previous {
+	var out io.Writer = w
+	if opts.limit >= 0 {
+		out = &limitWriter{w: w, remain: opts.limit}
+	}
+	if _, err := io.Copy(out, f); err != nil || !opts.follow || opts.previous {
 		return
 	}
 	flusher, _ := w.(http.Flusher)
@@ -182,15 +189,145 @@ func (a *Agent) containerLogs(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-time.After(200 * time.Millisecond):
 		}
-		n, _ := io.Copy(w, f)
+		n, err := io.Copy(out, f)
+		if err != nil {
+			return // the limit is reached, or the client went away
+		}
 		if n > 0 {
 			continue
 		}
 		if files := logFiles(filepath.Dir(path)); len(files) == 0 || files[len(files)-1] != path || !a.running(ns, name, ctr, pod.UID) {
-			io.Copy(w, f)
+			io.Copy(out, f)
 			return
 		}
 	}
+}
+
+// logOptions is a /containerLogs query: kubelet's names and meanings.
+type logOptions struct {
+	follow, previous bool
+	tail             int   // the last tail lines; -1: all
+	limit            int64 // at most limit bytes; -1: no limit
+	// since selects the lines written at or after it, when not zero;
+	// sinceField is the query field that set it, for errors.
+	since      time.Time
+	sinceField string
+}
+
+// parseLogOptions reads the query the API server forwards from
+// PodLogOptions. Options Portal cannot honour are refused by name rather
+// than ignored: the client would otherwise get other output than it asked
+// for without knowing.
+func parseLogOptions(q url.Values, now time.Time) (logOptions, error) {
+	o := logOptions{follow: q.Get("follow") == "true", previous: q.Get("previous") == "true", tail: -1, limit: -1}
+	if q.Get("timestamps") == "true" {
+		// Containers write straight into their log files (so they outlive
+		// the agent), and a file records no time per line: any timestamp
+		// put on a line here would be a guess.
+		return o, fmt.Errorf("timestamps: not supported: Portal writes container output straight to log files, without per-line times")
+	}
+	if s := q.Get("tailLines"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return o, fmt.Errorf("tailLines: want a non-negative number, got %q", s)
+		}
+		o.tail = n
+	}
+	if s := q.Get("limitBytes"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 1 {
+			return o, fmt.Errorf("limitBytes: want a number greater than 0, got %q", s)
+		}
+		o.limit = n
+	}
+	if s := q.Get("sinceSeconds"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 1 {
+			return o, fmt.Errorf("sinceSeconds: want a number greater than 0, got %q", s)
+		}
+		o.since, o.sinceField = now.Add(-time.Duration(n)*time.Second), "sinceSeconds"
+	}
+	if s := q.Get("sinceTime"); s != "" {
+		if o.sinceField != "" {
+			return o, fmt.Errorf("sinceTime: at most one of sinceTime or sinceSeconds may be specified")
+		}
+		t, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			return o, fmt.Errorf("sinceTime: want an RFC 3339 time, got %q", s)
+		}
+		o.since, o.sinceField = t, "sinceTime"
+	}
+	return o, nil
+}
+
+// checkSince refuses a since-time Portal cannot honour exactly. Without
+// per-line times, the only since-times whose selection is known are those
+// at or before the run's start (started, zero when unknown): they select
+// the whole run. A later one would need to know when each line was
+// written, so it is refused rather than answered with the whole run.
+func checkSince(o logOptions, started time.Time) error {
+	switch {
+	case o.since.IsZero() || !started.IsZero() && !o.since.After(started):
+		return nil
+	case started.IsZero():
+		return fmt.Errorf("%s: not supported: the container run's start time is not known yet, and Portal writes container output straight to log files, without per-line times", o.sinceField)
+	default:
+		return fmt.Errorf("%s: not supported after the container started (%s): Portal writes container output straight to log files, without per-line times; a time at or before the start selects the whole run",
+			o.sinceField, started.UTC().Format(time.RFC3339))
+	}
+}
+
+// runStart is when the container run whose log is path started, as the
+// pod's status reports it; zero when the status no longer (or not yet)
+// says. The agent takes a run's start time, truncated to the second,
+// before it opens the run's log file, so no line of the file is older.
+func runStart(pod *corev1.Pod, ctr, path string) time.Time {
+	n, err := strconv.Atoi(strings.TrimSuffix(filepath.Base(path), ".log"))
+	if err != nil {
+		return time.Time{}
+	}
+	id := ctrID(pod.UID, ctr, int32(n))
+	for _, s := range pod.Status.ContainerStatuses {
+		if s.Name != ctr {
+			continue
+		}
+		if s.ContainerID == id && s.State.Running != nil {
+			return s.State.Running.StartedAt.Time
+		}
+		for _, t := range []*corev1.ContainerStateTerminated{s.State.Terminated, s.LastTerminationState.Terminated} {
+			if t != nil && t.ContainerID == id {
+				return t.StartedAt.Time
+			}
+		}
+	}
+	return time.Time{}
+}
+
+// errLimit ends a copy at limitBytes. It is no failure: the client asked
+// for that many bytes and has them.
+var errLimit = errors.New("limitBytes reached")
+
+// limitWriter passes on the first remain bytes written to it, cutting a
+// line if need be as kubelet does, and fails with errLimit once they are
+// written, so a follow stops there.
+type limitWriter struct {
+	w      io.Writer
+	remain int64
+}
+
+func (l *limitWriter) Write(p []byte) (int, error) {
+	if l.remain <= 0 {
+		return 0, errLimit
+	}
+	if int64(len(p)) > l.remain {
+		p = p[:l.remain]
+	}
+	n, err := l.w.Write(p)
+	l.remain -= int64(n)
+	if err == nil && l.remain <= 0 {
+		err = errLimit
+	}
+	return n, err
 }
 
 // running says whether the container's current run is still running, as

@@ -82,6 +82,34 @@ func TestAgentLogsAndPreStop(t *testing.T) {
 		next(want)
 	}
 
+	// --limit-bytes cuts the output, and ends a follow, there; --since
+	// reaching back before the start selects the whole run; what Portal
+	// cannot answer exactly (a later --since-time, --timestamps) is refused
+	// by name rather than answered with the whole log.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"logs", "follow", "--limit-bytes=8"}, "first\naf"},
+		{[]string{"logs", "-f", "follow", "--limit-bytes=8"}, "first\naf"},
+		{[]string{"logs", "follow", "--since=1h"}, "first\nafter-0\nafter-1\n"},
+	} {
+		if got := ab.server.MustKubectl(tc.args...); got != tc.want {
+			t.Errorf("kubectl %s: got %q, want %q", strings.Join(tc.args, " "), got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"logs", "follow", "--timestamps"}, "timestamps: not supported: Portal writes container output straight to log files, without per-line times"},
+		{[]string{"logs", "follow", "--since-time=2099-01-01T00:00:00Z"}, "sinceTime: not supported after the container started"},
+	} {
+		if got, err := ab.server.Kubectl(tc.args...); err == nil || !strings.Contains(got, tc.want) {
+			t.Errorf("kubectl %s: got %q, %v; want an error saying %q", strings.Join(tc.args, " "), got, err, tc.want)
+		}
+	}
+
 	// kubectl logs --previous after a restart; plain logs show the new run.
 	ab.waitPod("restarter", 40*time.Second, "restarted once and Running", func(p *corev1.Pod) bool {
 		s := p.Status.ContainerStatuses

@@ -137,6 +137,8 @@ func agentAddress(node *corev1.Node) (string, error) {
 	return net.JoinHostPort(addr, strconv.Itoa(port)), nil
 }
 
+// logQuery is the agent's query for o, every option included: the agent
+// refuses by name those it cannot honour (timestamps, some since-times).
 func logQuery(o *corev1.PodLogOptions) url.Values {
 	q := url.Values{}
 	if o.Follow {
