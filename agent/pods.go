@@ -173,9 +173,10 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) (time.Duration, bool)
 			return 2 * time.Second, false
 		}
 	}
-	next := time.Duration(0)
-	for i := range pod.Spec.Containers {
-		if d := a.syncContainer(ctx, w, pod, rt, &pod.Spec.Containers[i]); d > 0 && (next == 0 || d < next) {
+	next, initialized := a.syncInitContainers(ctx, w, pod, rt)
+	// App containers start once every init container has succeeded.
+	for i := 0; initialized && i < len(pod.Spec.Containers); i++ {
+		if d := a.syncContainer(ctx, w, pod, rt, &pod.Spec.Containers[i], pod.Spec.RestartPolicy); d > 0 && (next == 0 || d < next) {
 			next = d
 		}
 	}
@@ -321,10 +322,10 @@ func (rt *podRuntime) namespaces() container.Namespaces {
 	return container.Of(rt.sandbox.Pid)
 }
 
-// syncContainer notices a container's exit, restarts it when its policy and
+// syncContainer notices a container's exit, restarts it when policy and
 // back-off allow, and starts it the first time. It returns when to look
 // again (a back-off ending), or 0.
-func (a *Agent) syncContainer(ctx context.Context, w *podWorker, pod *corev1.Pod, rt *podRuntime, c *corev1.Container) time.Duration {
+func (a *Agent) syncContainer(ctx context.Context, w *podWorker, pod *corev1.Pod, rt *podRuntime, c *corev1.Container, policy corev1.RestartPolicy) time.Duration {
 	cr := rt.ctr(c.Name)
 	now := time.Now()
 	if cr.proc != nil {
@@ -334,8 +335,9 @@ func (a *Agent) syncContainer(ctx context.Context, w *podWorker, pod *corev1.Pod
 		default:
 			if cr.cancel == nil {
 				// Adopted from an earlier agent: probe it again, from
-				// the results it had.
+				// the results it had, and notice its exit.
 				a.startProbes(ctx, w, pod, rt, c, cr)
+				go func(proc *container.Process) { <-proc.Done(); w.kick() }(cr.proc)
 			}
 			if why, _ := cr.liveFailed.Load().(string); why != "" && !cr.killing {
 				klog.FromContext(ctx).Info("Restarting container", "container", c.Name, "reason", why)
@@ -347,7 +349,7 @@ func (a *Agent) syncContainer(ctx context.Context, w *podWorker, pod *corev1.Pod
 	}
 	st := cr.st
 	if st.Exited != nil {
-		if !restarts(pod.Spec.RestartPolicy, st.Exited.ExitCode) {
+		if !restarts(policy, st.Exited.ExitCode) {
 			return 0
 		}
 		if wait := st.BackOffUntil.Sub(now); wait > 0 {
@@ -371,6 +373,9 @@ func (a *Agent) syncContainer(ctx context.Context, w *podWorker, pod *corev1.Pod
 func (a *Agent) recordExit(rt *podRuntime, pod *corev1.Pod, cr *ctrRuntime, now time.Time) {
 	code, known := cr.proc.ExitCode()
 	st := cr.st
+	if !known && st.ExitFile != "" {
+		code, known = container.ReadExitFile(st.ExitFile)
+	}
 	if known {
 		reason := "Completed"
 		if code != 0 {
@@ -453,6 +458,10 @@ func (a *Agent) spawn(rt *podRuntime, pod *corev1.Pod, c *corev1.Container, cr *
 	defer log.Close()
 	spec := container.Spec{Path: path, Args: argv, Env: cr.env, Dir: c.WorkingDir, Stdout: log, Stderr: log,
 		Namespaces: rt.namespaces(), Mounts: rt.st.Mounts, Init: a.opts.InitPath}
+	if spec.ExitFile, err = rt.exitFile(pod, c); err != nil {
+		return nil, err
+	}
+	cr.st.ExitFile = spec.ExitFile
 	if sc := c.SecurityContext; sc != nil {
 		spec.UID, spec.GID = sc.RunAsUser, sc.RunAsGroup
 	}
@@ -769,13 +778,17 @@ func (a *Agent) podStatus(pod *corev1.Pod, rt *podRuntime) *corev1.PodStatus {
 		}
 		statuses = append(statuses, containerStatus(v, pod))
 	}
+	initStatuses := a.initContainerStatuses(pod, rt)
 	phase := podPhase(pod.Spec.RestartPolicy, pod.Spec.Containers, statuses)
+	if initFailed(pod.Spec.RestartPolicy, initStatuses) {
+		phase = corev1.PodFailed // and no app container ever starts
+	}
 	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		phase = pod.Status.Phase // a finished pod stays finished
 	}
 	st.Phase = phase
-	st.Conditions = podConditions(pod, statuses, phase, rt.sandboxUp, rt.terminating, time.Now())
-	st.ContainerStatuses = statuses
+	st.Conditions = podConditions(pod, initStatuses, statuses, phase, rt.sandboxUp, rt.terminating, time.Now())
+	st.InitContainerStatuses, st.ContainerStatuses = initStatuses, statuses
 	st.HostIP, st.HostIPs = "", nil
 	for i, ip := range a.hostIPs() {
 		if i == 0 {
