@@ -19,9 +19,10 @@
 // (PID plus start time, so a reused PID is not mistaken for the pod).
 //
 // Init containers run one at a time, in order, each to success, before
-// the app containers; sidecars (init containers with restartPolicy Always)
-// are not supported: the pod waits at the first one with the reason
-// SidecarNotSupported.
+// the app containers. Sidecars (init containers with restartPolicy Always)
+// start in that order too, the next container once a sidecar's startup
+// probe passed; they restart whenever they exit and stop after the app
+// containers.
 //
 // Logs are served over HTTPS on Options.Port (10250), to the API server
 // only: the client certificate must be the cluster CA's and name

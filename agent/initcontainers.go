@@ -11,42 +11,43 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// Why a pod with a sidecar (an init container with restartPolicy Always)
-// does not start. Running one as an ordinary init container would wait
-// forever for a process meant to run for the pod's life, or worse, let a
-// sidecar that exits early pass for a finished setup step.
-const (
-	sidecarReason  = "SidecarNotSupported"
-	sidecarMessage = "Portal does not run sidecar containers (init containers with restartPolicy Always); the pod's containers after it do not start"
-)
-
 // syncInitContainers runs the pod's init containers one at a time, in
 // order, each to success, as kubelet does. A failed one restarts with the
 // back-off unless the pod's restartPolicy is Never, which fails the pod.
-// It returns when to look again and whether every init container has
-// succeeded, so the app containers may start. Once an app container has
-// run, the pod was initialized: init containers never run again.
+// A sidecar (restartPolicy Always) is not waited for to finish: the next
+// container starts once it runs and its startup probe passed, and it
+// restarts whenever it exits, for the pod's whole life. It returns when to
+// look again and whether the pod is initialized, so the app containers may
+// start. Once an app container has run, the pod was initialized: init
+// containers never run again, sidecars go on.
 func (a *Agent) syncInitContainers(ctx context.Context, w *podWorker, pod *corev1.Pod, rt *podRuntime) (time.Duration, bool) {
-	if appStarted(pod, rt) {
-		return 0, true
+	initialized := appStarted(pod, rt)
+	next := time.Duration(0)
+	soonest := func(d time.Duration) {
+		if d > 0 && (next == 0 || d < next) {
+			next = d
+		}
 	}
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		cr := rt.ctr(c.Name)
 		if isSidecar(c) {
-			cr.waitReason, cr.waitMessage = sidecarReason, sidecarMessage
-			return 0, false
-		}
-		if initSucceeded(cr) {
+			soonest(a.syncContainer(ctx, w, pod, rt, c, corev1.RestartPolicyAlways))
+			if !initialized && (cr.proc == nil || !cr.started.Load()) {
+				return next, false
+			}
 			continue
 		}
-		next := a.syncContainer(ctx, w, pod, rt, c, initRestartPolicy(pod.Spec.RestartPolicy))
+		if initialized || initSucceeded(cr) {
+			continue
+		}
+		soonest(a.syncContainer(ctx, w, pod, rt, c, initRestartPolicy(pod.Spec.RestartPolicy)))
 		if !initSucceeded(cr) {
 			return next, false
 		}
 		// It just finished: the next one starts in this same sync.
 	}
-	return 0, true
+	return next, true
 }
 
 // initSucceeded says whether an init container's last run ended with 0.
@@ -68,16 +69,22 @@ func appStarted(pod *corev1.Pod, rt *podRuntime) bool {
 // initContainerStatuses are the pod's status.initContainerStatuses.
 func (a *Agent) initContainerStatuses(pod *corev1.Pod, rt *podRuntime) []corev1.ContainerStatus {
 	var out []corev1.ContainerStatus
-	policy := initRestartPolicy(pod.Spec.RestartPolicy)
-	for _, c := range pod.Spec.InitContainers {
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
 		cr := rt.ctr(c.Name)
 		v := containerView{Name: c.Name, Image: c.Image, ID: cr.st.ID, RestartCount: cr.st.RestartCount,
 			Running: cr.proc != nil, StartedAt: cr.st.StartedAt, Exited: cr.st.Exited, Last: cr.st.Last,
 			WaitingReason: cr.waitReason, WaitingMessage: cr.waitMessage, Started: cr.started.Load()}
+		policy := initRestartPolicy(pod.Spec.RestartPolicy)
+		if isSidecar(c) {
+			policy = corev1.RestartPolicyAlways
+			// Ready as an app container is.
+			v.Ready = v.Running && v.Started && (c.ReadinessProbe == nil || cr.ready.Load()) && !rt.terminating
+		}
 		if v.Exited != nil && !rt.terminating && !rt.cleaned && restarts(policy, v.Exited.ExitCode) && time.Until(cr.st.BackOffUntil) > 0 {
 			v.BackOff = max(cr.st.BackOff.Delay/2, backOffInitial)
 		}
-		out = append(out, initContainerStatus(v, pod))
+		out = append(out, initContainerStatus(v, c, pod))
 	}
 	return out
 }

@@ -23,23 +23,32 @@ func initRestartPolicy(pod corev1.RestartPolicy) corev1.RestartPolicy {
 	return corev1.RestartPolicyOnFailure
 }
 
-// initContainerStatus renders an init container as kubelet does: like an
-// app container, except that one that completed is ready.
-func initContainerStatus(v containerView, pod *corev1.Pod) corev1.ContainerStatus {
+// initContainerStatus renders init container c as kubelet does: like an
+// app container, except that an init container (not a sidecar) that
+// completed is ready.
+func initContainerStatus(v containerView, c *corev1.Container, pod *corev1.Pod) corev1.ContainerStatus {
 	s := containerStatus(v, pod)
-	s.Ready = s.State.Terminated != nil && s.State.Terminated.ExitCode == 0
+	if !isSidecar(c) {
+		s.Ready = s.State.Terminated != nil && s.State.Terminated.ExitCode == 0
+	}
 	return s
 }
 
 // initFailed says whether an init container failed for good: under
 // restartPolicy Never nothing restarts it, and kubelet fails the pod.
-func initFailed(policy corev1.RestartPolicy, initStatuses []corev1.ContainerStatus) bool {
+// Sidecars always restart.
+func initFailed(policy corev1.RestartPolicy, spec []corev1.Container, initStatuses []corev1.ContainerStatus) bool {
 	if policy != corev1.RestartPolicyNever {
 		return false
 	}
-	for _, s := range initStatuses {
-		if t := s.State.Terminated; t != nil && t.ExitCode != 0 {
-			return true
+	for i := range spec {
+		if isSidecar(&spec[i]) {
+			continue
+		}
+		for _, s := range initStatuses {
+			if t := s.State.Terminated; s.Name == spec[i].Name && t != nil && t.ExitCode != 0 {
+				return true
+			}
 		}
 	}
 	return false
@@ -79,4 +88,26 @@ func initialized(pod *corev1.Pod, initStatuses, statuses []corev1.ContainerStatu
 		return false, "ContainersNotInitialized", fmt.Sprintf("containers with incomplete status: [%s]", strings.Join(incomplete, " "))
 	}
 	return true, "", ""
+}
+
+// unreadySidecars names the pod's sidecars that are not ready: they count
+// towards the pod's readiness as app containers do.
+func unreadySidecars(pod *corev1.Pod, initStatuses []corev1.ContainerStatus) []string {
+	var out []string
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		if !isSidecar(c) {
+			continue
+		}
+		ready := false
+		for _, s := range initStatuses {
+			if s.Name == c.Name {
+				ready = s.Ready
+			}
+		}
+		if !ready {
+			out = append(out, c.Name)
+		}
+	}
+	return out
 }

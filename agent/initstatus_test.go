@@ -142,47 +142,102 @@ func TestPodStatusInitContainers(t *testing.T) {
 }
 
 // TestSyncInitContainersWithoutRunning covers the decisions that start
-// nothing: a sidecar stops the sequence with a reason, finished init
-// containers are not run again, and a pod whose app container has run
+// nothing: a sidecar holds the sequence until it has started, finished
+// init containers are not run again, and a pod whose app container has run
 // (an agent restart) is initialized.
 func TestSyncInitContainersWithoutRunning(t *testing.T) {
 	a := &Agent{}
 	newRT := func() *podRuntime {
 		return &podRuntime{ctrs: map[string]*ctrRuntime{}, st: podState{Containers: map[string]*ctrState{}}, sandboxUp: true}
 	}
-	t.Run("sidecar", func(t *testing.T) {
-		pod := initPod(corev1.RestartPolicyAlways)
-		pod.Spec.InitContainers[0].RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
-		rt := newRT()
-		if _, done := a.syncInitContainers(context.Background(), nil, pod, rt); done {
-			t.Fatal("got initialized, want the sidecar to stop the pod")
-		}
-		st := a.podStatus(pod, rt)
-		if got := stateOf(st.InitContainerStatuses[0]); got != "waiting/"+sidecarReason {
-			t.Errorf("sidecar: got %s, want waiting/%s", got, sidecarReason)
-		}
-		if st.Phase != corev1.PodPending || rt.ctr("main").st.Ran {
-			t.Errorf("got phase %s and main ran=%v, want Pending and nothing run", st.Phase, rt.ctr("main").st.Ran)
-		}
-	})
-	t.Run("all succeeded", func(t *testing.T) {
-		pod := initPod(corev1.RestartPolicyAlways)
-		rt := newRT()
-		rt.ctr("setup").st.Exited = exitedWith(0)
-		rt.ctr("migrate").st.Exited = exitedWith(0)
-		if _, done := a.syncInitContainers(context.Background(), nil, pod, rt); !done {
-			t.Error("got not initialized, want the app containers to start")
-		}
-	})
-	t.Run("app container ran before", func(t *testing.T) {
+	withSidecar := func() *corev1.Pod {
 		pod := initPod(corev1.RestartPolicyNever)
-		rt := newRT()
-		rt.ctr("setup").st.Exited = exitedWith(0)
-		rt.ctr("main").st.Ran = true
-		if _, done := a.syncInitContainers(context.Background(), nil, pod, rt); !done || rt.ctr("migrate").st.Ran {
-			t.Errorf("got initialized=%v, migrate ran=%v; want initialized and no init container run", done, rt.ctr("migrate").st.Ran)
-		}
-	})
+		pod.Spec.InitContainers = append([]corev1.Container{{Name: "proxy", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways)}}, pod.Spec.InitContainers...)
+		return pod
+	}
+	for _, tc := range []struct {
+		name        string
+		pod         *corev1.Pod
+		set         map[string]func(*ctrRuntime)
+		initialized bool
+	}{
+		{name: "sidecar running, startup probe not passed yet", pod: withSidecar(),
+			set: map[string]func(*ctrRuntime){
+				"proxy": func(cr *ctrRuntime) { cr.proc = &container.Process{}; cr.cancel = func() {} }},
+			initialized: false},
+		{name: "sidecar started, the rest done", pod: withSidecar(),
+			set: map[string]func(*ctrRuntime){
+				"proxy":   func(cr *ctrRuntime) { cr.proc = &container.Process{}; cr.cancel = func() {}; cr.started.Store(true) },
+				"setup":   func(cr *ctrRuntime) { cr.st.Exited = exitedWith(0) },
+				"migrate": func(cr *ctrRuntime) { cr.st.Exited = exitedWith(0) }},
+			initialized: true},
+		{name: "all succeeded", pod: initPod(corev1.RestartPolicyAlways),
+			set: map[string]func(*ctrRuntime){
+				"setup":   func(cr *ctrRuntime) { cr.st.Exited = exitedWith(0) },
+				"migrate": func(cr *ctrRuntime) { cr.st.Exited = exitedWith(0) }},
+			initialized: true},
+		{name: "app container ran before", pod: initPod(corev1.RestartPolicyNever),
+			set: map[string]func(*ctrRuntime){
+				"setup": func(cr *ctrRuntime) { cr.st.Exited = exitedWith(0) },
+				"main":  func(cr *ctrRuntime) { cr.st.Ran = true }},
+			initialized: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := newRT()
+			for name, f := range tc.set {
+				f(rt.ctr(name))
+			}
+			_, done := a.syncInitContainers(context.Background(), nil, tc.pod, rt)
+			if done != tc.initialized {
+				t.Errorf("initialized: got %v, want %v", done, tc.initialized)
+			}
+			for _, name := range []string{"setup", "migrate"} {
+				if cr := rt.ctr(name); cr.st.Ran {
+					t.Errorf("%s ran, want no init container run", name)
+				}
+			}
+		})
+	}
+}
+
+// TestSidecarStatus: a sidecar is ready by its probes like an app
+// container, counts towards the pod's readiness, completes initialization
+// once started, and its exits never fail the pod.
+func TestSidecarStatus(t *testing.T) {
+	pod := initPod(corev1.RestartPolicyNever)
+	pod.Spec.InitContainers = []corev1.Container{{Name: "proxy", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
+		ReadinessProbe: &corev1.Probe{}}}
+	rt := &podRuntime{ctrs: map[string]*ctrRuntime{}, st: podState{Containers: map[string]*ctrState{}}, sandboxUp: true}
+	proxy, main := rt.ctr("proxy"), rt.ctr("main")
+	proxy.proc = &container.Process{}
+	proxy.started.Store(true)
+	main.proc = &container.Process{}
+	main.started.Store(true)
+	main.st.Ran = true
+
+	st := (&Agent{}).podStatus(pod, rt)
+	if s := st.InitContainerStatuses[0]; s.Ready || s.State.Running == nil {
+		t.Errorf("sidecar before its readiness probe passed: got %s ready=%v, want running and not ready", stateOf(s), s.Ready)
+	}
+	if c := condition(st, corev1.ContainersReady); c.Status != corev1.ConditionFalse || c.Message != "containers with unready status: [proxy]" {
+		t.Errorf("ContainersReady: got %s %q, want False naming proxy", c.Status, c.Message)
+	}
+	if c := condition(st, corev1.PodInitialized); c.Status != corev1.ConditionTrue {
+		t.Errorf("Initialized with the sidecar started: got %s %q, want True", c.Status, c.Message)
+	}
+	proxy.ready.Store(true)
+	st = (&Agent{}).podStatus(pod, rt)
+	if c := condition(st, corev1.PodReady); c.Status != corev1.ConditionTrue || !st.InitContainerStatuses[0].Ready {
+		t.Errorf("sidecar ready: got pod Ready %s, sidecar ready %v; want both", c.Status, st.InitContainerStatuses[0].Ready)
+	}
+	proxy.proc, proxy.st.Exited = nil, exitedWith(1)
+	st = (&Agent{}).podStatus(pod, rt)
+	if st.Phase != corev1.PodRunning {
+		t.Errorf("sidecar exited with 1 under restartPolicy Never: got phase %s, want Running (sidecars always restart)", st.Phase)
+	}
+	if c := condition(st, corev1.PodInitialized); c.Status != corev1.ConditionTrue {
+		t.Errorf("Initialized after the app container ran: got %s, want True for good", c.Status)
+	}
 }
 
 func TestInitFailed(t *testing.T) {
@@ -190,20 +245,24 @@ func TestInitFailed(t *testing.T) {
 		return []corev1.ContainerStatus{{Name: "a", State: s}}
 	}
 	failed := corev1.ContainerState{Terminated: exitedWith(1)}
+	regular := []corev1.Container{{Name: "a"}}
+	sidecar := []corev1.Container{{Name: "a", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways)}}
 	for _, tc := range []struct {
 		name     string
 		policy   corev1.RestartPolicy
+		spec     []corev1.Container
 		statuses []corev1.ContainerStatus
 		want     bool
 	}{
-		{"failed, Never", corev1.RestartPolicyNever, st(failed), true},
-		{"failed, OnFailure restarts it", corev1.RestartPolicyOnFailure, st(failed), false},
-		{"failed, Always restarts it", corev1.RestartPolicyAlways, st(failed), false},
-		{"succeeded, Never", corev1.RestartPolicyNever, st(corev1.ContainerState{Terminated: exitedWith(0)}), false},
-		{"running, Never", corev1.RestartPolicyNever, st(corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}), false},
+		{"failed, Never", corev1.RestartPolicyNever, regular, st(failed), true},
+		{"failed, OnFailure restarts it", corev1.RestartPolicyOnFailure, regular, st(failed), false},
+		{"failed, Always restarts it", corev1.RestartPolicyAlways, regular, st(failed), false},
+		{"succeeded, Never", corev1.RestartPolicyNever, regular, st(corev1.ContainerState{Terminated: exitedWith(0)}), false},
+		{"running, Never", corev1.RestartPolicyNever, regular, st(corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}), false},
+		{"sidecar failed, Never restarts it", corev1.RestartPolicyNever, sidecar, st(failed), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := initFailed(tc.policy, tc.statuses); got != tc.want {
+			if got := initFailed(tc.policy, tc.spec, tc.statuses); got != tc.want {
 				t.Errorf("got %v, want %v", got, tc.want)
 			}
 		})

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -189,7 +190,8 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) (time.Duration, bool)
 	}
 	if st.Phase == corev1.PodSucceeded || st.Phase == corev1.PodFailed {
 		// kubelet tears a finished pod's sandbox down and keeps its status.
-		a.killPod(ctx, rt, pod, 0)
+		// Only sidecars may still run: they get the grace period.
+		a.killPod(ctx, rt, pod, time.Duration(rt.st.Grace)*time.Second)
 		a.cleanup(ctx, rt)
 	}
 	return next, false
@@ -701,11 +703,22 @@ func deadlineOr(ctx context.Context, d time.Time) time.Time {
 }
 
 // killPod stops every container at once (preStop, SIGTERM, SIGKILL after
-// grace) and waits for them.
+// grace) and waits for them; then, as kubelet does, the sidecars one at a
+// time in reverse order, within what is left of grace, so they serve the
+// app containers to the end.
 func (a *Agent) killPod(ctx context.Context, rt *podRuntime, pod *corev1.Pod, grace time.Duration) {
+	deadline := time.Now().Add(grace)
+	var sidecars []*corev1.Container
+	if pod != nil {
+		for i := len(pod.Spec.InitContainers) - 1; i >= 0; i-- {
+			if c := &pod.Spec.InitContainers[i]; isSidecar(c) {
+				sidecars = append(sidecars, c)
+			}
+		}
+	}
 	var wg sync.WaitGroup
 	for name, cr := range rt.ctrs {
-		if cr.proc == nil {
+		if cr.proc == nil || slices.ContainsFunc(sidecars, func(c *corev1.Container) bool { return c.Name == name }) {
 			continue
 		}
 		var spec *corev1.Container
@@ -720,6 +733,11 @@ func (a *Agent) killPod(ctx context.Context, rt *podRuntime, pod *corev1.Pod, gr
 		go func() { defer wg.Done(); a.stopContainer(ctx, rt, pod, spec, cr, grace) }()
 	}
 	wg.Wait()
+	for _, c := range sidecars {
+		if cr := rt.ctrs[c.Name]; cr != nil && cr.proc != nil {
+			a.stopContainer(ctx, rt, pod, c, cr, max(time.Until(deadline), 0))
+		}
+	}
 	now := time.Now()
 	for _, cr := range rt.ctrs {
 		if cr.proc != nil {
@@ -780,7 +798,7 @@ func (a *Agent) podStatus(pod *corev1.Pod, rt *podRuntime) *corev1.PodStatus {
 	}
 	initStatuses := a.initContainerStatuses(pod, rt)
 	phase := podPhase(pod.Spec.RestartPolicy, pod.Spec.Containers, statuses)
-	if initFailed(pod.Spec.RestartPolicy, initStatuses) {
+	if initFailed(pod.Spec.RestartPolicy, pod.Spec.InitContainers, initStatuses) {
 		phase = corev1.PodFailed // and no app container ever starts
 	}
 	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {

@@ -117,7 +117,7 @@ func podPhase(policy corev1.RestartPolicy, spec []corev1.Container, statuses []c
 // from old. A condition whose status did not change keeps its transition
 // time.
 func podConditions(pod *corev1.Pod, initStatuses, statuses []corev1.ContainerStatus, phase corev1.PodPhase, sandboxReady, terminating bool, now time.Time) []corev1.PodCondition {
-	var notReady []string
+	notReady := unreadySidecars(pod, initStatuses)
 	for _, c := range pod.Spec.Containers {
 		ready := false
 		for _, s := range statuses {

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,15 +9,20 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 // TestAgentInitContainers: init containers run in order, each to success,
 // before the app container, in the pod's namespaces and with its log
 // files; a failure under restartPolicy Never fails the pod and nothing
-// else starts; under OnFailure the init container is run again. An agent
-// restart adopts a running init container (and learns how it ended) and
-// does not run finished ones again. Regression: the agent skipped init
-// containers and reported the pod Initialized.
+// else starts; under OnFailure the init container is run again. A sidecar
+// (restartPolicy Always) restarts even under Never, lets the next
+// container start once its startup probe passed, counts in READY and stops
+// after the app container. An agent restart adopts a running init
+// container (and learns how it ended) and does not run finished ones
+// again. Regression: the agent skipped init containers and reported the
+// pod Initialized.
 func TestAgentInitContainers(t *testing.T) {
 	ab := newAgentBed(t)
 	dir := t.TempDir()
@@ -39,7 +45,21 @@ func TestAgentInitContainers(t *testing.T) {
 	retry.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
 	retry.Spec.InitContainers = []corev1.Container{{Name: "flaky", Image: "debian", Command: []string{"sh", "-c",
 		`n=$(cat ` + file("runs") + ` 2>/dev/null || echo 0); echo $((n+1)) > ` + file("runs") + `; [ "$n" != 0 ]`}}}
-	for _, p := range []*corev1.Pod{handoff, never, retry} {
+	// sidecar's proxy is a sidecar: it fails once and restarts although
+	// the pod never restarts containers; check runs only once proxy's
+	// startup probe passed (else it fails, and with it the pod); main and
+	// proxy trace their SIGTERM, main's first.
+	sidecar := sh("sidecar", `trap 'echo main >> `+file("trace")+`; exit 0' TERM; while true; do sleep 0.1; done`)
+	sidecar.Spec.RestartPolicy = corev1.RestartPolicyNever
+	sidecar.Spec.InitContainers = []corev1.Container{
+		{Name: "proxy", Image: "debian", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways), Command: []string{"sh", "-c",
+			`n=$(cat ` + file("proxy-runs") + ` 2>/dev/null || echo 0); echo $((n+1)) > ` + file("proxy-runs") + `; [ "$n" != 0 ] || exit 1; ` +
+				`trap 'echo proxy >> ` + file("trace") + `; exit 0' TERM; touch ` + file("proxy-up") + `; while true; do sleep 0.1; done`},
+			StartupProbe: &corev1.Probe{PeriodSeconds: 1, FailureThreshold: 30, SuccessThreshold: 1, TimeoutSeconds: 1,
+				ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"test", "-e", file("proxy-up")}}}}},
+		{Name: "check", Image: "debian", Command: []string{"test", "-e", file("proxy-up")}},
+	}
+	for _, p := range []*corev1.Pod{handoff, never, retry, sidecar} {
 		ab.create(p)
 	}
 
@@ -91,6 +111,14 @@ func TestAgentInitContainers(t *testing.T) {
 	}
 	ab.waitKubectlPod("retry", "1/1", "Running")
 
+	// The sidecar runs next to main and counts in READY.
+	p = ab.waitPod("sidecar", 20*time.Second, "Running and Ready", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning && podReady(p) })
+	if s := p.Status.InitContainerStatuses; len(s) != 2 || s[0].State.Running == nil || s[0].Started == nil || !*s[0].Started || !s[0].Ready ||
+		s[0].RestartCount != 1 || stateWord(s[1]) != "terminated/Completed" {
+		t.Errorf("sidecar pod's init containers: got %+v, want proxy running, started, ready after 1 restart, and check completed", s)
+	}
+	ab.waitKubectlPod("sidecar", "2/2", "Running")
+
 	// An agent restart while setup runs: setup is adopted, and once it
 	// ends its exit code is known, so it is not run again.
 	ab.killAgent()
@@ -115,6 +143,15 @@ func TestAgentInitContainers(t *testing.T) {
 	}
 	if _, err := os.Stat(file("never-app-ran")); err == nil {
 		t.Error("never's app container ran after its init container failed under restartPolicy Never")
+	}
+
+	// Deleted, the sidecar pod stops main first, then proxy.
+	if err := ab.c.CoreV1().Pods("default").Delete(context.Background(), "sidecar", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 15*time.Second, func() bool { return ab.get("sidecar") == nil })
+	if data, _ := os.ReadFile(file("trace")); string(data) != "main\nproxy\n" {
+		t.Errorf("SIGTERM order: got %q, want main, then the sidecar proxy", data)
 	}
 }
 
