@@ -190,9 +190,17 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) (time.Duration, bool)
 	}
 	if st.Phase == corev1.PodSucceeded || st.Phase == corev1.PodFailed {
 		// kubelet tears a finished pod's sandbox down and keeps its status.
-		// Only sidecars may still run: they get the grace period.
+		// Only sidecars may still run: they get the grace period, and
+		// their ends are written.
+		running := false
+		for _, cr := range rt.ctrs {
+			running = running || cr.proc != nil
+		}
 		a.killPod(ctx, rt, pod, time.Duration(rt.st.Grace)*time.Second)
 		a.cleanup(ctx, rt)
+		if running {
+			a.writeStatus(ctx, pod, rt)
+		}
 	}
 	return next, false
 }

@@ -18,8 +18,8 @@ import (
 // files; a failure under restartPolicy Never fails the pod and nothing
 // else starts; under OnFailure the init container is run again. A sidecar
 // (restartPolicy Always) restarts even under Never, lets the next
-// container start once its startup probe passed, counts in READY and stops
-// after the app container. An agent restart adopts a running init
+// container start once its startup probe passed, counts in READY, stops
+// after the app container, and does not keep a finished pod running. An agent restart adopts a running init
 // container (and learns how it ended) and does not run finished ones
 // again. Regression: the agent skipped init containers and reported the
 // pod Initialized.
@@ -59,7 +59,13 @@ func TestAgentInitContainers(t *testing.T) {
 				ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"test", "-e", file("proxy-up")}}}}},
 		{Name: "check", Image: "debian", Command: []string{"test", "-e", file("proxy-up")}},
 	}
-	for _, p := range []*corev1.Pod{handoff, never, retry, sidecar} {
+	// job's main finishes while its sidecar runs: the pod succeeds and
+	// the sidecar is stopped.
+	job := sh("job", `echo done`)
+	job.Spec.RestartPolicy = corev1.RestartPolicyNever
+	job.Spec.InitContainers = []corev1.Container{{Name: "proxy", Image: "debian", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
+		Command: []string{"sh", "-c", `trap 'exit 0' TERM; while true; do sleep 0.1; done`}}}
+	for _, p := range []*corev1.Pod{handoff, never, retry, sidecar, job} {
 		ab.create(p)
 	}
 
@@ -118,6 +124,15 @@ func TestAgentInitContainers(t *testing.T) {
 		t.Errorf("sidecar pod's init containers: got %+v, want proxy running, started, ready after 1 restart, and check completed", s)
 	}
 	ab.waitKubectlPod("sidecar", "2/2", "Running")
+
+	p = ab.waitPod("job", 20*time.Second, "Succeeded with its sidecar stopped", func(p *corev1.Pod) bool {
+		s := p.Status.InitContainerStatuses
+		return p.Status.Phase == corev1.PodSucceeded && len(s) == 1 && s[0].State.Terminated != nil
+	})
+	if got := stateWord(p.Status.ContainerStatuses[0]); got != "terminated/Completed" {
+		t.Errorf("job's main: got %s, want terminated/Completed", got)
+	}
+	ab.waitKubectlPod("job", "0/2", "Completed")
 
 	// An agent restart while setup runs: setup is adopted, and once it
 	// ends its exit code is known, so it is not run again.
