@@ -280,3 +280,24 @@ func TestInitRestartPolicy(t *testing.T) {
 		}
 	}
 }
+
+// TestInitContainerWithoutCommand: an init container gets the app
+// containers' clear reason for a missing command, and holds the pod.
+func TestInitContainerWithoutCommand(t *testing.T) {
+	a := &Agent{}
+	pod := initPod(corev1.RestartPolicyAlways)
+	rt := &podRuntime{ctrs: map[string]*ctrRuntime{}, st: podState{Containers: map[string]*ctrState{}}, sandboxUp: true}
+	if _, done := a.syncInitContainers(context.Background(), nil, pod, rt); done {
+		t.Fatal("got initialized, want the pod held at setup")
+	}
+	st := a.podStatus(pod, rt)
+	if got := stateOf(st.InitContainerStatuses[0]); got != "waiting/NoCommand" {
+		t.Errorf("setup: got %s, want waiting/NoCommand", got)
+	}
+	if got := stateOf(st.InitContainerStatuses[1]); got != "waiting/PodInitializing" || rt.ctr("migrate").st.Ran {
+		t.Errorf("migrate: got %s (ran %v), want waiting/PodInitializing and not run", got, rt.ctr("migrate").st.Ran)
+	}
+	if st.Phase != corev1.PodPending {
+		t.Errorf("phase: got %s, want Pending", st.Phase)
+	}
+}
