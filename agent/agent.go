@@ -13,9 +13,16 @@
 //	pods/<uid>/state.json            sandbox and container PIDs, restart counts
 //	pods/<uid>/etc/{resolv.conf,hosts,hostname}  bind-mounted into the pod
 //	pods/<uid>/logs/<container>/<n>.log  output of the container's n-th run
+//	pods/<uid>/exit/<container>      exit code of an init container's last run
 //
 // An agent that restarts re-adopts the processes listed in the state files
 // (PID plus start time, so a reused PID is not mistaken for the pod).
+//
+// Init containers run one at a time, in order, each to success, before
+// the app containers. Sidecars (init containers with restartPolicy Always)
+// start in that order too, the next container once a sidecar's startup
+// probe passed; they restart whenever they exit and stop after the app
+// containers.
 //
 // Logs are served over HTTPS on Options.Port (10250), to the API server
 // only: the client certificate must be the cluster CA's and name

@@ -337,9 +337,11 @@ func (a *Agent) running(ns, name, ctr string, uid types.UID) bool {
 	if err != nil || pod.UID != uid {
 		return false
 	}
-	for _, s := range pod.Status.ContainerStatuses {
-		if s.Name == ctr {
-			return s.State.Running != nil
+	for _, statuses := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for _, s := range statuses {
+			if s.Name == ctr {
+				return s.State.Running != nil
+			}
 		}
 	}
 	return false

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -173,9 +174,10 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) (time.Duration, bool)
 			return 2 * time.Second, false
 		}
 	}
-	next := time.Duration(0)
-	for i := range pod.Spec.Containers {
-		if d := a.syncContainer(ctx, w, pod, rt, &pod.Spec.Containers[i]); d > 0 && (next == 0 || d < next) {
+	next, initialized := a.syncInitContainers(ctx, w, pod, rt)
+	// App containers start once every init container has succeeded.
+	for i := 0; initialized && i < len(pod.Spec.Containers); i++ {
+		if d := a.syncContainer(ctx, w, pod, rt, &pod.Spec.Containers[i], pod.Spec.RestartPolicy); d > 0 && (next == 0 || d < next) {
 			next = d
 		}
 	}
@@ -188,8 +190,17 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) (time.Duration, bool)
 	}
 	if st.Phase == corev1.PodSucceeded || st.Phase == corev1.PodFailed {
 		// kubelet tears a finished pod's sandbox down and keeps its status.
-		a.killPod(ctx, rt, pod, 0)
+		// Only sidecars may still run: they get the grace period, and
+		// their ends are written.
+		running := false
+		for _, cr := range rt.ctrs {
+			running = running || cr.proc != nil
+		}
+		a.killPod(ctx, rt, pod, time.Duration(rt.st.Grace)*time.Second)
 		a.cleanup(ctx, rt)
+		if running {
+			a.writeStatus(ctx, pod, rt)
+		}
 	}
 	return next, false
 }
@@ -338,10 +349,10 @@ func (rt *podRuntime) namespaces() container.Namespaces {
 	return container.Of(rt.sandbox.Pid)
 }
 
-// syncContainer notices a container's exit, restarts it when its policy and
+// syncContainer notices a container's exit, restarts it when policy and
 // back-off allow, and starts it the first time. It returns when to look
 // again (a back-off ending), or 0.
-func (a *Agent) syncContainer(ctx context.Context, w *podWorker, pod *corev1.Pod, rt *podRuntime, c *corev1.Container) time.Duration {
+func (a *Agent) syncContainer(ctx context.Context, w *podWorker, pod *corev1.Pod, rt *podRuntime, c *corev1.Container, policy corev1.RestartPolicy) time.Duration {
 	cr := rt.ctr(c.Name)
 	now := time.Now()
 	if cr.proc != nil {
@@ -351,8 +362,9 @@ func (a *Agent) syncContainer(ctx context.Context, w *podWorker, pod *corev1.Pod
 		default:
 			if cr.cancel == nil {
 				// Adopted from an earlier agent: probe it again, from
-				// the results it had.
+				// the results it had, and notice its exit.
 				a.startProbes(ctx, w, pod, rt, c, cr)
+				go func(proc *container.Process) { <-proc.Done(); w.kick() }(cr.proc)
 			}
 			if why, _ := cr.liveFailed.Load().(string); why != "" && !cr.killing {
 				klog.FromContext(ctx).Info("Restarting container", "container", c.Name, "reason", why)
@@ -364,7 +376,7 @@ func (a *Agent) syncContainer(ctx context.Context, w *podWorker, pod *corev1.Pod
 	}
 	st := cr.st
 	if st.Exited != nil {
-		if !restarts(pod.Spec.RestartPolicy, st.Exited.ExitCode) {
+		if !restarts(policy, st.Exited.ExitCode) {
 			return 0
 		}
 		if wait := st.BackOffUntil.Sub(now); wait > 0 {
@@ -388,6 +400,9 @@ func (a *Agent) syncContainer(ctx context.Context, w *podWorker, pod *corev1.Pod
 func (a *Agent) recordExit(rt *podRuntime, pod *corev1.Pod, cr *ctrRuntime, now time.Time) {
 	code, known := cr.proc.ExitCode()
 	st := cr.st
+	if !known && st.ExitFile != "" {
+		code, known = container.ReadExitFile(st.ExitFile)
+	}
 	if known {
 		reason := "Completed"
 		if code != 0 {
@@ -470,6 +485,10 @@ func (a *Agent) spawn(rt *podRuntime, pod *corev1.Pod, c *corev1.Container, cr *
 	defer log.Close()
 	spec := container.Spec{Path: path, Args: argv, Env: cr.env, Dir: c.WorkingDir, Stdout: log, Stderr: log,
 		Namespaces: rt.namespaces(), Mounts: rt.st.Mounts, Init: a.opts.InitPath}
+	if spec.ExitFile, err = rt.exitFile(pod, c); err != nil {
+		return nil, err
+	}
+	cr.st.ExitFile = spec.ExitFile
 	if sc := c.SecurityContext; sc != nil {
 		spec.UID, spec.GID = sc.RunAsUser, sc.RunAsGroup
 	}
@@ -727,20 +746,31 @@ func later(a, b time.Time) time.Time {
 	return b
 }
 
-// killPod stops every container at once (preStop, SIGTERM, SIGKILL after
-// grace), waits for them and records how they ended.
+// killPod stops every container (see stopContainers), waits for them and
+// records how they ended.
 func (a *Agent) killPod(ctx context.Context, rt *podRuntime, pod *corev1.Pod, grace time.Duration) {
 	a.stopContainers(ctx, rt, pod, grace)
 	a.recordExits(rt, pod)
 }
 
-// stopContainers stops every container at once and waits until they are
-// gone. It changes no runtime state, so the pod's status can be written
-// meanwhile.
+// stopContainers stops the app containers at once (preStop, SIGTERM,
+// SIGKILL after grace) and waits for them; then, as kubelet does, the
+// sidecars one at a time in reverse order, within what is left of grace,
+// so they serve the app containers to the end. It changes no runtime
+// state, so the pod's status can be written meanwhile.
 func (a *Agent) stopContainers(ctx context.Context, rt *podRuntime, pod *corev1.Pod, grace time.Duration) {
+	deadline := time.Now().Add(grace)
+	var sidecars []*corev1.Container
+	if pod != nil {
+		for i := len(pod.Spec.InitContainers) - 1; i >= 0; i-- {
+			if c := &pod.Spec.InitContainers[i]; isSidecar(c) {
+				sidecars = append(sidecars, c)
+			}
+		}
+	}
 	var wg sync.WaitGroup
 	for name, cr := range rt.ctrs {
-		if cr.proc == nil {
+		if cr.proc == nil || slices.ContainsFunc(sidecars, func(c *corev1.Container) bool { return c.Name == name }) {
 			continue
 		}
 		var spec *corev1.Container
@@ -755,6 +785,15 @@ func (a *Agent) stopContainers(ctx context.Context, rt *podRuntime, pod *corev1.
 		go func() { defer wg.Done(); a.stopContainer(ctx, rt, pod, spec, cr, grace) }()
 	}
 	wg.Wait()
+	for _, c := range sidecars {
+		if cr := rt.ctrs[c.Name]; cr != nil && cr.proc != nil {
+			left := max(time.Until(deadline), 0)
+			if grace > 0 {
+				left = max(left, time.Millisecond) // still minStopGrace after SIGTERM
+			}
+			a.stopContainer(ctx, rt, pod, c, cr, left)
+		}
+	}
 }
 
 // recordExits records the end of every container that was running.
@@ -817,13 +856,17 @@ func (a *Agent) podStatus(pod *corev1.Pod, rt *podRuntime) *corev1.PodStatus {
 		}
 		statuses = append(statuses, containerStatus(v, pod))
 	}
+	initStatuses := a.initContainerStatuses(pod, rt)
 	phase := podPhase(pod.Spec.RestartPolicy, pod.Spec.Containers, statuses)
+	if initFailed(pod.Spec.RestartPolicy, pod.Spec.InitContainers, initStatuses) {
+		phase = corev1.PodFailed // and no app container ever starts
+	}
 	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		phase = pod.Status.Phase // a finished pod stays finished
 	}
 	st.Phase = phase
-	st.Conditions = podConditions(pod, statuses, phase, rt.sandboxUp, time.Now())
-	st.ContainerStatuses = statuses
+	st.Conditions = podConditions(pod, initStatuses, statuses, phase, rt.sandboxUp, time.Now())
+	st.InitContainerStatuses, st.ContainerStatuses = initStatuses, statuses
 	st.HostIP, st.HostIPs = "", nil
 	for i, ip := range a.hostIPs() {
 		if i == 0 {

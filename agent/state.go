@@ -51,6 +51,9 @@ type ctrState struct {
 	BackOffUntil time.Time                        `json:"backOffUntil"`
 	Started      bool                             `json:"started,omitempty"`
 	Ready        bool                             `json:"ready,omitempty"`
+	// ExitFile is where the init helper writes the exit code of an init
+	// container, whose success a restarted agent must know.
+	ExitFile string `json:"exitFile,omitempty"`
 }
 
 // podRuntime is a pod's processes. Only its worker goroutine changes it,

@@ -49,7 +49,13 @@ func containerStatus(v containerView, pod *corev1.Pod) corev1.ContainerStatus {
 		s.State.Terminated = v.Exited.DeepCopy()
 	default:
 		reason := v.WaitingReason
-		if reason == "" {
+		switch {
+		case reason != "":
+		case len(pod.Spec.InitContainers) > 0:
+			// kubelet's word for a container of a pod with init
+			// containers that has not been created yet.
+			reason = "PodInitializing"
+		default:
 			reason = "ContainerCreating"
 		}
 		s.State.Waiting = &corev1.ContainerStateWaiting{Reason: reason, Message: v.WaitingMessage}
@@ -110,8 +116,8 @@ func podPhase(policy corev1.RestartPolicy, spec []corev1.Container, statuses []c
 // now, the others (PodScheduled, DisruptionTarget, readiness gates) kept
 // from old. A condition whose status did not change keeps its transition
 // time.
-func podConditions(pod *corev1.Pod, statuses []corev1.ContainerStatus, phase corev1.PodPhase, sandboxReady bool, now time.Time) []corev1.PodCondition {
-	var notReady []string
+func podConditions(pod *corev1.Pod, initStatuses, statuses []corev1.ContainerStatus, phase corev1.PodPhase, sandboxReady bool, now time.Time) []corev1.PodCondition {
+	notReady := unreadySidecars(pod, initStatuses)
 	for _, c := range pod.Spec.Containers {
 		ready := false
 		for _, s := range statuses {
@@ -156,9 +162,10 @@ func podConditions(pod *corev1.Pod, statuses []corev1.ContainerStatus, phase cor
 		containersReady = cond(corev1.ContainersReady, false, "PodCompleted", "")
 		ready = cond(corev1.PodReady, false, "PodCompleted", "")
 	}
+	initOK, initReason, initMsg := initialized(pod, initStatuses, statuses)
 	own := []corev1.PodCondition{
 		cond(corev1.PodReadyToStartContainers, sandboxReady, "", ""),
-		cond(corev1.PodInitialized, true, "", ""),
+		cond(corev1.PodInitialized, initOK, initReason, initMsg),
 		ready,
 		containersReady,
 	}

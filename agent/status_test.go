@@ -145,7 +145,7 @@ func TestPodConditions(t *testing.T) {
 		return corev1.PodCondition{}
 	}
 	ready := []corev1.ContainerStatus{{Name: "a", Ready: true}, {Name: "b", Ready: true}}
-	cs := podConditions(pod, ready, corev1.PodRunning, true, now)
+	cs := podConditions(pod, nil, ready, corev1.PodRunning, true, now)
 	if c := get(cs, corev1.PodReady); c.Status != corev1.ConditionTrue || !c.LastTransitionTime.Equal(&metav1.Time{Time: now}) {
 		t.Errorf("Ready: got %s at %v, want True at %v", c.Status, c.LastTransitionTime, now)
 	}
@@ -156,16 +156,16 @@ func TestPodConditions(t *testing.T) {
 		t.Errorf("PodScheduled: got %q, want it kept True", c.Status)
 	}
 	half := []corev1.ContainerStatus{{Name: "a", Ready: true}, {Name: "b"}}
-	if c := get(podConditions(pod, half, corev1.PodRunning, true, now), corev1.PodReady); c.Status != corev1.ConditionFalse || c.Message != "containers with unready status: [b]" {
+	if c := get(podConditions(pod, nil, half, corev1.PodRunning, true, now), corev1.PodReady); c.Status != corev1.ConditionFalse || c.Message != "containers with unready status: [b]" {
 		t.Errorf("one unready: got %s %q", c.Status, c.Message)
 	}
 	gated := pod.DeepCopy()
 	gated.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: "example.com/lb"}}
-	if c := get(podConditions(gated, ready, corev1.PodRunning, true, now), corev1.PodReady); c.Status != corev1.ConditionFalse || c.Reason != "ReadinessGatesNotReady" {
+	if c := get(podConditions(gated, nil, ready, corev1.PodRunning, true, now), corev1.PodReady); c.Status != corev1.ConditionFalse || c.Reason != "ReadinessGatesNotReady" {
 		t.Errorf("gate unset: got %s %s, want False ReadinessGatesNotReady", c.Status, c.Reason)
 	}
 	gated.Status.Conditions = append(gated.Status.Conditions, corev1.PodCondition{Type: "example.com/lb", Status: corev1.ConditionTrue})
-	if c := get(podConditions(gated, ready, corev1.PodRunning, true, now), corev1.PodReady); c.Status != corev1.ConditionTrue {
+	if c := get(podConditions(gated, nil, ready, corev1.PodRunning, true, now), corev1.PodReady); c.Status != corev1.ConditionTrue {
 		t.Errorf("gate set: got %s, want True", c.Status)
 	}
 }

@@ -80,6 +80,12 @@ type Spec struct {
 	// Pause makes the init helper hold the namespaces instead of running
 	// Path (the sandbox).
 	Pause bool
+	// ExitFile, with Init, keeps the init helper as the command's parent:
+	// it writes the command's exit code there when it ends. An agent that
+	// adopts the process after a restart is not its parent and learns the
+	// code only from this file. It costs a helper process while the
+	// command runs.
+	ExitFile string
 }
 
 // Process is a started or adopted process and its process group.
@@ -221,6 +227,9 @@ func initArgs(spec Spec) []string {
 	if spec.Pause {
 		return append(args, "--pause")
 	}
+	if spec.ExitFile != "" {
+		args = append(args, "--exit-file", spec.ExitFile)
+	}
 	return append(append(args, "--", spec.Path), spec.Args...)
 }
 
@@ -248,6 +257,17 @@ func (p *Process) ExitCode() (code int, known bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.code, p.codeSure
+}
+
+// ReadExitFile returns the exit code an init helper wrote to path (see
+// Spec.ExitFile); known is false when it wrote none.
+func ReadExitFile(path string) (code int, known bool) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false
+	}
+	code, err = strconv.Atoi(strings.TrimSpace(string(data)))
+	return code, err == nil
 }
 
 // Signal sends sig to the process's whole group.

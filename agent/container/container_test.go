@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -156,5 +157,73 @@ func TestPauseSandbox(t *testing.T) {
 	}
 	if after, _ := os.Hostname(); after != own {
 		t.Errorf("agent's host name after the sandbox: got %q, want %q", after, own)
+	}
+}
+
+// TestMain lets the test binary be its own init helper (Spec.Init), as the
+// portal binary is the agent's.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 2 && os.Args[1] == "agent" && os.Args[2] == "init" {
+		if err := InitMain(os.Args[3:]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestExitFile: with an exit file, the init helper reports the command's
+// exit code both to its parent and in the file, where a process that
+// adopted the command (an agent after a restart) reads it.
+func TestExitFile(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create mount namespaces (CI runs as root)")
+	}
+	sh, err := LookPath("sh", os.Getenv("PATH"), "")
+	if err != nil {
+		t.Skip("no sh binary")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name   string
+		script string
+		want   int
+	}{
+		{"exit code", "exit 7", 7},
+		{"success", "true", 0},
+		{"killed by a signal", "kill -TERM $$", 128 + int(syscall.SIGTERM)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))
+			p, err := Start(Spec{Path: sh, Args: []string{"sh", "-c", "sleep 0.3; " + tc.script}, Init: self, ExitFile: file})
+			if err != nil {
+				t.Fatal(err)
+			}
+			adopted, ok := Adopt(p.Pid, p.StartTime)
+			if !ok {
+				t.Fatal("Adopt of the running command: got false")
+			}
+			for _, proc := range []*Process{p, adopted} {
+				select {
+				case <-proc.Done():
+				case <-time.After(5 * time.Second):
+					t.Fatal("command did not end")
+				}
+			}
+			if code, known := p.ExitCode(); code != tc.want || !known {
+				t.Errorf("parent's exit code: got %d (known %v), want %d", code, known, tc.want)
+			}
+			if code, known := ReadExitFile(file); code != tc.want || !known {
+				t.Errorf("exit file: got %d (known %v), want %d", code, known, tc.want)
+			}
+		})
+	}
+	if _, known := ReadExitFile(filepath.Join(dir, "none")); known {
+		t.Error("missing exit file: got a known code")
 	}
 }

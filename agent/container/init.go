@@ -15,18 +15,21 @@ import (
 )
 
 // InitMain is the init helper, `portal agent init [--mount SRC:DST]...
-// [--hostname NAME] [--uid N] [--gid N] (--pause | -- PATH ARGV...)`. It
-// runs as the first program in a process's fresh mount namespace: it
-// stops mount propagation back to the node, bind-mounts each SRC over DST,
-// sets the host name (in a sandbox's new UTS namespace), drops to the
-// user, then execs the command, or with --pause holds the namespaces until
-// killed. It returns only on error.
+// [--hostname NAME] [--uid N] [--gid N] [--exit-file FILE] (--pause | --
+// PATH ARGV...)`. It runs as the first program in a process's fresh mount
+// namespace: it stops mount propagation back to the node, bind-mounts each
+// SRC over DST, sets the host name (in a sandbox's new UTS namespace),
+// drops to the user, then execs the command, or with --pause holds the
+// namespaces until killed. With --exit-file it runs the command as its
+// child instead and writes its exit code to FILE. It returns only on
+// error.
 func InitMain(args []string) error {
 	var (
 		mounts   [][2]string
 		hostname string
 		uid, gid = -1, -1
 		pause    bool
+		exitFile string
 		argv     []string
 	)
 	for i := 0; i < len(args); i++ {
@@ -60,6 +63,8 @@ func InitMain(args []string) error {
 			}
 		case "--pause":
 			pause = true
+		case "--exit-file":
+			exitFile, err = next()
 		case "--":
 			argv = args[i+1:]
 			i = len(args)
@@ -93,6 +98,9 @@ func InitMain(args []string) error {
 	if len(argv) < 2 {
 		return fmt.Errorf("no command after --")
 	}
+	if exitFile != "" {
+		return superviseExit(argv, uid, gid, exitFile)
+	}
 	if gid >= 0 {
 		if err := syscall.Setgroups(nil); err != nil {
 			return err
@@ -125,5 +133,42 @@ func holdNamespaces() error {
 	c := make(chan os.Signal, 1)
 	signal.Notify(c, syscall.SIGTERM, syscall.SIGINT)
 	<-c
+	return nil
+}
+
+// superviseExit runs argv (the path, then argv[0]...) as the user, waits
+// for it, writes its exit code (128 + the signal when a signal ended it,
+// as container runtimes report it) to path and exits with that code, so
+// the agent that started the helper sees the same code as one that
+// adopted it.
+func superviseExit(argv []string, uid, gid int, path string) error {
+	// Opened first: the helper stays root, the command may not.
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("exit file: %w", err)
+	}
+	// The agent signals the whole process group, the command included;
+	// the helper outlives it to record how it ended. Caught, not ignored:
+	// an ignored signal would stay ignored in the command.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
+	cmd := &exec.Cmd{Path: argv[0], Args: argv[1:], Env: os.Environ(), Stdout: os.Stdout, Stderr: os.Stderr}
+	if uid >= 0 || gid >= 0 {
+		cred := &syscall.Credential{Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid()), Groups: []uint32{}}
+		if uid >= 0 {
+			cred.Uid = uint32(uid)
+		}
+		if gid >= 0 {
+			cred.Gid = uint32(gid)
+		}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("exec %s: %w", argv[0], err)
+	}
+	cmd.Wait()
+	code := exitCode(cmd.ProcessState)
+	fmt.Fprintf(f, "%d\n", code)
+	f.Close()
+	os.Exit(code)
 	return nil
 }
