@@ -33,7 +33,12 @@ func (a *Agent) syncInitContainers(ctx context.Context, w *podWorker, pod *corev
 		cr := rt.ctr(c.Name)
 		if isSidecar(c) {
 			soonest(a.syncContainer(ctx, w, pod, rt, c, corev1.RestartPolicyAlways))
-			if !initialized && (cr.proc == nil || !cr.started.Load()) {
+			if cr.proc != nil && cr.started.Load() {
+				cr.st.StartedOnce = true
+			}
+			// Once it has started, a crash of it holds nothing up: it
+			// restarts with its back-off while the next ones go on.
+			if !initialized && !cr.st.StartedOnce {
 				return next, false
 			}
 			continue

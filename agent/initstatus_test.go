@@ -4,6 +4,9 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -175,6 +178,22 @@ func TestSyncInitContainersWithoutRunning(t *testing.T) {
 				"setup":   func(cr *ctrRuntime) { cr.st.Exited = exitedWith(0) },
 				"migrate": func(cr *ctrRuntime) { cr.st.Exited = exitedWith(0) }},
 			initialized: true},
+		{name: "sidecar crashed after it had started", pod: withSidecar(),
+			set: map[string]func(*ctrRuntime){
+				"proxy": func(cr *ctrRuntime) {
+					cr.st.Ran, cr.st.StartedOnce, cr.st.Exited = true, true, exitedWith(1)
+					cr.st.BackOffUntil = time.Now().Add(time.Hour)
+				},
+				"setup":   func(cr *ctrRuntime) { cr.st.Exited = exitedWith(0) },
+				"migrate": func(cr *ctrRuntime) { cr.st.Exited = exitedWith(0) }},
+			initialized: true},
+		{name: "sidecar crashed before it ever started", pod: withSidecar(),
+			set: map[string]func(*ctrRuntime){
+				"proxy": func(cr *ctrRuntime) {
+					cr.st.Ran, cr.st.Exited = true, exitedWith(1)
+					cr.st.BackOffUntil = time.Now().Add(time.Hour)
+				}},
+			initialized: false},
 		{name: "all succeeded", pod: initPod(corev1.RestartPolicyAlways),
 			set: map[string]func(*ctrRuntime){
 				"setup":   func(cr *ctrRuntime) { cr.st.Exited = exitedWith(0) },
@@ -303,5 +322,37 @@ func TestInitContainerWithoutCommand(t *testing.T) {
 	}
 	if st.Phase != corev1.PodPending {
 		t.Errorf("phase: got %s, want Pending", st.Phase)
+	}
+}
+
+// An init container that ended while no agent ran is judged by its exit
+// file when the next agent loads the pod: success is success, not the
+// "status unknown" of other containers, which would run it again (or fail
+// the pod under restartPolicy Never).
+func TestLoadStatesReadsExitFiles(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "pods", "u")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	exitFile := filepath.Join(dir, "exit-setup")
+	os.WriteFile(exitFile, []byte("0\n"), 0o644)
+	gone := 1 << 30 // above pid_max: no such process
+	st := podState{UID: "u", Namespace: "ns", Name: "p", HostNetwork: true, Containers: map[string]*ctrState{
+		"setup": {Pid: gone, Start: 1, ID: "setup-0", Ran: true, ExitFile: exitFile},
+		"main":  {Pid: gone, Start: 1, ID: "main-0", Ran: true},
+	}}
+	data, _ := json.Marshal(st)
+	os.WriteFile(filepath.Join(dir, "state.json"), data, 0o644)
+
+	rt := (&Agent{opts: Options{RootDir: root}}).loadStates(context.Background())["u"]
+	if rt == nil {
+		t.Fatal("pod not loaded")
+	}
+	if e := rt.st.Containers["setup"].Exited; e == nil || e.ExitCode != 0 || e.Reason != "Completed" {
+		t.Errorf("init container with exit file 0: got %+v, want Completed with 0", e)
+	}
+	if e := rt.st.Containers["main"].Exited; e == nil || e.Reason != "ContainerStatusUnknown" {
+		t.Errorf("container without exit file: got %+v, want ContainerStatusUnknown", e)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -287,7 +288,7 @@ func runStart(pod *corev1.Pod, ctr, path string) time.Time {
 		return time.Time{}
 	}
 	id := ctrID(pod.UID, ctr, int32(n))
-	for _, s := range pod.Status.ContainerStatuses {
+	for _, s := range slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses) {
 		if s.Name != ctr {
 			continue
 		}

@@ -102,6 +102,9 @@ func newLogBed(t *testing.T) *logBed {
 		State:       corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(b.started)}},
 		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
 			ContainerID: ctrID(pod.UID, "main", 0), StartedAt: metav1.NewTime(b.prior), FinishedAt: metav1.NewTime(b.started)}}}}
+	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "setup", ContainerID: ctrID(pod.UID, "setup", 0),
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			ContainerID: ctrID(pod.UID, "setup", 0), StartedAt: metav1.NewTime(b.prior), FinishedAt: metav1.NewTime(b.prior)}}}}
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	indexer.Add(pod)
 	a := &Agent{opts: Options{RootDir: b.dir, NodeName: "node1"}, pods: corelisters.NewPodLister(indexer)}
@@ -113,8 +116,12 @@ func newLogBed(t *testing.T) *logBed {
 	if err := os.MkdirAll(filepath.Join(logs, "..", "side"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.MkdirAll(filepath.Join(logs, "..", "setup"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	b.dir = logs
 	b.write(t, "../side/0.log", "side-1\n")
+	b.write(t, "../setup/0.log", "setup-1\n")
 	b.write(t, "0.log", "old-1\nold-2\n")
 	b.write(t, "1.log", "line-1\nline-2\nline-3\n")
 	b.mux = http.NewServeMux()
@@ -167,6 +174,7 @@ func TestContainerLogOptions(t *testing.T) {
 		{"sinceTime of the previous run", "previous=true&sinceTime=" + rfc(b.prior), "", 200, "old-1\nold-2\n"},
 		{"sinceTime within the previous run", "previous=true&sinceTime=" + rfc(b.prior.Add(time.Minute)), "", 400, "sinceTime: not supported after the container started"},
 		{"sinceSeconds of a run the status does not show", "sinceSeconds=7200", "side", 400, "sinceSeconds: not supported: the container run's start time is not known yet"},
+		{"sinceTime of an init container", "sinceTime=" + rfc(b.prior), "setup", 200, "setup-1\n"},
 		{"sinceTime not a time", "sinceTime=yesterday", "", 400, "sinceTime: want an RFC 3339 time"},
 		{"sinceTime and sinceSeconds", "sinceSeconds=7200&sinceTime=" + rfc(b.prior), "", 400, "sinceTime: at most one of sinceTime or sinceSeconds"},
 	} {

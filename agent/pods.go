@@ -145,8 +145,9 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) (time.Duration, bool)
 	rt := w.rt
 	if deleted || pod == nil {
 		if rt != nil && !rt.cleaned {
-			a.killPod(ctx, rt, nil, time.Duration(rt.st.Grace)*time.Second)
-			a.cleanup(ctx, rt)
+			if a.killPod(ctx, rt, nil, time.Duration(rt.st.Grace)*time.Second) {
+				a.cleanup(ctx, rt)
+			}
 		}
 		return 0, true
 	}
@@ -196,7 +197,9 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) (time.Duration, bool)
 		for _, cr := range rt.ctrs {
 			running = running || cr.proc != nil
 		}
-		a.killPod(ctx, rt, pod, time.Duration(rt.st.Grace)*time.Second)
+		if !a.killPod(ctx, rt, pod, time.Duration(rt.st.Grace)*time.Second) {
+			return 0, false
+		}
 		a.cleanup(ctx, rt)
 		if running {
 			a.writeStatus(ctx, pod, rt)
@@ -212,8 +215,9 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) (time.Duration, bool)
 // their readiness probes pass, as with kubelet: the EndpointSlice
 // controller then publishes it as serving and terminating, so proxies
 // take it out of rotation but can still fall back to it when no other
-// endpoint is ready. Each probe result and container exit on the way is
-// written at once.
+// endpoint is ready. Each probe result on the way is written at once, and
+// a container that exits is at once not ready (its state turns terminated
+// once every container has stopped).
 func (a *Agent) syncTerminating(ctx context.Context, w *podWorker, pod *corev1.Pod, rt *podRuntime) (time.Duration, bool) {
 	logger := klog.FromContext(ctx)
 	if !rt.cleaned {
@@ -223,6 +227,14 @@ func (a *Agent) syncTerminating(ctx context.Context, w *podWorker, pod *corev1.P
 			grace = time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
 		}
 		logger.Info("Stopping pod", "gracePeriod", grace)
+		// The status written meanwhile looks containers up with rt.ctr,
+		// which adds missing ones to rt.ctrs: add them all now, before
+		// stopContainers reads the map from its own goroutine.
+		for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+			for _, c := range cs {
+				rt.ctr(c.Name)
+			}
+		}
 		stopped := make(chan struct{})
 		go func() { a.stopContainers(ctx, rt, pod, grace); close(stopped) }()
 		a.writeStatus(ctx, pod, rt)
@@ -233,6 +245,11 @@ func (a *Agent) syncTerminating(ctx context.Context, w *podWorker, pod *corev1.P
 			case <-w.wake:
 				a.writeStatus(ctx, pod, rt)
 			}
+		}
+		if ctx.Err() != nil {
+			// The agent is stopping: the pod goes on terminating under
+			// the next agent, which adopts it.
+			return 0, false
 		}
 		a.recordExits(rt, pod)
 		a.cleanup(ctx, rt)
@@ -400,18 +417,10 @@ func (a *Agent) syncContainer(ctx context.Context, w *podWorker, pod *corev1.Pod
 func (a *Agent) recordExit(rt *podRuntime, pod *corev1.Pod, cr *ctrRuntime, now time.Time) {
 	code, known := cr.proc.ExitCode()
 	st := cr.st
-	if !known && st.ExitFile != "" {
-		code, known = container.ReadExitFile(st.ExitFile)
-	}
 	if known {
-		reason := "Completed"
-		if code != 0 {
-			reason = "Error"
-		}
-		st.Exited = &corev1.ContainerStateTerminated{ExitCode: int32(code), Reason: reason,
-			StartedAt: metaTime(st.StartedAt), FinishedAt: metaTime(now), ContainerID: st.ID}
+		st.Exited = exitState(st, code, now)
 	} else {
-		st.Exited = unknownExit(st)
+		st.Exited = lostExit(st, now)
 	}
 	if why, _ := cr.liveFailed.Load().(string); why != "" {
 		st.Exited.Message = why
@@ -673,7 +682,8 @@ const minStopGrace = 2 * time.Second
 
 // stopContainer runs c's preStop hook, sends SIGTERM, and SIGKILL once
 // grace has passed (but never sooner than minStopGrace after SIGTERM, unless
-// grace is zero), then waits until the process group is gone.
+// grace is zero), then waits until the process group is gone. When ctx
+// ends first (the agent stops), it leaves the process alone.
 func (a *Agent) stopContainer(ctx context.Context, rt *podRuntime, pod *corev1.Pod, c *corev1.Container, cr *ctrRuntime, grace time.Duration) {
 	proc := cr.proc
 	if proc == nil {
@@ -685,6 +695,9 @@ func (a *Agent) stopContainer(ctx context.Context, rt *podRuntime, pod *corev1.P
 		a.runHook(hctx, rt, c, cr, c.Lifecycle.PreStop)
 		cancel()
 	}
+	if ctx.Err() != nil {
+		return
+	}
 	proc.Signal(syscall.SIGTERM)
 	if grace > 0 {
 		deadline = later(deadline, time.Now().Add(minStopGrace))
@@ -695,6 +708,7 @@ func (a *Agent) stopContainer(ctx context.Context, rt *podRuntime, pod *corev1.P
 	case <-proc.Done():
 	case <-kill.C:
 	case <-ctx.Done():
+		return
 	}
 	proc.Signal(syscall.SIGKILL)
 	<-proc.Done()
@@ -747,10 +761,15 @@ func later(a, b time.Time) time.Time {
 }
 
 // killPod stops every container (see stopContainers), waits for them and
-// records how they ended.
-func (a *Agent) killPod(ctx context.Context, rt *podRuntime, pod *corev1.Pod, grace time.Duration) {
+// records how they ended. It returns false, recording nothing, when ctx
+// ended first: the agent is stopping, and the next one adopts the pod.
+func (a *Agent) killPod(ctx context.Context, rt *podRuntime, pod *corev1.Pod, grace time.Duration) bool {
 	a.stopContainers(ctx, rt, pod, grace)
+	if ctx.Err() != nil {
+		return false
+	}
 	a.recordExits(rt, pod)
+	return true
 }
 
 // stopContainers stops the app containers at once (preStop, SIGTERM,

@@ -51,6 +51,9 @@ type ctrState struct {
 	BackOffUntil time.Time                        `json:"backOffUntil"`
 	Started      bool                             `json:"started,omitempty"`
 	Ready        bool                             `json:"ready,omitempty"`
+	// StartedOnce says a sidecar has run and passed its startup probe in
+	// this pod: the init containers after it no longer wait for it.
+	StartedOnce bool `json:"startedOnce,omitempty"`
 	// ExitFile is where the init helper writes the exit code of an init
 	// container, whose success a restarted agent must know.
 	ExitFile string `json:"exitFile,omitempty"`
@@ -183,8 +186,9 @@ func (a *Agent) loadStates(ctx context.Context) map[types.UID]*podRuntime {
 				p.Signal(9)
 				c.proc = p
 			default:
+				// It ended while no agent was its parent.
 				cs.Pid = 0
-				cs.Exited = unknownExit(cs)
+				cs.Exited = lostExit(cs, time.Now())
 			}
 		}
 		logger.Info("Adopted pod from an earlier run", "pod", rt.key(), "uid", rt.st.UID, "sandbox", sandboxAlive, "containers", adopted)
@@ -196,12 +200,28 @@ func (a *Agent) loadStates(ctx context.Context) map[types.UID]*podRuntime {
 	return out
 }
 
-// unknownExit is the end of a container that exited while no agent was
-// its parent: its exit status went elsewhere.
-func unknownExit(cs *ctrState) *corev1.ContainerStateTerminated {
+// exitState is the end of a container run that exited with code.
+func exitState(cs *ctrState, code int, now time.Time) *corev1.ContainerStateTerminated {
+	reason := "Completed"
+	if code != 0 {
+		reason = "Error"
+	}
+	return &corev1.ContainerStateTerminated{ExitCode: int32(code), Reason: reason,
+		StartedAt: metaTime(cs.StartedAt), FinishedAt: metaTime(now), ContainerID: cs.ID}
+}
+
+// lostExit is the end of a container whose exit status went elsewhere (it
+// was adopted, or exited while no agent ran): the exit file when it has
+// one (init containers, whose success must be known), else unknown.
+func lostExit(cs *ctrState, now time.Time) *corev1.ContainerStateTerminated {
+	if cs.ExitFile != "" {
+		if code, known := container.ReadExitFile(cs.ExitFile); known {
+			return exitState(cs, code, now)
+		}
+	}
 	return &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "ContainerStatusUnknown",
 		Message:   "the container exited while the agent was not its parent; its exit status is unknown",
-		StartedAt: metaTime(cs.StartedAt), FinishedAt: metaTime(time.Now()), ContainerID: cs.ID}
+		StartedAt: metaTime(cs.StartedAt), FinishedAt: metaTime(now), ContainerID: cs.ID}
 }
 
 // cleanOrphanAddresses frees addresses whose pod has no runtime any more.

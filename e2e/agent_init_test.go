@@ -136,9 +136,7 @@ func TestAgentInitContainers(t *testing.T) {
 
 	// An agent restart while setup runs: setup is adopted, and once it
 	// ends its exit code is known, so it is not run again.
-	ab.killAgent()
-	ab.startAgent()
-	time.Sleep(time.Second)
+	ab.restartAgent()
 	if err := os.WriteFile(file("gate"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -149,6 +149,20 @@ func (ab *agentBed) killAgent() {
 	ab.agent.Wait()
 }
 
+// restartAgent kills node1's agent and starts it again, and returns once
+// the new one says it is ready: it has adopted the pods of the old one.
+func (ab *agentBed) restartAgent() {
+	ab.t.Helper()
+	readyLines := func() int {
+		data, _ := os.ReadFile(ab.log.Name())
+		return strings.Count(string(data), "Node agent ready")
+	}
+	before := readyLines()
+	ab.killAgent()
+	ab.startAgent()
+	waitFor(ab.t, 30*time.Second, func() bool { return readyLines() > before })
+}
+
 // killPods kills every process the agents' state files list.
 func (ab *agentBed) killPods() {
 	roots, _ := filepath.Glob(filepath.Join(ab.rootDir, "agent*"))
@@ -338,13 +352,13 @@ func TestAgent(t *testing.T) {
 		}(),
 		func() *corev1.Pod {
 			p := sh("stubborn", `trap '' TERM; while true; do sleep 0.1; done`)
-			p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](2)
+			p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](5)
 			return p
 		}(),
 		func() *corev1.Pod {
 			// squeezed's preStop hook takes its whole grace period; its
 			// SIGTERM handler still gets 2 s before SIGKILL, as with kubelet.
-			p := sh("squeezed", `trap 'sleep 1; echo clean > `+cleanExit+`; exit 0' TERM; while true; do sleep 0.1; done`)
+			p := sh("squeezed", `trap 'sleep 0.5; echo clean > `+cleanExit+`; exit 0' TERM; while true; do sleep 0.1; done`)
 			p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](1)
 			p.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 5}}}
 			return p
@@ -484,9 +498,7 @@ func TestAgent(t *testing.T) {
 	// 8. An agent restart leaves the pods running and adopts them.
 	before := ab.get("sleeper")
 	done := ab.get("done")
-	ab.killAgent()
-	ab.startAgent()
-	time.Sleep(2 * time.Second)
+	ab.restartAgent()
 	after := ab.waitPod("sleeper", 10*time.Second, "still Running and Ready", running)
 	if after.Status.ContainerStatuses[0].RestartCount != 0 || after.Status.PodIP != before.Status.PodIP ||
 		!after.Status.ContainerStatuses[0].State.Running.StartedAt.Equal(&before.Status.ContainerStatuses[0].State.Running.StartedAt) {
@@ -540,9 +552,9 @@ func TestAgent(t *testing.T) {
 	if d := time.Since(t0); d > 5*time.Second {
 		t.Errorf("graceful pod took %v to go, want it gone soon after SIGTERM", d)
 	}
-	waitFor(t, 10*time.Second, gone("stubborn"))
-	if d := time.Since(t0); d < 2*time.Second {
-		t.Errorf("stubborn pod went after %v, want the 2s grace period first", d)
+	waitFor(t, 15*time.Second, gone("stubborn"))
+	if d := time.Since(t0); d < 5*time.Second {
+		t.Errorf("stubborn pod went after %v, want the 5s grace period first", d)
 	}
 	waitFor(t, 10*time.Second, gone("squeezed"))
 	if got, _ := os.ReadFile(cleanExit); string(got) != "clean\n" {

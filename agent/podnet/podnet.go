@@ -132,8 +132,11 @@ func bridgeNetfilter(ctx context.Context, v6 bool) error {
 		names = append(names, "bridge-nf-call-ip6tables")
 	}
 	for _, name := range names {
+		if cur, err := os.ReadFile(dir + name); err == nil && strings.TrimSpace(string(cur)) == "1" {
+			continue // already on: a read-only /proc/sys is fine then
+		}
 		if err := os.WriteFile(dir+name, []byte("1"), 0o644); err != nil {
-			return fmt.Errorf("turn on %s: %w", name, err)
+			return fmt.Errorf("turn on net.bridge.%s, which Services between pods of one node need: %w", name, err)
 		}
 	}
 	return nil

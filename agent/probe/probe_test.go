@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -156,13 +157,13 @@ func TestWorkerGate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
 		s := &scripted{codes: []int{0}, start: start}
-		open := false
+		var open atomic.Bool
 		var got []event
 		w := &Worker{Kind: Readiness, StartedAt: start, Target: Target{Exec: s.exec},
 			Probe:    &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{}}, PeriodSeconds: 1, SuccessThreshold: 1, FailureThreshold: 1},
-			Gate:     func() bool { return open },
+			Gate:     open.Load,
 			OnResult: func(r Result, _ string) { got = append(got, event{time.Since(start), r}) }}
-		time.AfterFunc(2500*time.Millisecond, func() { open = true })
+		time.AfterFunc(2500*time.Millisecond, func() { open.Store(true) })
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		w.Run(ctx)
