@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -298,6 +299,7 @@ func TestAgent(t *testing.T) {
 	// 2. Pods as processes, each with an address of the pod CIDR.
 	readyFile := filepath.Join(t.TempDir(), "ready")
 	cleanExit := filepath.Join(t.TempDir(), "clean-exit")
+	heartbeat := filepath.Join(t.TempDir(), "heartbeat")
 	grpcServingFile := filepath.Join(t.TempDir(), "serving")
 	self, err := os.Executable()
 	if err != nil {
@@ -356,6 +358,13 @@ func TestAgent(t *testing.T) {
 			return p
 		}(),
 		func() *corev1.Pod {
+			// patient ignores SIGTERM and has a minute to stop: the agent
+			// stops while it terminates.
+			p := sh("patient", `trap '' TERM; while true; do date +%s%N > `+heartbeat+`; sleep 0.1; done`)
+			p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](60)
+			return p
+		}(),
+		func() *corev1.Pod {
 			// squeezed's preStop hook takes its whole grace period; its
 			// SIGTERM handler still gets 2 s before SIGKILL, as with kubelet.
 			p := sh("squeezed", `trap 'sleep 0.5; echo clean > `+cleanExit+`; exit 0' TERM; while true; do sleep 0.1; done`)
@@ -381,7 +390,7 @@ func TestAgent(t *testing.T) {
 		return p.Status.Phase == corev1.PodRunning && podReady(p) && p.Status.PodIP != ""
 	}
 	seen := map[string]bool{}
-	for _, name := range []string{"sleeper", "env", "graceful", "stubborn", "squeezed"} {
+	for _, name := range []string{"sleeper", "env", "graceful", "stubborn", "squeezed", "patient"} {
 		p := ab.waitPod(name, 20*time.Second, "Running and Ready", running)
 		ip, err := netip.ParseAddr(p.Status.PodIP)
 		if err != nil || !cidr.Contains(ip) || seen[p.Status.PodIP] {
@@ -563,6 +572,35 @@ func TestAgent(t *testing.T) {
 	if l, err := ab.c.CoordinationV1().Leases("kube-node-lease").Get(ctx, "node1", metav1.GetOptions{}); err != nil ||
 		!l.Spec.RenewTime.After(firstRenew) {
 		t.Errorf("node1's Lease: not renewed since %v in %v (err %v)", firstRenew, time.Since(start), err)
+	}
+
+	// The agent stopped (SIGTERM) while a pod terminates leaves its
+	// process to the next agent: no SIGKILL before the grace period.
+	if err := ab.c.CoreV1().Pods("default").Delete(ctx, "patient", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, func() bool {
+		data, _ := os.ReadFile(ab.log.Name())
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.Contains(line, `"Stopping pod"`) && strings.Contains(line, `pod="default/patient"`) {
+				return true
+			}
+		}
+		return false
+	})
+	ab.agent.Process.Signal(syscall.SIGTERM)
+	exited := make(chan error, 1)
+	go func() { exited <- ab.agent.Wait() }()
+	select {
+	case <-exited:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the agent did not stop within 15 s of SIGTERM")
+	}
+	beat := func() string { data, _ := os.ReadFile(heartbeat); return string(data) }
+	was := beat()
+	time.Sleep(time.Second)
+	if now := beat(); now == was {
+		t.Error("patient pod: its process stopped with the agent, before its grace period (want it left running for the next agent)")
 	}
 	t.Logf("agent test done in %v", time.Since(start))
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/component-base/cli"
+	"k8s.io/klog/v2"
 )
 
 func main() {
@@ -34,7 +35,11 @@ func newRootCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cmd.Help()
 		},
-		SilenceUsage: true,
+		// Loggers passed down in contexts keep their values (which pod,
+		// which Service), as in Kubernetes' own components since 1.30.
+		// Here, not in main: cli.Run turns it off first.
+		PersistentPreRun: func(*cobra.Command, []string) { klog.EnableContextualLogging(true) },
+		SilenceUsage:     true,
 	}
 	root.AddCommand(
 		newServerCommand(),
