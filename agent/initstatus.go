@@ -45,10 +45,8 @@ func initFailed(policy corev1.RestartPolicy, spec []corev1.Container, initStatus
 		if isSidecar(&spec[i]) {
 			continue
 		}
-		for _, s := range initStatuses {
-			if t := s.State.Terminated; s.Name == spec[i].Name && t != nil && t.ExitCode != 0 {
-				return true
-			}
+		if s := statusNamed(initStatuses, spec[i].Name); s != nil && s.State.Terminated != nil && s.State.Terminated.ExitCode != 0 {
+			return true
 		}
 	}
 	return false
@@ -67,12 +65,7 @@ func initialized(pod *corev1.Pod, initStatuses, statuses []corev1.ContainerStatu
 	var incomplete []string
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
-		var st *corev1.ContainerStatus
-		for j := range initStatuses {
-			if initStatuses[j].Name == c.Name {
-				st = &initStatuses[j]
-			}
-		}
+		st := statusNamed(initStatuses, c.Name)
 		switch {
 		case st == nil:
 			incomplete = append(incomplete, c.Name)
@@ -99,13 +92,7 @@ func unreadySidecars(pod *corev1.Pod, initStatuses []corev1.ContainerStatus) []s
 		if !isSidecar(c) {
 			continue
 		}
-		ready := false
-		for _, s := range initStatuses {
-			if s.Name == c.Name {
-				ready = s.Ready
-			}
-		}
-		if !ready {
+		if st := statusNamed(initStatuses, c.Name); st == nil || !st.Ready {
 			out = append(out, c.Name)
 		}
 	}

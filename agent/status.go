@@ -63,16 +63,21 @@ func containerStatus(v containerView, pod *corev1.Pod) corev1.ContainerStatus {
 	return s
 }
 
+// statusNamed is the status of the container called name, or nil.
+func statusNamed(statuses []corev1.ContainerStatus, name string) *corev1.ContainerStatus {
+	for i := range statuses {
+		if statuses[i].Name == name {
+			return &statuses[i]
+		}
+	}
+	return nil
+}
+
 // podPhase is kubelet's phase for the containers' states under policy.
 func podPhase(policy corev1.RestartPolicy, spec []corev1.Container, statuses []corev1.ContainerStatus) corev1.PodPhase {
 	var running, waiting, stopped, succeeded, unknown int
 	for _, c := range spec {
-		var st *corev1.ContainerStatus
-		for i := range statuses {
-			if statuses[i].Name == c.Name {
-				st = &statuses[i]
-			}
-		}
+		st := statusNamed(statuses, c.Name)
 		switch {
 		case st == nil:
 			unknown++
@@ -119,13 +124,7 @@ func podPhase(policy corev1.RestartPolicy, spec []corev1.Container, statuses []c
 func podConditions(pod *corev1.Pod, initStatuses, statuses []corev1.ContainerStatus, phase corev1.PodPhase, sandboxReady bool, now time.Time) []corev1.PodCondition {
 	notReady := unreadySidecars(pod, initStatuses)
 	for _, c := range pod.Spec.Containers {
-		ready := false
-		for _, s := range statuses {
-			if s.Name == c.Name {
-				ready = s.Ready
-			}
-		}
-		if !ready {
+		if st := statusNamed(statuses, c.Name); st == nil || !st.Ready {
 			notReady = append(notReady, c.Name)
 		}
 	}
