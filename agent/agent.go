@@ -57,6 +57,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"portal.dev/portal/agent/podnet"
@@ -90,6 +91,8 @@ type Agent struct {
 
 	ready   atomic.Bool
 	readyCh chan struct{}
+
+	recorder record.EventRecorder // nil until Run
 }
 
 // New returns an agent that works through client. Options are validated
@@ -189,6 +192,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.wg.Add(1)
 	go func() { defer a.wg.Done(); a.syncPeersLoop(ctx) }()
 
+	a.startEvents(ctx)
 	adopted := a.loadStates(ctx)
 	podInf := a.podFactory.Core().V1().Pods().Informer()
 	podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{

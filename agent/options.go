@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"k8s.io/client-go/kubernetes"
 )
 
 // Options configure an Agent. DefaultOptions fills in what kubelet
@@ -53,6 +55,10 @@ type Options struct {
 	ResolvConf string
 	// InitPath is the init helper binary (this portal binary).
 	InitPath string
+	// EventClient writes the agent's Events about pods, with a rate limit
+	// of its own so that they never hold up status writes (as kubelet's
+	// event client). nil: the agent's own client.
+	EventClient kubernetes.Interface
 	// KubeAPIQPS and KubeAPIBurst limit the agent's requests to the API
 	// server (kubelet's --kube-api-qps 50 and --kube-api-burst 100).
 	// client-go's own default, 5 per second, made a node starting 100 pods

@@ -385,6 +385,7 @@ func (a *Agent) syncContainer(ctx context.Context, w *podWorker, pod *corev1.Pod
 			}
 			if why, _ := cr.liveFailed.Load().(string); why != "" && !cr.killing {
 				klog.FromContext(ctx).Info("Restarting container", "container", c.Name, "reason", why)
+				a.event(pod, corev1.EventTypeNormal, "Killing", "%s", why)
 				cr.killing = true
 				go a.stopContainer(ctx, rt, pod, c, cr, time.Duration(rt.st.Grace)*time.Second)
 			}
@@ -397,6 +398,7 @@ func (a *Agent) syncContainer(ctx context.Context, w *podWorker, pod *corev1.Pod
 			return 0
 		}
 		if wait := st.BackOffUntil.Sub(now); wait > 0 {
+			a.event(pod, corev1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", c.Name, pod.Name)
 			return wait
 		}
 		st.Last, st.Exited = st.Exited, nil
@@ -440,6 +442,13 @@ func (a *Agent) recordExit(rt *podRuntime, pod *corev1.Pod, cr *ctrRuntime, now 
 // startContainer starts c's next run, or records why it cannot.
 func (a *Agent) startContainer(ctx context.Context, w *podWorker, pod *corev1.Pod, rt *podRuntime, c *corev1.Container, cr *ctrRuntime) {
 	logger := klog.FromContext(ctx).WithValues("container", c.Name)
+	waiting := cr.waitReason
+	defer func() {
+		// Once per reason, not on every retry.
+		if cr.waitReason != "" && cr.waitReason != waiting {
+			a.event(pod, corev1.EventTypeWarning, "Failed", "Error: %s", cr.waitMessage)
+		}
+	}()
 	cr.waitReason, cr.waitMessage = "", ""
 	if len(c.Command) == 0 {
 		cr.waitReason = "NoCommand"
@@ -465,6 +474,7 @@ func (a *Agent) startContainer(ctx context.Context, w *podWorker, pod *corev1.Po
 	}
 	if err != nil {
 		logger.Info("Container failed to start", "err", err)
+		a.event(pod, corev1.EventTypeWarning, "Failed", "Error: %v", err)
 		st.Exited = &corev1.ContainerStateTerminated{ExitCode: 128, Reason: "StartError", Message: err.Error(),
 			StartedAt: metaTime(now), FinishedAt: metaTime(now), ContainerID: st.ID}
 		st.BackOffUntil = now.Add(st.BackOff.next(0))
@@ -475,6 +485,8 @@ func (a *Agent) startContainer(ctx context.Context, w *podWorker, pod *corev1.Po
 	cr.started.Store(c.StartupProbe == nil)
 	cr.ready.Store(false)
 	logger.V(2).Info("Started container", "pid", proc.Pid, "restartCount", st.RestartCount)
+	a.event(pod, corev1.EventTypeNormal, "Created", "Created container %s", c.Name)
+	a.event(pod, corev1.EventTypeNormal, "Started", "Started container %s", c.Name)
 	a.startProbes(ctx, w, pod, rt, c, cr)
 	go func() { <-proc.Done(); w.kick() }()
 }
@@ -603,6 +615,12 @@ func (a *Agent) startProbes(ctx context.Context, w *podWorker, pod *corev1.Pod, 
 	run := func(k probe.Kind, p *corev1.Probe, gate func() bool, on func(probe.Result, string)) {
 		wk := &probe.Worker{Kind: k, Probe: p, Target: target, StartedAt: startedAt, Gate: gate, OnResult: func(r probe.Result, msg string) {
 			logger.V(2).Info("Probe result changed", "probe", k, "result", r, "message", msg)
+			switch {
+			case r == probe.Failure:
+				a.event(pod, corev1.EventTypeWarning, "Unhealthy", "%s probe failed: %s", k, msg)
+			case r == probe.Success && msg != "":
+				a.event(pod, corev1.EventTypeWarning, "ProbeWarning", "%s probe warning: %s", k, msg)
+			}
 			on(r, msg)
 			w.kick()
 		}}
@@ -800,12 +818,14 @@ func (a *Agent) stopContainers(ctx context.Context, rt *podRuntime, pod *corev1.
 				}
 			}
 		}
+		a.event(pod, corev1.EventTypeNormal, "Killing", "Stopping container %s", name)
 		wg.Add(1)
 		go func() { defer wg.Done(); a.stopContainer(ctx, rt, pod, spec, cr, grace) }()
 	}
 	wg.Wait()
 	for _, c := range sidecars {
 		if cr := rt.ctrs[c.Name]; cr != nil && cr.proc != nil {
+			a.event(pod, corev1.EventTypeNormal, "Killing", "Stopping container %s", c.Name)
 			left := max(time.Until(deadline), 0)
 			if grace > 0 {
 				left = max(left, time.Millisecond) // still minStopGrace after SIGTERM

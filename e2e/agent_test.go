@@ -487,6 +487,32 @@ func TestAgent(t *testing.T) {
 		return len(s) == 1 && s[0].RestartCount >= 1 && s[0].State.Waiting != nil && s[0].State.Waiting.Reason == "CrashLoopBackOff" &&
 			s[0].LastTerminationState.Terminated != nil && s[0].LastTerminationState.Terminated.ExitCode == 3
 	})
+	// Events tell why, as kubelet's do: `kubectl describe pod` shows them.
+	for _, want := range []struct{ pod, reason, message string }{
+		{"sleeper", "Started", "Started container main"},
+		{"crasher", "BackOff", "Back-off restarting failed container main in pod crasher"},
+		{"flappy", "Unhealthy", "Readiness probe failed: "},
+		{"liveness", "Killing", "Container main failed liveness probe, will be restarted"},
+		{"nocmd", "Failed", "Error: Portal runs processes, not images"},
+	} {
+		eventually(t, want.pod+" has a "+want.reason+" event", func() (bool, string) {
+			list, err := ab.c.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + want.pod})
+			if err != nil {
+				return false, err.Error()
+			}
+			var got []string
+			for _, e := range list.Items {
+				if e.Reason == want.reason && strings.HasPrefix(e.Message, want.message) && e.Source.Component == "kubelet" && e.Source.Host == "node1" {
+					return true, ""
+				}
+				got = append(got, e.Reason+": "+e.Message)
+			}
+			return false, strings.Join(got, "; ")
+		})
+	}
+	if out := ab.server.MustKubectl("describe", "pod", "crasher"); !strings.Contains(out, "Back-off restarting failed container main") {
+		t.Errorf("kubectl describe pod crasher: no back-off event in:\n%s", out)
+	}
 	ab.waitPod("done", 10*time.Second, "Succeeded", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
 	ab.waitPod("nocmd", 10*time.Second, "waiting with reason NoCommand", func(p *corev1.Pod) bool {
 		s := p.Status.ContainerStatuses

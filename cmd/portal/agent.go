@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"portal.dev/portal/agent"
@@ -59,6 +60,9 @@ func newAgentCommand() *cobra.Command {
 				if o.ClientCAData, err = os.ReadFile(cfg.TLSClientConfig.CAFile); err != nil {
 					return err
 				}
+			}
+			if o.EventClient, err = eventClient(cfg); err != nil {
+				return err
 			}
 			a, err := agent.New(client, o)
 			if err != nil {
@@ -185,3 +189,11 @@ func (m labelMap) Set(v string) error {
 	return nil
 }
 func (labelMap) Type() string { return "mapStringString" }
+
+// eventClient is the agent's client for Events: kubelet's --event-qps 50
+// and --event-burst 100, apart from the limit its status writes use.
+func eventClient(cfg *rest.Config) (kubernetes.Interface, error) {
+	c := rest.CopyConfig(cfg)
+	c.QPS, c.Burst = 50, 100
+	return kubernetes.NewForConfig(c)
+}

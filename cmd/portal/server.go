@@ -205,6 +205,9 @@ func runServer(ctx context.Context, so serverOptions, enabled func(string) bool)
 		if err != nil {
 			return err
 		}
+		if ao.EventClient, err = eventClient(cfg); err != nil {
+			return err
+		}
 		a, err := agent.New(client, ao)
 		if err != nil {
 			return err
