@@ -76,20 +76,13 @@ func (a *Agent) initContainerStatuses(pod *corev1.Pod, rt *podRuntime) []corev1.
 	var out []corev1.ContainerStatus
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
-		cr := rt.ctr(c.Name)
-		v := containerView{Name: c.Name, Image: c.Image, ID: cr.st.ID, RestartCount: cr.st.RestartCount,
-			Running: cr.proc != nil, StartedAt: cr.st.StartedAt, Exited: cr.st.Exited, Last: cr.st.Last,
-			WaitingReason: cr.waitReason, WaitingMessage: cr.waitMessage, Started: cr.started.Load()}
 		policy := initRestartPolicy(pod.Spec.RestartPolicy)
 		if isSidecar(c) {
 			policy = corev1.RestartPolicyAlways
-			// Ready as an app container is.
-			v.Ready = running(cr.proc) && v.Started && (c.ReadinessProbe == nil || cr.ready.Load())
 		}
-		if v.Exited != nil && !rt.terminating && !rt.cleaned && restarts(policy, v.Exited.ExitCode) && time.Until(cr.st.BackOffUntil) > 0 {
-			v.BackOff = max(cr.st.BackOff.Delay/2, backOffInitial)
-		}
-		out = append(out, initContainerStatus(v, c, pod))
+		// A sidecar is ready as an app container is; initContainerStatus
+		// makes a regular one ready once it completed.
+		out = append(out, initContainerStatus(rt.view(c, policy), c, pod))
 	}
 	return out
 }

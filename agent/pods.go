@@ -875,25 +875,26 @@ func (a *Agent) cleanup(ctx context.Context, rt *podRuntime) {
 	}
 }
 
+// view is what container c's status is made from now; policy is how it
+// restarts, for the back-off it may be waiting out.
+func (rt *podRuntime) view(c *corev1.Container, policy corev1.RestartPolicy) containerView {
+	cr := rt.ctr(c.Name)
+	v := containerView{Name: c.Name, Image: c.Image, ID: cr.st.ID, RestartCount: cr.st.RestartCount,
+		Running: cr.proc != nil, StartedAt: cr.st.StartedAt, Exited: cr.st.Exited, Last: cr.st.Last,
+		WaitingReason: cr.waitReason, WaitingMessage: cr.waitMessage, Started: cr.started.Load()}
+	v.Ready = running(cr.proc) && v.Started && (c.ReadinessProbe == nil || cr.ready.Load())
+	if v.Exited != nil && !rt.terminating && !rt.cleaned && restarts(policy, v.Exited.ExitCode) && time.Until(cr.st.BackOffUntil) > 0 {
+		v.BackOff = max(cr.st.BackOff.Delay/2, backOffInitial)
+	}
+	return v
+}
+
 // podStatus is the pod's status as the agent sees it now.
 func (a *Agent) podStatus(pod *corev1.Pod, rt *podRuntime) *corev1.PodStatus {
 	st := pod.Status.DeepCopy()
 	var statuses []corev1.ContainerStatus
-	for _, c := range pod.Spec.Containers {
-		cr := rt.ctr(c.Name)
-		v := containerView{Name: c.Name, Image: c.Image, ID: cr.st.ID, RestartCount: cr.st.RestartCount,
-			Running: cr.proc != nil, StartedAt: cr.st.StartedAt, Exited: cr.st.Exited, Last: cr.st.Last,
-			WaitingReason: cr.waitReason, WaitingMessage: cr.waitMessage, Started: cr.started.Load()}
-		v.Ready = running(cr.proc) && v.Started && (c.ReadinessProbe == nil || cr.ready.Load())
-		if v.Exited != nil && !rt.terminating && !rt.cleaned && restarts(pod.Spec.RestartPolicy, v.Exited.ExitCode) {
-			if d := time.Until(cr.st.BackOffUntil); d > 0 {
-				v.BackOff = cr.st.BackOff.Delay / 2
-				if v.BackOff < backOffInitial {
-					v.BackOff = backOffInitial
-				}
-			}
-		}
-		statuses = append(statuses, containerStatus(v, pod))
+	for i := range pod.Spec.Containers {
+		statuses = append(statuses, containerStatus(rt.view(&pod.Spec.Containers[i], pod.Spec.RestartPolicy), pod))
 	}
 	initStatuses := a.initContainerStatuses(pod, rt)
 	phase := podPhase(pod.Spec.RestartPolicy, pod.Spec.Containers, statuses)
