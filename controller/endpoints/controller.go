@@ -4,22 +4,23 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+
+	"portal.dev/portal/controller/internal/loop"
 )
 
 const (
@@ -37,23 +38,22 @@ type Options struct {
 	// pod updates becomes one write (kube-controller-manager's
 	// --endpoint-updates-batch-period). Zero syncs at once.
 	BatchPeriod time.Duration
+	// Registerer receives the controller's Prometheus metrics while it
+	// runs; nil leaves them unregistered.
+	Registerer prometheus.Registerer
 }
 
 // Controller keeps the Endpoints of Services with a selector in step with
 // their pods. Build it with New, start the informer factory, then Run it.
 type Controller struct {
-	// cachesSynced is set once the informers have synced; pod events
-	// before that are redundant with the Services' own add events.
-	cachesSynced atomic.Bool
-
 	client    kubernetes.Interface
 	opts      Options
 	services  corelisters.ServiceLister
 	pods      corelisters.PodLister
 	endpoints corelisters.EndpointsLister
-	queue     workqueue.TypedRateLimitingInterface[string]
-	handlers  []handler
+	loop      *loop.Loop[string]
 	triggers  triggerTimes
+	metrics   *metrics
 
 	mu sync.Mutex
 	// goneWithSelector holds keys of Services deleted while they had a
@@ -62,30 +62,28 @@ type Controller struct {
 	goneWithSelector map[string]bool
 }
 
-// handler is an event handler registration, removed when Run returns.
-type handler struct {
-	informer cache.SharedIndexInformer
-	reg      cache.ResourceEventHandlerRegistration
-}
-
 // New returns a controller that reads Services, Pods and Endpoints through
 // factory and writes Endpoints through client. It registers its informers
-// on factory, so start the factory after New; metrics go to the
-// component-base legacyregistry.
+// on factory, so start the factory after New.
 func New(client kubernetes.Interface, factory informers.SharedInformerFactory, opts Options) *Controller {
-	registerMetrics()
 	core := factory.Core().V1()
 	c := &Controller{
-		client:    client,
-		opts:      opts,
-		services:  core.Services().Lister(),
-		pods:      core.Pods().Lister(),
-		endpoints: core.Endpoints().Lister(),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "endpoint"}),
+		client:           client,
+		opts:             opts,
+		services:         core.Services().Lister(),
+		pods:             core.Pods().Lister(),
+		endpoints:        core.Endpoints().Lister(),
 		goneWithSelector: map[string]bool{},
 	}
+	c.loop = loop.New(loop.Config[string]{
+		Name:       controllerName,
+		Sync:       c.sync,
+		MaxRetries: maxRetries,
+		Observe:    func(took time.Duration, _ error) { c.metrics.syncDuration.Observe(took.Seconds()) },
+		Start:      c.enqueueLeftovers,
+	})
+	c.metrics = newMetrics(c.loop.Len)
+	c.loop.Collect(opts.Registerer, c.metrics.collectors()...)
 	c.watch(core.Services().Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueObject,
 		UpdateFunc: func(_, cur any) { c.enqueueObject(cur) },
@@ -104,99 +102,31 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, o
 }
 
 func (c *Controller) watch(inf cache.SharedIndexInformer, h cache.ResourceEventHandler) {
-	reg, err := inf.AddEventHandler(h)
-	if err != nil {
-		utilruntime.HandleError(fmt.Errorf("%s: add event handler: %w", controllerName, err))
-		return
+	if err := c.loop.Watch(inf, h); err != nil {
+		utilruntime.HandleError(err)
 	}
-	c.handlers = append(c.handlers, handler{inf, reg})
 }
 
 // Run syncs with the given number of workers until ctx ends, then stops
 // every goroutine it started, removes its event handlers and returns.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	defer utilruntime.HandleCrash()
-	logger := klog.FromContext(ctx)
-	logger.Info("Starting controller", "controller", controllerName)
-	defer logger.Info("Shutting down controller", "controller", controllerName)
-	defer c.removeHandlers()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer c.queue.ShutDown()
-
-	if !cache.WaitForNamedCacheSync(controllerName, ctx.Done(), c.synced()...) {
-		return
-	}
-	c.cachesSynced.Store(true)
-	for range max(workers, 1) {
-		wg.Go(func() { wait.UntilWithContext(ctx, c.worker, time.Second) })
-	}
-	c.enqueueLeftovers()
-	<-ctx.Done()
-}
-
-func (c *Controller) synced() []cache.InformerSynced {
-	out := make([]cache.InformerSynced, len(c.handlers))
-	for i, h := range c.handlers {
-		out[i] = h.reg.HasSynced
-	}
-	return out
-}
-
-func (c *Controller) removeHandlers() {
-	for _, h := range c.handlers {
-		_ = h.informer.RemoveEventHandler(h.reg)
-	}
+	c.loop.Run(ctx, workers)
 }
 
 // enqueueLeftovers queues every Endpoints once at start, so that those
 // whose Service was deleted while no controller ran are found.
-func (c *Controller) enqueueLeftovers() {
+func (c *Controller) enqueueLeftovers(context.Context) error {
 	eps, err := c.endpoints.List(labels.Everything())
 	if err != nil {
 		utilruntime.HandleError(fmt.Errorf("%s: list endpoints: %w", controllerName, err))
-		return
+		return nil
 	}
 	for _, ep := range eps {
 		if !hasLeaderElection(ep) {
 			c.add(ep.Namespace + "/" + ep.Name)
 		}
 	}
-}
-
-func (c *Controller) worker(ctx context.Context) {
-	for c.processNext(ctx) {
-	}
-}
-
-func (c *Controller) processNext(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	queueDepth.Set(float64(c.queue.Len()))
-	start := time.Now()
-	err := c.sync(ctx, key)
-	syncDuration.Observe(time.Since(start).Seconds())
-	c.handleErr(ctx, key, err)
-	return true
-}
-
-func (c *Controller) handleErr(ctx context.Context, key string, err error) {
-	if err == nil {
-		c.queue.Forget(key)
-		return
-	}
-	logger := klog.FromContext(ctx)
-	if c.queue.NumRequeues(key) < maxRetries {
-		logger.V(2).Info("Error syncing endpoints, retrying", "service", key, "err", err)
-		c.queue.AddRateLimited(key)
-		return
-	}
-	logger.Info("Dropping service out of the queue", "service", key, "err", err)
-	c.queue.Forget(key)
-	utilruntime.HandleError(err)
+	return nil
 }
 
 // sync brings the Endpoints of one Service to what its pods say.
@@ -259,7 +189,7 @@ func (c *Controller) write(ctx context.Context, current, desired *corev1.Endpoin
 	if err != nil {
 		return fmt.Errorf("%s endpoints %s/%s: %w", op, desired.Namespace, desired.Name, err)
 	}
-	changes.WithLabelValues(op).Inc()
+	c.metrics.changes.WithLabelValues(op).Inc()
 	ready, notReady := countAddresses(desired.Subsets)
 	klog.FromContext(ctx).V(4).Info("Wrote endpoints", "operation", op,
 		"endpoints", klog.KObj(desired), "ready", ready, "notReady", notReady)
@@ -292,7 +222,7 @@ func (c *Controller) deleteOrphan(ctx context.Context, ns, name string) error {
 		return fmt.Errorf("delete endpoints %s: %w", key, err)
 	}
 	if err == nil {
-		changes.WithLabelValues("delete").Inc()
+		c.metrics.changes.WithLabelValues("delete").Inc()
 	}
 	c.setGone(key, false)
 	return nil

@@ -22,6 +22,7 @@ type harness struct {
 	t      *testing.T
 	client *fake.Clientset
 	ctx    context.Context
+	ctrl   *Controller
 }
 
 func start(t *testing.T, objs ...runtime.Object) *harness {
@@ -40,7 +41,7 @@ func start(t *testing.T, objs ...runtime.Object) *harness {
 		<-done // Run returns only after its workers stopped
 		factory.Shutdown()
 	})
-	h := &harness{t: t, client: client, ctx: ctx}
+	h := &harness{t: t, client: client, ctx: ctx, ctrl: c}
 	h.settle()
 	return h
 }
@@ -240,11 +241,9 @@ func TestControllerTruncatesOverCapacity(t *testing.T) {
 
 func TestControllerCountsChanges(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		before, _ := testutil.GetCounterMetricValue(changes.WithLabelValues("create"))
-		start(t, service("web"), pod("a", "web", []string{"10.0.0.1"}))
-		after, _ := testutil.GetCounterMetricValue(changes.WithLabelValues("create"))
-		if after-before != 1 {
-			t.Errorf("got %v creates counted, want 1", after-before)
+		h := start(t, service("web"), pod("a", "web", []string{"10.0.0.1"}))
+		if got, _ := testutil.GetCounterMetricValue(h.ctrl.metrics.changes.WithLabelValues("create")); got != 1 {
+			t.Errorf("got %v creates counted, want 1", got)
 		}
 	})
 }

@@ -9,28 +9,24 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/client-go/tools/cache"
+
+	"portal.dev/portal/controller/internal/loop"
+	"portal.dev/portal/controller/internal/podutil"
 )
 
 // Informer event handlers: every event becomes the keys of the Services
 // it may affect, and nothing else happens on the informer's goroutine.
 
-func (c *Controller) add(key string) {
-	c.queue.Add(key)
-	queueDepth.Set(float64(c.queue.Len()))
-}
+func (c *Controller) add(key string) { c.loop.Add(key) }
 
 func (c *Controller) enqueueObject(obj any) {
-	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-	if err != nil {
-		utilruntime.HandleError(fmt.Errorf("%s: key of %T: %w", controllerName, obj, err))
-		return
+	if key, ok := loop.Key(obj); ok {
+		c.add(key)
 	}
-	c.add(key)
 }
 
 func (c *Controller) onServiceDelete(obj any) {
-	svc, ok := fromTombstone[*corev1.Service](obj)
+	svc, ok := loop.FromTombstone[*corev1.Service](obj)
 	if !ok {
 		return
 	}
@@ -55,22 +51,22 @@ func (c *Controller) onEndpointsUpdate(oldObj, newObj any) {
 func (c *Controller) onPodAddOrDelete(obj any) {
 	// Before the caches sync every Service is queued by its own add event;
 	// mapping the first list's pods to Services would be wasted work.
-	if !c.cachesSynced.Load() {
+	if !c.loop.HasSynced() {
 		return
 	}
-	pod, ok := fromTombstone[*corev1.Pod](obj)
+	pod, ok := loop.FromTombstone[*corev1.Pod](obj)
 	if !ok {
 		return
 	}
 	for _, key := range c.servicesSelecting(pod) {
-		c.queue.AddAfter(key, c.opts.BatchPeriod)
+		c.loop.AddAfter(key, c.opts.BatchPeriod)
 	}
 }
 
 // onPodUpdate queues the Services that selected the pod before and after
 // the update, if the update changed anything an Endpoints shows.
 func (c *Controller) onPodUpdate(oldObj, newObj any) {
-	if !c.cachesSynced.Load() {
+	if !c.loop.HasSynced() {
 		return
 	}
 	old, ok1 := oldObj.(*corev1.Pod)
@@ -88,7 +84,7 @@ func (c *Controller) onPodUpdate(oldObj, newObj any) {
 		}
 	}
 	for _, key := range slices.Sorted(maps.Keys(keys)) {
-		c.queue.AddAfter(key, c.opts.BatchPeriod)
+		c.loop.AddAfter(key, c.opts.BatchPeriod)
 	}
 }
 
@@ -125,21 +121,7 @@ func podChanged(old, cur *corev1.Pod) bool {
 		old.Spec.NodeName != cur.Spec.NodeName ||
 		!old.DeletionTimestamp.Equal(cur.DeletionTimestamp) ||
 		old.Status.Phase != cur.Status.Phase ||
-		isPodReady(old) != isPodReady(cur) ||
+		podutil.IsReady(old) != podutil.IsReady(cur) ||
 		old.Status.PodIP != cur.Status.PodIP ||
 		!equality.Semantic.DeepEqual(old.Status.PodIPs, cur.Status.PodIPs)
-}
-
-// fromTombstone returns the object of a delete event, which may come
-// wrapped in a DeletedFinalStateUnknown when the watch missed the delete.
-func fromTombstone[T any](obj any) (T, bool) {
-	if t, ok := obj.(T); ok {
-		return t, true
-	}
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		t, ok := tomb.Obj.(T)
-		return t, ok
-	}
-	var zero T
-	return zero, false
 }

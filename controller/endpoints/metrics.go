@@ -1,43 +1,37 @@
 package endpoints
 
-import (
-	"sync"
-
-	"k8s.io/component-base/metrics"
-	"k8s.io/component-base/metrics/legacyregistry"
-)
+import "github.com/prometheus/client_golang/prometheus"
 
 const metricsSubsystem = "endpoint_controller"
 
-// The controller's metrics live in the process-wide legacyregistry (served
-// by legacyregistry.Handler()), registered once when the first controller
-// is built.
-var (
-	syncDuration = metrics.NewHistogram(&metrics.HistogramOpts{
-		Subsystem:      metricsSubsystem,
-		Name:           "sync_duration_seconds",
-		Help:           "Time to sync the Endpoints of one Service.",
-		Buckets:        metrics.ExponentialBuckets(0.001, 2, 15),
-		StabilityLevel: metrics.ALPHA,
-	})
-	queueDepth = metrics.NewGauge(&metrics.GaugeOpts{
-		Subsystem:      metricsSubsystem,
-		Name:           "queue_depth",
-		Help:           "Services waiting in the endpoint controller's queue.",
-		StabilityLevel: metrics.ALPHA,
-	})
-	changes = metrics.NewCounterVec(&metrics.CounterOpts{
-		Subsystem:      metricsSubsystem,
-		Name:           "changes_total",
-		Help:           "Endpoints writes by operation (create, update, delete).",
-		StabilityLevel: metrics.ALPHA,
-	}, []string{"operation"})
+// metrics are the controller's Prometheus collectors.
+type metrics struct {
+	syncDuration prometheus.Histogram
+	queueDepth   prometheus.GaugeFunc
+	changes      *prometheus.CounterVec
+}
 
-	registerOnce sync.Once
-)
+func newMetrics(queueLen func() int) *metrics {
+	return &metrics{
+		syncDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Subsystem: metricsSubsystem,
+			Name:      "sync_duration_seconds",
+			Help:      "Time to sync the Endpoints of one Service.",
+			Buckets:   prometheus.ExponentialBuckets(0.001, 2, 15),
+		}),
+		queueDepth: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Subsystem: metricsSubsystem,
+			Name:      "queue_depth",
+			Help:      "Services waiting in the endpoint controller's queue.",
+		}, func() float64 { return float64(queueLen()) }),
+		changes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: metricsSubsystem,
+			Name:      "changes_total",
+			Help:      "Endpoints writes by operation (create, update, delete).",
+		}, []string{"operation"}),
+	}
+}
 
-func registerMetrics() {
-	registerOnce.Do(func() {
-		legacyregistry.MustRegister(syncDuration, queueDepth, changes)
-	})
+func (m *metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.syncDuration, m.queueDepth, m.changes}
 }

@@ -4,7 +4,8 @@ import (
 	"net/netip"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"portal.dev/portal/controller/internal/podutil"
 )
 
 // Subsets returns the repacked subsets of the Endpoints for svc, given the
@@ -23,7 +24,7 @@ func Subsets(svc *corev1.Service, pods []*corev1.Pod) []corev1.EndpointSubset {
 		if !ok {
 			continue
 		}
-		ready := svc.Spec.PublishNotReadyAddresses || isPodReady(pod)
+		ready := svc.Spec.PublishNotReadyAddresses || podutil.IsReady(pod)
 		raw = append(raw, podSubsets(svc, pod, addr, ready)...)
 	}
 	return Repack(raw)
@@ -59,7 +60,7 @@ func podSubsets(svc *corev1.Service, pod *corev1.Pod, addr corev1.EndpointAddres
 	var out []corev1.EndpointSubset
 	for i := range svc.Spec.Ports {
 		sp := &svc.Spec.Ports[i]
-		port, ok := findPort(pod, sp)
+		port, ok := podutil.FindPort(pod, sp)
 		if !ok {
 			continue
 		}
@@ -131,49 +132,4 @@ func podIPs(pod *corev1.Pod) []string {
 // when its subdomain names that Service.
 func shouldSetHostname(pod *corev1.Pod, svc *corev1.Service) bool {
 	return pod.Spec.Hostname != "" && pod.Spec.Subdomain == svc.Name && pod.Namespace == svc.Namespace
-}
-
-func isPodReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-// findPort resolves a Service port's targetPort on pod: a number is used
-// as is, a name is looked up among the ports of the pod's containers and
-// sidecars (init containers that keep running) with the same protocol.
-func findPort(pod *corev1.Pod, sp *corev1.ServicePort) (int32, bool) {
-	if sp.TargetPort.Type == intstr.Int {
-		if sp.TargetPort.IntVal == 0 {
-			return sp.Port, true // an undefaulted targetPort means "same as port"
-		}
-		return sp.TargetPort.IntVal, true
-	}
-	name := sp.TargetPort.StrVal
-	for _, c := range pod.Spec.Containers {
-		if p, ok := namedPort(c, name, sp.Protocol); ok {
-			return p, true
-		}
-	}
-	for _, c := range pod.Spec.InitContainers {
-		if c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways {
-			continue
-		}
-		if p, ok := namedPort(c, name, sp.Protocol); ok {
-			return p, true
-		}
-	}
-	return 0, false
-}
-
-func namedPort(c corev1.Container, name string, proto corev1.Protocol) (int32, bool) {
-	for _, p := range c.Ports {
-		if p.Name == name && p.Protocol == proto {
-			return p.ContainerPort, true
-		}
-	}
-	return 0, false
 }

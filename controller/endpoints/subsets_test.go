@@ -159,35 +159,3 @@ func TestShouldPodBeInEndpoints(t *testing.T) {
 		})
 	}
 }
-
-func TestFindPort(t *testing.T) {
-	always := corev1.ContainerRestartPolicyAlways
-	sidecar := func(p *corev1.Pod) {
-		p.Spec.InitContainers = []corev1.Container{{Name: "proxy", RestartPolicy: &always,
-			Ports: []corev1.ContainerPort{{Name: "proxy", ContainerPort: 15001, Protocol: corev1.ProtocolTCP}}}}
-	}
-	tests := []struct {
-		name   string
-		target intstr.IntOrString
-		proto  corev1.Protocol
-		pod    *corev1.Pod
-		want   int32
-		wantOK bool
-	}{
-		{"number", intstr.FromInt32(9000), corev1.ProtocolTCP, pod("a", "x", nil), 9000, true},
-		{"unset means the service port", intstr.IntOrString{}, corev1.ProtocolTCP, pod("a", "x", nil), 80, true},
-		{"name", intstr.FromString("web"), corev1.ProtocolTCP, pod("a", "x", nil), 8080, true},
-		{"name with other protocol", intstr.FromString("web"), corev1.ProtocolUDP, pod("a", "x", nil), 0, false},
-		{"unknown name", intstr.FromString("nope"), corev1.ProtocolTCP, pod("a", "x", nil), 0, false},
-		{"sidecar port", intstr.FromString("proxy"), corev1.ProtocolTCP, pod("a", "x", nil, sidecar), 15001, true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			sp := &corev1.ServicePort{Port: 80, Protocol: tc.proto, TargetPort: tc.target}
-			got, ok := findPort(tc.pod, sp)
-			if got != tc.want || ok != tc.wantOK {
-				t.Errorf("got %d, %v; want %d, %v", got, ok, tc.want, tc.wantOK)
-			}
-		})
-	}
-}
