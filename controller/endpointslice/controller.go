@@ -4,19 +4,18 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
+
+	"portal.dev/portal/controller/internal/loop"
+	"portal.dev/portal/controller/internal/podutil"
 )
 
 const (
@@ -58,19 +57,15 @@ type Options struct {
 // Controller keeps the EndpointSlices of every Service with a selector in
 // step with the Pods the selector matches.
 type Controller struct {
-	client   kubernetes.Interface
-	factory  informers.SharedInformerFactory
-	services corelisters.ServiceLister
-	pods     corelisters.PodLister
-	nodes    corelisters.NodeLister
-	slices   discoverylisters.EndpointSliceLister
-	// podsByNode indexes Pods by spec.nodeName; nil when the index could
-	// not be added, and then Node events scan all Pods.
-	podsByNode cache.Indexer
-	synced     []cache.InformerSynced
-	handlers   []handlerRegistration
+	client     kubernetes.Interface
+	factory    informers.SharedInformerFactory
+	services   corelisters.ServiceLister
+	pods       corelisters.PodLister
+	nodes      corelisters.NodeLister
+	slices     discoverylisters.EndpointSliceLister
+	podsByNode *podutil.ByNode
 
-	queue           workqueue.TypedRateLimitingInterface[string]
+	loop            *loop.Loop[string]
 	maxEndpoints    int
 	sliceEventDelay time.Duration
 	now             func() time.Time
@@ -79,23 +74,12 @@ type Controller struct {
 	triggers triggerTimes
 	metrics  *metrics
 
-	// cachesSynced is set once the caches are; before that every Service is
-	// queued by its own add event, and Node events need not queue any.
-	cachesSynced atomic.Bool
-
 	topoMu    sync.Mutex
 	topo      *topology
 	topoDirty bool
 
 	pendingMu sync.Mutex
 	pending   map[string]time.Time // earliest event not yet synced, by key
-}
-
-// handlerRegistration is an event handler added to a shared informer, to be
-// removed when Run ends.
-type handlerRegistration struct {
-	informer cache.SharedIndexInformer
-	reg      cache.ResourceEventHandlerRegistration
 }
 
 // New returns a controller that writes through client and reads Services,
@@ -113,15 +97,19 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, o
 		pending:         map[string]time.Time{},
 	}
 	c.tracker.now = opts.now
-	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.NewTypedMaxOfRateLimiter(
+	c.loop = loop.New(loop.Config[string]{
+		Name: "endpointslice",
+		Sync: c.syncKey,
+		RateLimiter: workqueue.NewTypedMaxOfRateLimiter(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](opts.syncBackoff, maxSyncBackoff),
 			// Overall retry rate, not per Service: 10 qps, bursts of 100.
 			&workqueue.TypedBucketRateLimiter[string]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
 		),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "endpoint_slice"})
-	c.metrics = newMetrics(c.queue.Len)
-	c.metrics.register(opts.Registerer)
+		MaxRetries: maxRetries,
+		Observe:    c.observe,
+	})
+	c.metrics = newMetrics(c.loop.Len)
+	c.loop.Collect(opts.Registerer, c.metrics.collectors()...)
 	c.wireInformers()
 	return c
 }
@@ -149,55 +137,27 @@ func withDefaults(opts Options) Options {
 // when ctx ends), waits for their caches, and syncs Services with workers
 // goroutines until ctx ends. It returns after every worker has stopped.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	defer utilruntime.HandleCrash()
-	logger := klog.FromContext(ctx)
-	logger.Info("Starting EndpointSlice controller", "workers", workers)
-	defer logger.Info("Stopped EndpointSlice controller")
-	defer c.removeHandlers()
-	defer c.queue.ShutDown()
-
 	c.factory.Start(ctx.Done())
-	if !cache.WaitForNamedCacheSync("endpointslice", ctx.Done(), c.synced...) {
-		return
-	}
-	c.cachesSynced.Store(true)
-	var wg sync.WaitGroup
-	for range max(workers, 1) {
-		wg.Go(func() {
-			for c.processNext(ctx) {
-			}
-		})
-	}
-	<-ctx.Done()
-	c.queue.ShutDown()
-	wg.Wait()
+	c.loop.Run(ctx, workers)
 }
 
-func (c *Controller) removeHandlers() {
-	for _, h := range c.handlers {
-		if err := h.informer.RemoveEventHandler(h.reg); err != nil {
-			utilruntime.HandleError(err)
-		}
-	}
-}
-
-// processNext syncs one Service from the queue; false means stop.
-func (c *Controller) processNext(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	if ctx.Err() != nil {
-		return false
-	}
-	start := c.now()
+// syncKey syncs one Service. When the slice cache is behind this
+// controller's own write, the Service is looked at again soon, not after
+// the failure backoff (a second), which would show up as programming
+// latency. The tracker gives up on a write it never sees, so this cannot
+// loop for ever.
+func (c *Controller) syncKey(ctx context.Context, key string) error {
 	err := c.sync(ctx, key)
+	if errors.Is(err, errStale) {
+		return loop.RetryAfter(staleRetryDelay, err)
+	}
+	return err
+}
+
+func (c *Controller) observe(took time.Duration, err error) {
 	result := syncResult(err)
-	c.metrics.syncDuration.WithLabelValues(result).Observe(c.now().Sub(start).Seconds())
+	c.metrics.syncDuration.WithLabelValues(result).Observe(took.Seconds())
 	c.metrics.syncs.WithLabelValues(result).Inc()
-	c.handleErr(ctx, key, err)
-	return true
 }
 
 func syncResult(err error) string {
@@ -211,28 +171,6 @@ func syncResult(err error) string {
 	}
 }
 
-// handleErr retries a failed Service with backoff, up to maxRetries.
-func (c *Controller) handleErr(ctx context.Context, key string, err error) {
-	logger := klog.FromContext(ctx)
-	switch {
-	case err == nil:
-		c.queue.Forget(key)
-	case errors.Is(err, errStale):
-		// Our own write is on its way to the cache: look again soon, not
-		// after the failure backoff (a second), which would show up as
-		// programming latency. The tracker gives up on a write it never
-		// sees, so this cannot loop forever.
-		c.queue.AddAfter(key, staleRetryDelay)
-	case c.queue.NumRequeues(key) < maxRetries:
-		logger.V(2).Info("Syncing EndpointSlices failed, will retry", "service", key, "err", err)
-		c.queue.AddRateLimited(key)
-	default:
-		logger.Info("Syncing EndpointSlices failed too often, dropping until the next change", "service", key, "err", err)
-		c.queue.Forget(key)
-		utilruntime.HandleError(err)
-	}
-}
-
 // enqueue queues a Service, remembering when the first event not yet
 // synced arrived; that time stands in for the trigger time of changes that
 // carry none of their own.
@@ -242,11 +180,7 @@ func (c *Controller) enqueue(key string, delay time.Duration) {
 		c.pending[key] = c.now()
 	}
 	c.pendingMu.Unlock()
-	if delay > 0 {
-		c.queue.AddAfter(key, delay)
-		return
-	}
-	c.queue.Add(key)
+	c.loop.AddAfter(key, delay)
 }
 
 // takePending returns and clears key's earliest unsynced event time.

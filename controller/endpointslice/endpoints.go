@@ -10,7 +10,8 @@ import (
 	discovery "k8s.io/api/discovery/v1"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"portal.dev/portal/controller/internal/podutil"
 )
 
 // ControllerName is the value of the managed-by label on every slice this
@@ -27,26 +28,11 @@ func includePod(pod *corev1.Pod) bool {
 	return pod.Status.PodIP != "" || len(pod.Status.PodIPs) > 0
 }
 
-// podReady reports whether the pod's Ready condition is True.
-func podReady(pod *corev1.Pod) bool {
-	c := readyCondition(pod)
-	return c != nil && c.Status == corev1.ConditionTrue
-}
-
-func readyCondition(pod *corev1.Pod) *corev1.PodCondition {
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == corev1.PodReady {
-			return &pod.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
 // podToEndpoint builds the endpoint for pod in a slice of family. zone is
 // the zone of the pod's Node ("" when unknown). The endpoint has no
 // addresses when the pod has none of that family.
 func podToEndpoint(pod *corev1.Pod, zone string, svc *corev1.Service, family discovery.AddressType) discovery.Endpoint {
-	serving := podReady(pod)
+	serving := podutil.IsReady(pod)
 	terminating := pod.DeletionTimestamp != nil
 	// Ready is never true for a terminating pod unless the Service publishes
 	// not-ready addresses: older consumers only look at ready.
@@ -116,7 +102,7 @@ func endpointPorts(svc *corev1.Service, pod *corev1.Pod) []discovery.EndpointPor
 	ports := []discovery.EndpointPort{}
 	for i := range svc.Spec.Ports {
 		sp := &svc.Spec.Ports[i]
-		num, ok := findPort(pod, sp)
+		num, ok := podutil.FindPort(pod, sp)
 		if !ok {
 			continue
 		}
@@ -128,41 +114,6 @@ func endpointPorts(svc *corev1.Service, pod *corev1.Pod) []discovery.EndpointPor
 		})
 	}
 	return ports
-}
-
-func findPort(pod *corev1.Pod, sp *corev1.ServicePort) (int32, bool) {
-	if sp.TargetPort.Type == intstr.Int {
-		if sp.TargetPort.IntVal == 0 {
-			// The API server defaults targetPort to port; an undefaulted
-			// object means the same thing.
-			return sp.Port, true
-		}
-		return sp.TargetPort.IntVal, true
-	}
-	name := sp.TargetPort.StrVal
-	for _, c := range pod.Spec.Containers {
-		if n, ok := namedPort(c.Ports, name, sp.Protocol); ok {
-			return n, true
-		}
-	}
-	for _, c := range pod.Spec.InitContainers {
-		if c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways {
-			continue
-		}
-		if n, ok := namedPort(c.Ports, name, sp.Protocol); ok {
-			return n, true
-		}
-	}
-	return 0, false
-}
-
-func namedPort(ports []corev1.ContainerPort, name string, proto corev1.Protocol) (int32, bool) {
-	for _, p := range ports {
-		if p.Name == name && p.Protocol == proto {
-			return p.ContainerPort, true
-		}
-	}
-	return 0, false
 }
 
 // portsKey identifies a set of ports regardless of their order.

@@ -10,11 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
-)
 
-// podNodeIndex names the Pod index by spec.nodeName; the name is this
-// package's own so that it cannot clash with another user of the informer.
-const podNodeIndex = "portal.dev/endpointslice-pod-node"
+	"portal.dev/portal/controller/internal/loop"
+	"portal.dev/portal/controller/internal/podutil"
+)
 
 var everything = labels.Everything()
 
@@ -25,7 +24,7 @@ func (c *Controller) wireInformers() {
 	nodeInf := c.factory.Core().V1().Nodes()
 	sliceInf := c.factory.Discovery().V1().EndpointSlices()
 	c.services, c.pods, c.nodes, c.slices = svcInf.Lister(), podInf.Lister(), nodeInf.Lister(), sliceInf.Lister()
-	c.podsByNode = addPodNodeIndex(podInf.Informer())
+	c.podsByNode = podutil.NewByNode(podInf.Informer())
 
 	c.handle(svcInf.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onService,
@@ -50,31 +49,9 @@ func (c *Controller) wireInformers() {
 }
 
 func (c *Controller) handle(inf cache.SharedIndexInformer, h cache.ResourceEventHandler) {
-	reg, err := inf.AddEventHandler(h)
-	if err != nil {
-		utilruntime.HandleError(fmt.Errorf("add EndpointSlice controller event handler: %w", err))
-		return
+	if err := c.loop.Watch(inf, h); err != nil {
+		utilruntime.HandleError(err)
 	}
-	c.handlers = append(c.handlers, handlerRegistration{informer: inf, reg: reg})
-	c.synced = append(c.synced, reg.HasSynced)
-}
-
-// addPodNodeIndex adds (or finds) the Pod-by-node index; nil if neither.
-func addPodNodeIndex(inf cache.SharedIndexInformer) cache.Indexer {
-	if _, ok := inf.GetIndexer().GetIndexers()[podNodeIndex]; ok {
-		return inf.GetIndexer()
-	}
-	err := inf.AddIndexers(cache.Indexers{podNodeIndex: func(obj any) ([]string, error) {
-		if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName != "" {
-			return []string{pod.Spec.NodeName}, nil
-		}
-		return nil, nil
-	}})
-	if err != nil {
-		utilruntime.HandleError(fmt.Errorf("add Pod index by node; Node events will scan all Pods: %w", err))
-		return nil
-	}
-	return inf.GetIndexer()
 }
 
 func (c *Controller) onService(obj any) {
@@ -93,7 +70,7 @@ func (c *Controller) onPod(oldObj, curObj any) {
 	// add event and will read its pods from the synced lister; mapping each
 	// of the first list's pods to Services would cost pods x Services
 	// selector matches for nothing (seconds with 10,000 pods).
-	if !c.cachesSynced.Load() {
+	if !c.loop.HasSynced() {
 		return
 	}
 	cur, old := podOf(curObj), podOf(oldObj)
@@ -143,7 +120,7 @@ func union(a, b []string) []string {
 // flip readiness) don't count.
 func podChanged(old, cur *corev1.Pod) bool {
 	return (old.DeletionTimestamp == nil) != (cur.DeletionTimestamp == nil) ||
-		podReady(old) != podReady(cur) ||
+		podutil.IsReady(old) != podutil.IsReady(cur) ||
 		includePod(old) != includePod(cur) ||
 		!slices.Equal(old.Status.PodIPs, cur.Status.PodIPs) ||
 		old.Status.PodIP != cur.Status.PodIP ||
@@ -186,7 +163,7 @@ func (c *Controller) onNode(oldObj, curObj any) {
 		return
 	}
 	c.markTopologyDirty()
-	if !c.cachesSynced.Load() {
+	if !c.loop.HasSynced() {
 		return
 	}
 	if zoneChanged {
@@ -208,19 +185,14 @@ func topologyChanged(old, cur *corev1.Node) bool {
 
 // servicesOnNode returns the Services selecting any Pod on the Node.
 func (c *Controller) servicesOnNode(node string) []string {
-	var pods []any
-	if c.podsByNode != nil {
-		pods, _ = c.podsByNode.ByIndex(podNodeIndex, node)
-	} else if all, err := c.pods.List(everything); err == nil {
-		for _, p := range all {
-			pods = append(pods, p)
-		}
+	pods, err := c.podsByNode.On(node)
+	if err != nil {
+		utilruntime.HandleError(fmt.Errorf("pods on node %s: %w", node, err))
+		return nil
 	}
 	var keys []string
-	for _, obj := range pods {
-		if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName == node {
-			keys = union(keys, c.servicesFor(pod.Namespace, pod.Labels))
-		}
+	for _, pod := range pods {
+		keys = union(keys, c.servicesFor(pod.Namespace, pod.Labels))
 	}
 	return keys
 }
@@ -271,11 +243,8 @@ func (c *Controller) onSlice(oldObj, curObj any) {
 // onSliceDelete queues the Service when one of our slices went away by
 // someone else's hand.
 func (c *Controller) onSliceDelete(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	s, _ := obj.(*discovery.EndpointSlice)
-	if s == nil || !managedByUs(s) {
+	s, ok := loop.FromTombstone[*discovery.EndpointSlice](obj)
+	if !ok || !managedByUs(s) {
 		return
 	}
 	if key, ok := serviceKey(s); ok && !c.tracker.observeDeletion(key, s) {
@@ -294,17 +263,11 @@ func serviceKey(s *discovery.EndpointSlice) (string, bool) {
 }
 
 func podOf(obj any) *corev1.Pod {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	pod, _ := obj.(*corev1.Pod)
+	pod, _ := loop.FromTombstone[*corev1.Pod](obj)
 	return pod
 }
 
 func nodeOf(obj any) *corev1.Node {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	node, _ := obj.(*corev1.Node)
+	node, _ := loop.FromTombstone[*corev1.Node](obj)
 	return node
 }

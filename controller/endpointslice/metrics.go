@@ -4,7 +4,6 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/klog/v2"
 )
 
 // metricsSubsystem is upstream's subsystem name, so dashboards built for
@@ -56,17 +55,8 @@ func newMetrics(queueLen func() int) *metrics {
 	}
 }
 
-// register adds the collectors to reg (nil: nowhere). A collector the
-// registry already has is logged and skipped; the controller runs anyway.
-func (m *metrics) register(reg prometheus.Registerer) {
-	if reg == nil {
-		return
-	}
-	for _, c := range []prometheus.Collector{m.syncDuration, m.syncs, m.changes, m.desired, m.queueDepth} {
-		if err := reg.Register(c); err != nil {
-			klog.ErrorS(err, "Registering EndpointSlice controller metric")
-		}
-	}
+func (m *metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.syncDuration, m.syncs, m.changes, m.desired, m.queueDepth}
 }
 
 // setDesired records the endpoints one Service wants; n < 0 removes it.

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"portal.dev/portal/controller/internal/podutil"
 )
 
 // triggerTimes computes the last-change-trigger-time of a sync as
@@ -73,7 +75,7 @@ func (t *triggerTimes) forget(key string) {
 }
 
 func podTriggerTime(pod *corev1.Pod) time.Time {
-	if c := readyCondition(pod); c != nil && !c.LastTransitionTime.IsZero() {
+	if c := podutil.ReadyCondition(pod); c != nil && !c.LastTransitionTime.IsZero() {
 		return c.LastTransitionTime.Time
 	}
 	return pod.CreationTimestamp.Time
