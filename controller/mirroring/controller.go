@@ -4,16 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -21,6 +20,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+
+	"portal.dev/portal/controller/internal/loop"
 )
 
 const (
@@ -47,6 +48,9 @@ type Options struct {
 	// burst of them becomes one sync (kube-controller-manager's
 	// --mirroring-endpointslice-updates-batch-period). Zero syncs at once.
 	BatchPeriod time.Duration
+	// Registerer receives the controller's Prometheus metrics while it
+	// runs; nil leaves them unregistered.
+	Registerer prometheus.Registerer
 }
 
 // Controller mirrors the Endpoints of selector-less Services into
@@ -57,23 +61,16 @@ type Controller struct {
 	endpoints corelisters.EndpointsLister
 	services  corelisters.ServiceLister
 	slices    discoverylisters.EndpointSliceLister
-	queue     workqueue.TypedRateLimitingInterface[string]
-	handlers  []handler
+	loop      *loop.Loop[string]
+	metrics   *metrics
 	creations creations
-}
-
-// handler is an event handler registration, removed when Run returns.
-type handler struct {
-	informer cache.SharedIndexInformer
-	reg      cache.ResourceEventHandlerRegistration
 }
 
 // New returns a controller that reads Endpoints, Services and
 // EndpointSlices through factory and writes EndpointSlices through
 // client. It registers its informers on factory, so start the factory
-// after New; metrics go to the component-base legacyregistry.
+// after New.
 func New(client kubernetes.Interface, factory informers.SharedInformerFactory, opts Options) *Controller {
-	registerMetrics()
 	if opts.MaxEndpointsPerSubset <= 0 {
 		opts.MaxEndpointsPerSubset = DefaultMaxEndpointsPerSubset
 	}
@@ -84,9 +81,16 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, o
 		endpoints: core.Endpoints().Lister(),
 		services:  core.Services().Lister(),
 		slices:    discovery.EndpointSlices().Lister(),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(rateLimiter(),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "endpoint_slice_mirroring"}),
 	}
+	c.loop = loop.New(loop.Config[string]{
+		Name:        controllerName,
+		Sync:        c.sync,
+		RateLimiter: rateLimiter(),
+		MaxRetries:  maxRetries,
+		Observe:     func(took time.Duration, _ error) { c.metrics.syncDuration.Observe(took.Seconds()) },
+	})
+	c.metrics = newMetrics(c.loop.Len)
+	c.loop.Collect(opts.Registerer, c.metrics.collectors()...)
 	c.watch(core.Endpoints().Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onEndpoints,
 		UpdateFunc: c.onEndpointsUpdate,
@@ -115,78 +119,15 @@ func rateLimiter() workqueue.TypedRateLimiter[string] {
 }
 
 func (c *Controller) watch(inf cache.SharedIndexInformer, h cache.ResourceEventHandler) {
-	reg, err := inf.AddEventHandler(h)
-	if err != nil {
-		utilruntime.HandleError(fmt.Errorf("%s: add event handler: %w", controllerName, err))
-		return
+	if err := c.loop.Watch(inf, h); err != nil {
+		utilruntime.HandleError(err)
 	}
-	c.handlers = append(c.handlers, handler{inf, reg})
 }
 
 // Run syncs with the given number of workers until ctx ends, then stops
 // every goroutine it started, removes its event handlers and returns.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	defer utilruntime.HandleCrash()
-	logger := klog.FromContext(ctx)
-	logger.Info("Starting controller", "controller", controllerName)
-	defer logger.Info("Shutting down controller", "controller", controllerName)
-	defer c.removeHandlers()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer c.queue.ShutDown()
-
-	synced := make([]cache.InformerSynced, len(c.handlers))
-	for i, h := range c.handlers {
-		synced[i] = h.reg.HasSynced
-	}
-	if !cache.WaitForNamedCacheSync(controllerName, ctx.Done(), synced...) {
-		return
-	}
-	for range max(workers, 1) {
-		wg.Go(func() { wait.UntilWithContext(ctx, c.worker, time.Second) })
-	}
-	<-ctx.Done()
-}
-
-func (c *Controller) removeHandlers() {
-	for _, h := range c.handlers {
-		_ = h.informer.RemoveEventHandler(h.reg)
-	}
-}
-
-func (c *Controller) worker(ctx context.Context) {
-	for c.processNext(ctx) {
-	}
-}
-
-func (c *Controller) processNext(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	queueDepth.Set(float64(c.queue.Len()))
-	start := time.Now()
-	err := c.sync(ctx, key)
-	syncDuration.Observe(time.Since(start).Seconds())
-	c.handleErr(ctx, key, err)
-	return true
-}
-
-func (c *Controller) handleErr(ctx context.Context, key string, err error) {
-	if err == nil {
-		c.queue.Forget(key)
-		return
-	}
-	logger := klog.FromContext(ctx)
-	if c.queue.NumRequeues(key) < maxRetries {
-		logger.V(2).Info("Error mirroring endpoints, retrying", "endpoints", key, "err", err)
-		c.queue.AddRateLimited(key)
-		return
-	}
-	logger.Info("Dropping endpoints out of the queue", "endpoints", key, "err", err)
-	c.queue.Forget(key)
-	utilruntime.HandleError(err)
+	c.loop.Run(ctx, workers)
 }
 
 // sync makes the mirrored slices of one Endpoints match it, or removes
@@ -212,7 +153,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return errStaleCache
 	}
 	desired, skipped := Desired(ep, c.opts.MaxEndpointsPerSubset)
-	addressesSkipped.Observe(float64(skipped.InvalidIP + skipped.OverLimit))
+	c.metrics.addressesSkipped.Observe(float64(skipped.InvalidIP + skipped.OverLimit))
 	if skipped != (Skipped{}) {
 		klog.FromContext(ctx).Info("Addresses not mirrored", "endpoints", klog.KObj(ep),
 			"invalidIP", skipped.InvalidIP, "overLimit", skipped.OverLimit, "limit", c.opts.MaxEndpointsPerSubset)

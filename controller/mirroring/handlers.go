@@ -1,36 +1,28 @@
 package mirroring
 
 import (
-	"fmt"
-
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/client-go/tools/cache"
+
+	"portal.dev/portal/controller/internal/loop"
 )
 
 // Informer event handlers: every event becomes the key (namespace/name,
 // shared by an Endpoints and its Service) it may affect, and nothing else
 // happens on the informer's goroutine.
 
-func (c *Controller) add(key string) {
-	c.queue.Add(key)
-	queueDepth.Set(float64(c.queue.Len()))
-}
+func (c *Controller) add(key string) { c.loop.Add(key) }
 
 func (c *Controller) enqueueObject(obj any) {
-	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-	if err != nil {
-		utilruntime.HandleError(fmt.Errorf("%s: key of %T: %w", controllerName, obj, err))
-		return
+	if key, ok := loop.Key(obj); ok {
+		c.add(key)
 	}
-	c.add(key)
 }
 
 // onEndpoints handles adds and deletes. Endpoints that are not mirrored
 // have no slices to create or remove (skip-mirror removed them when set).
 func (c *Controller) onEndpoints(obj any) {
-	if ep, ok := fromTombstone[*corev1.Endpoints](obj); ok && ShouldMirror(ep) {
+	if ep, ok := loop.FromTombstone[*corev1.Endpoints](obj); ok && ShouldMirror(ep) {
 		c.enqueueObject(obj)
 	}
 }
@@ -46,7 +38,7 @@ func (c *Controller) onEndpointsUpdate(oldObj, newObj any) {
 // onService handles adds and deletes: only selector-less Services can
 // have mirrored slices.
 func (c *Controller) onService(obj any) {
-	if svc, ok := fromTombstone[*corev1.Service](obj); ok && svc.Spec.Selector == nil {
+	if svc, ok := loop.FromTombstone[*corev1.Service](obj); ok && svc.Spec.Selector == nil {
 		c.enqueueObject(obj)
 	}
 }
@@ -65,13 +57,13 @@ func (c *Controller) onServiceUpdate(oldObj, newObj any) {
 // resyncs its Endpoints, so that a slice deleted or added by someone else
 // is put right.
 func (c *Controller) onSliceAddOrDelete(obj any) {
-	s, ok := fromTombstone[*discoveryv1.EndpointSlice](obj)
+	s, ok := loop.FromTombstone[*discoveryv1.EndpointSlice](obj)
 	if !ok || !managedByUs(s) {
 		return
 	}
 	if key, ok := endpointsKey(s); ok {
 		c.creations.observe(key, s.Name)
-		c.queue.AddAfter(key, c.opts.BatchPeriod)
+		c.loop.AddAfter(key, c.opts.BatchPeriod)
 	}
 }
 
@@ -89,10 +81,10 @@ func (c *Controller) onSliceUpdate(oldObj, newObj any) {
 	oldKey, okOld := endpointsKey(old)
 	curKey, okCur := endpointsKey(cur)
 	if okOld && oldKey != curKey {
-		c.queue.AddAfter(oldKey, c.opts.BatchPeriod)
+		c.loop.AddAfter(oldKey, c.opts.BatchPeriod)
 	}
 	if okCur {
-		c.queue.AddAfter(curKey, c.opts.BatchPeriod)
+		c.loop.AddAfter(curKey, c.opts.BatchPeriod)
 	}
 }
 
@@ -108,18 +100,4 @@ func endpointsKey(s *discoveryv1.EndpointSlice) (string, bool) {
 		return "", false
 	}
 	return s.Namespace + "/" + name, true
-}
-
-// fromTombstone returns the object of a delete event, which may come
-// wrapped in a DeletedFinalStateUnknown when the watch missed the delete.
-func fromTombstone[T any](obj any) (T, bool) {
-	if t, ok := obj.(T); ok {
-		return t, true
-	}
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		t, ok := tomb.Obj.(T)
-		return t, ok
-	}
-	var zero T
-	return zero, false
 }

@@ -28,14 +28,14 @@ func (c *Controller) apply(ctx context.Context, key string, ep *corev1.Endpoints
 				return fmt.Errorf("create endpointslice for endpoints %s: %w", key, err)
 			}
 			c.creations.expect(key, created.Name, time.Now())
-			changes.WithLabelValues("create").Inc()
+			c.metrics.changes.WithLabelValues("create").Inc()
 		}
 	}
 	for _, s := range p.Update {
 		if _, err := api.Update(ctx, s, metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
 			return fmt.Errorf("update endpointslice %s for endpoints %s: %w", s.Name, key, err)
 		}
-		changes.WithLabelValues("update").Inc()
+		c.metrics.changes.WithLabelValues("update").Inc()
 	}
 	if err := c.deleteSlices(ctx, key, p.Delete); err != nil {
 		return err
@@ -67,7 +67,7 @@ func (c *Controller) deleteSlices(ctx context.Context, key string, list []*disco
 		if err != nil {
 			return fmt.Errorf("delete endpointslice %s for endpoints %s: %w", s.Name, key, err)
 		}
-		changes.WithLabelValues("delete").Inc()
+		c.metrics.changes.WithLabelValues("delete").Inc()
 	}
 	return nil
 }
