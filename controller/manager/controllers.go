@@ -3,6 +3,9 @@ package manager
 import (
 	"context"
 	"fmt"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -14,7 +17,6 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
-	"k8s.io/component-base/metrics/legacyregistry"
 
 	"portal.dev/portal/controller/endpoints"
 	"portal.dev/portal/controller/endpointslice"
@@ -34,13 +36,23 @@ type controllerContext struct {
 	informers informers.SharedInformerFactory
 	opts      Options
 	recorder  func(component string) record.EventRecorder
+	// shutdown stops the event broadcaster behind recorder.
+	shutdown func()
+	// registerer receives every controller's metrics while it runs.
+	registerer prometheus.Registerer
 }
 
-// starter builds a controller on the shared informers and starts it in the
-// background; it runs until ctx ends.
+// runner is a built controller: Run returns once ctx has ended and every
+// goroutine it started has stopped.
+type runner interface {
+	Run(ctx context.Context, workers int)
+}
+
+// starter builds a controller on the shared informers; nil, nil means the
+// options leave it off.
 type starter struct {
 	name  string
-	start func(ctx context.Context, c controllerContext) error
+	build func(c controllerContext) (runner, error)
 }
 
 // late controllers start once the others' caches have synced: the garbage
@@ -50,98 +62,83 @@ var late = map[string]bool{"garbagecollector": true}
 
 // starters lists the controllers, in start order.
 var starters = []starter{
-	{"endpointslice", func(ctx context.Context, c controllerContext) error {
-		ctrl := endpointslice.New(c.client, c.informers, endpointslice.Options{
+	{"endpointslice", func(c controllerContext) (runner, error) {
+		return endpointslice.New(c.client, c.informers, endpointslice.Options{
 			MaxEndpointsPerSlice: c.opts.MaxEndpointsPerSlice,
-			Registerer:           legacyregistry.Registerer(),
-		})
-		go ctrl.Run(ctx, c.opts.Workers)
-		return nil
+			Registerer:           c.registerer,
+		}), nil
 	}},
-	{"endpoints", func(ctx context.Context, c controllerContext) error {
-		ctrl := endpoints.New(c.client, c.informers, endpoints.Options{})
-		go ctrl.Run(ctx, c.opts.Workers)
-		return nil
+	{"endpoints", func(c controllerContext) (runner, error) {
+		return endpoints.New(c.client, c.informers, endpoints.Options{Registerer: c.registerer}), nil
 	}},
-	{"endpointslicemirroring", func(ctx context.Context, c controllerContext) error {
-		ctrl := mirroring.New(c.client, c.informers, mirroring.Options{})
-		go ctrl.Run(ctx, c.opts.Workers)
-		return nil
+	{"endpointslicemirroring", func(c controllerContext) (runner, error) {
+		return mirroring.New(c.client, c.informers, mirroring.Options{Registerer: c.registerer}), nil
 	}},
-	{"garbagecollector", func(ctx context.Context, c controllerContext) error {
-		ctrl, err := gc.New(c.metadata, c.discovery, gc.Options{Registerer: legacyregistry.Registerer()})
-		if err != nil {
-			return err
-		}
-		go ctrl.Run(ctx, c.opts.Workers)
-		return nil
+	{"garbagecollector", func(c controllerContext) (runner, error) {
+		return gc.New(c.metadata, c.discovery, gc.Options{Registerer: c.registerer})
 	}},
-	{"servicelb", startServiceLB},
-	{"nodelifecycle", func(ctx context.Context, c controllerContext) error {
-		ctrl := nodelifecycle.New(c.client, c.informers, nodelifecycle.Options{
+	{"servicelb", buildServiceLB},
+	{"nodelifecycle", func(c controllerContext) (runner, error) {
+		return nodelifecycle.New(c.client, c.informers, nodelifecycle.Options{
 			NodeMonitorGracePeriod: c.opts.NodeMonitorGracePeriod,
-			Registerer:             legacyregistry.Registerer(),
-		})
-		go ctrl.Run(ctx, c.opts.Workers)
-		return nil
+			Registerer:             c.registerer,
+		}), nil
 	}},
-	{"nodeipam", func(ctx context.Context, c controllerContext) error {
+	{"nodeipam", func(c controllerContext) (runner, error) {
 		cidrs, err := ParseClusterCIDRs(c.opts.ClusterCIDR)
 		if err != nil || len(cidrs) == 0 {
-			return err
+			return nil, err
 		}
-		ctrl := nodeipam.New(c.client, c.informers, nodeipam.Options{ClusterCIDRs: cidrs,
-			NodeCIDRMaskSizeIPv4: c.opts.NodeCIDRMaskSizeIPv4, NodeCIDRMaskSizeIPv6: c.opts.NodeCIDRMaskSizeIPv6})
-		go ctrl.Run(ctx, c.opts.Workers)
-		return nil
+		return nodeipam.New(c.client, c.informers, nodeipam.Options{ClusterCIDRs: cidrs,
+			NodeCIDRMaskSizeIPv4: c.opts.NodeCIDRMaskSizeIPv4, NodeCIDRMaskSizeIPv6: c.opts.NodeCIDRMaskSizeIPv6}), nil
 	}},
-	{"scheduler", func(ctx context.Context, c controllerContext) error {
-		ctrl := scheduler.New(c.client, c.informers, c.recorder("default-scheduler"), scheduler.Options{
-			Registerer: legacyregistry.Registerer(),
-		})
-		go ctrl.Run(ctx, c.opts.Workers)
-		return nil
+	{"scheduler", func(c controllerContext) (runner, error) {
+		return scheduler.New(c.client, c.informers, c.recorder("default-scheduler"), scheduler.Options{
+			Registerer: c.registerer,
+		}), nil
 	}},
 }
 
 // newRecorders returns a function giving each controller an event
-// recorder under its own name, all writing through one broadcaster that
-// stops with ctx.
-func newRecorders(ctx context.Context, client kubernetes.Interface) func(string) record.EventRecorder {
+// recorder under its own name, all writing through one broadcaster, and
+// the function that stops the broadcaster.
+func newRecorders(ctx context.Context, client kubernetes.Interface) (func(string) record.EventRecorder, func()) {
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
-	go func() { <-ctx.Done(); broadcaster.Shutdown() }()
 	return func(component string) record.EventRecorder {
 		return broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component})
-	}
+	}, broadcaster.Shutdown
 }
 
-// startServiceLB runs the LoadBalancer IP controller when pools are given.
-func startServiceLB(ctx context.Context, c controllerContext) error {
+// buildServiceLB builds the LoadBalancer IP controller when pools are given.
+func buildServiceLB(c controllerContext) (runner, error) {
 	if c.opts.LoadBalancerIPPools == "" {
-		return nil
+		return nil, nil
 	}
 	pools, err := servicelb.ParsePools(c.opts.LoadBalancerIPPools)
 	if err != nil {
-		return fmt.Errorf("--loadbalancer-ip-pools: %w", err)
+		return nil, fmt.Errorf("--loadbalancer-ip-pools: %w", err)
 	}
-	ctrl, err := servicelb.New(c.client, c.informers, c.recorder("servicelb-controller"), servicelb.Options{Pools: pools})
-	if err != nil {
-		return err
-	}
-	go ctrl.Run(ctx, c.opts.Workers)
-	return nil
+	return servicelb.New(c.client, c.informers, c.recorder("servicelb-controller"), servicelb.Options{Pools: pools})
 }
 
-func startControllers(ctx context.Context, c controllerContext, lateOnes bool) ([]string, error) {
+// startControllers builds the early or the late controllers and runs each
+// in a goroutine of wg until ctx ends. It returns the names of those it
+// started; on an error, those already started keep running until ctx ends.
+func startControllers(ctx context.Context, wg *sync.WaitGroup, c controllerContext, lateOnes bool) ([]string, error) {
 	var names []string
 	for _, s := range starters {
 		if late[s.name] != lateOnes {
 			continue
 		}
-		if err := s.start(ctx, c); err != nil {
-			return names, err
+		ctrl, err := s.build(c)
+		if err != nil {
+			return names, fmt.Errorf("%s: %w", s.name, err)
 		}
+		if ctrl == nil {
+			continue
+		}
+		wg.Go(func() { ctrl.Run(ctx, c.opts.Workers) })
 		names = append(names, s.name)
 	}
 	return names, nil

@@ -12,10 +12,12 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -23,6 +25,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 
 	"portal.dev/portal/controller/servicelb"
@@ -51,6 +54,10 @@ type Options struct {
 	// NodeCIDRMaskSizeIPv4 and IPv6 are the sizes of a node's podCIDR.
 	NodeCIDRMaskSizeIPv4, NodeCIDRMaskSizeIPv6 int
 	Workers                                    int
+	// Registerer receives the controllers' metrics while they run; nil
+	// means component-base's legacyregistry, which the controller
+	// manager's /metrics serves.
+	Registerer prometheus.Registerer
 }
 
 // DefaultOptions fail over within 15 s. A follower takes the Lease once it
@@ -105,6 +112,13 @@ func (m *Manager) Ready() bool {
 	return leader != "" && leader != m.opts.Identity
 }
 
+func (m *Manager) registerer() prometheus.Registerer {
+	if m.opts.Registerer != nil {
+		return m.opts.Registerer
+	}
+	return legacyregistry.Registerer()
+}
+
 // Leading reports whether this replica leads now.
 func (m *Manager) Leading() bool { return m.leading.Load() }
 
@@ -125,6 +139,11 @@ func (m *Manager) Run(ctx context.Context) error {
 		LockConfig: resourcelock.ResourceLockConfig{Identity: m.opts.Identity},
 	}
 	for ctx.Err() == nil {
+		// client-go runs OnStartedLeading in a goroutine of its own and
+		// does not wait for it; the gate does, so that a new term never
+		// starts while the last one's controllers are still stopping, and
+		// Run returns only once they have stopped.
+		term := &gate{}
 		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 			Lock:            lock,
 			LeaseDuration:   m.opts.LeaseDuration,
@@ -134,6 +153,10 @@ func (m *Manager) Run(ctx context.Context) error {
 			Name:            m.opts.LeaseName,
 			Callbacks: leaderelection.LeaderCallbacks{
 				OnStartedLeading: func(ctx context.Context) {
+					if !term.enter() {
+						return // the term ended before it began
+					}
+					defer term.leave()
 					klog.InfoS("Leading; starting controllers", "identity", m.opts.Identity)
 					m.leading.Store(true)
 					if err := m.runControllers(ctx); err != nil {
@@ -152,13 +175,82 @@ func (m *Manager) Run(ctx context.Context) error {
 		}
 		m.elector.Store(le)
 		le.Run(ctx)
+		term.closeAndWait()
 	}
 	return nil
 }
 
+// gate lets goroutines in until it is closed, and closing it waits for
+// those inside to leave.
+type gate struct {
+	mu     sync.Mutex
+	closed bool
+	inside sync.WaitGroup
+}
+
+func (g *gate) enter() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return false
+	}
+	g.inside.Add(1)
+	return true
+}
+
+func (g *gate) leave() { g.inside.Done() }
+
+func (g *gate) closeAndWait() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+	g.inside.Wait()
+}
+
 // runControllers starts every controller on fresh informers and blocks
-// until ctx ends.
+// until ctx ends and every controller has stopped.
 func (m *Manager) runControllers(ctx context.Context) error {
+	cc, err := m.newControllerContext(ctx)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	// On every return: stop what was started, wait for it, then for the
+	// informers and the event broadcaster the controllers used.
+	defer func() {
+		cancel()
+		wg.Wait()
+		cc.informers.Shutdown()
+		cc.shutdown()
+	}()
+	started, err := startControllers(ctx, &wg, cc, false)
+	if err != nil {
+		return fmt.Errorf("start controllers: %w", err)
+	}
+	cc.informers.Start(ctx.Done())
+	for typ, ok := range cc.informers.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("informer for %v did not sync", typ)
+		}
+	}
+	late, err := startControllers(ctx, &wg, cc, true)
+	if err != nil {
+		return fmt.Errorf("start controllers: %w", err)
+	}
+	started = append(started, late...)
+	m.synced.Store(true)
+	klog.InfoS("Controllers running", "controllers", started)
+	<-ctx.Done()
+	return nil
+}
+
+// newControllerContext builds the clients and informers of one term of
+// leadership.
+func (m *Manager) newControllerContext(ctx context.Context) (controllerContext, error) {
 	cfg := rest.CopyConfig(m.cfg)
 	cfg.QPS, cfg.Burst = 200, 400
 	// Typed clients speak protobuf, as upstream's controllers do: lists of
@@ -168,41 +260,24 @@ func (m *Manager) runControllers(ctx context.Context) error {
 	typed.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	client, err := kubernetes.NewForConfig(typed)
 	if err != nil {
-		return err
+		return controllerContext{}, err
 	}
 	meta, err := metadata.NewForConfig(cfg)
 	if err != nil {
-		return err
+		return controllerContext{}, err
 	}
 	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
-		return err
+		return controllerContext{}, err
 	}
-	factory := informers.NewSharedInformerFactory(client, 0)
-	cc := controllerContext{
-		client: client, metadata: meta, discovery: disc, informers: factory, opts: m.opts,
-		recorder: newRecorders(ctx, client),
-	}
-	started, err := startControllers(ctx, cc, false)
-	if err != nil {
-		return fmt.Errorf("start controllers: %w", err)
-	}
-	factory.Start(ctx.Done())
-	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return fmt.Errorf("informer for %v did not sync", typ)
-		}
-	}
-	late, err := startControllers(ctx, cc, true)
-	if err != nil {
-		return fmt.Errorf("start controllers: %w", err)
-	}
-	started = append(started, late...)
-	m.synced.Store(true)
-	klog.InfoS("Controllers running", "controllers", started)
-	<-ctx.Done()
-	factory.Shutdown()
-	return nil
+	recorder, shutdown := newRecorders(ctx, client)
+	return controllerContext{
+		client: client, metadata: meta, discovery: disc, opts: m.opts,
+		informers:  informers.NewSharedInformerFactory(client, 0),
+		recorder:   recorder,
+		shutdown:   shutdown,
+		registerer: m.registerer(),
+	}, nil
 }
 
 // Validate checks the options before anything starts, so a bad flag fails
