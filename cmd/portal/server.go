@@ -61,6 +61,10 @@ func newServerCommand() *cobra.Command {
 					klog.InfoS("Component left out: the node agent needs Linux", "component", c, "os", runtime.GOOS)
 				}
 			}
+			// A bad range fails the command before any component starts.
+			if _, err := apiserver.ParseServiceCIDRs(o.ServiceClusterIPRange); err != nil {
+				return err
+			}
 			// Flags several components share are registered once; copy them.
 			do.ClusterDomain, ao.ClusterDomain = o.ClusterDomain, o.ClusterDomain
 			clusterCIDRs, err := manager.ParseClusterCIDRs(mo.ClusterCIDR)
