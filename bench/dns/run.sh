@@ -51,7 +51,8 @@ median() { sort -n | awk '{a[NR]=$1} END{if(NR==0){print 0; exit} print (NR%2)?a
 
 portal_cmd() { # portal_cmd KUBECONFIG PORT: the `portal dns` command line
   echo bin/portal dns --kubeconfig "$1" --dns-port "$2" --upstream none \
-    --health-bind-address "127.0.0.1:$(( $2 + 10000 ))" --metrics-bind-address "127.0.0.1:$(( $2 + 10001 ))"
+    --health-bind-address "127.0.0.1:$(( $2 + 10000 ))" --metrics-bind-address "127.0.0.1:$(( $2 + 10001 ))" \
+    --ready-bind-address "127.0.0.1:$(( $2 + 10010 ))"
 }
 
 perf() {
