@@ -90,7 +90,8 @@ func newServerCommand() *cobra.Command {
 						so.dns.BindAddresses = append(slices.Clone(so.dns.BindAddresses), nodeIPs[0].String())
 					}
 					so.publishDNS = &publish.Options{ServiceIP: ao.ClusterDNS[0], Address: nodeIPs[0],
-						Port: do.Port, Identity: ao.NodeName, NodeName: ao.NodeName}
+						Port: do.Port, MetricsPort: publish.MetricsPort(do.MetricsBindAddress, nodeIPs[0]),
+						Identity: ao.NodeName, NodeName: ao.NodeName}
 				}
 			}
 			return runServer(cmd.Context(), so, enabled)
