@@ -45,7 +45,7 @@ start_api() {
 
 rss_kb() { awk '/VmRSS/{print $2}' "/proc/$1/status"; }
 # rss_parts PID: anonymous memory (the heap: what DNS holds) and file-backed
-# pages (the 180 MB portal binary's code touched at start).
+# pages (the portal binary's code touched at start).
 rss_parts() { awk '/RssAnon|RssFile/{printf "%s %s kB ", $1, $2}' "/proc/$1/status"; }
 median() { sort -n | awk '{a[NR]=$1} END{if(NR==0){print 0; exit} print (NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2}'; }
 
