@@ -1,34 +1,27 @@
 package apiserver
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
-	"strings"
+
+	"portal.dev/portal/internal/cidrflag"
 )
 
-// ParseServiceCIDRs parses --service-cluster-ip-range: one CIDR, or two of
-// different families for dual-stack, primary first.
+// ParseServiceCIDRs parses --service-cluster-ip-range by the rule every
+// CIDR flag is read with (see cidrflag): one CIDR, or one per family for
+// dual-stack, primary first. Errors name the flag.
 func ParseServiceCIDRs(s string) ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	for _, part := range strings.Split(s, ",") {
-		p, err := netip.ParsePrefix(strings.TrimSpace(part))
-		if err != nil {
-			return nil, err
-		}
-		if p != p.Masked() {
-			return nil, fmt.Errorf("%s is not a network address (want %s)", p, p.Masked())
-		}
-		out = append(out, p)
+	out, err := cidrflag.Parse("--service-cluster-ip-range", s)
+	if err != nil {
+		return nil, err
 	}
-	switch {
-	case len(out) > 2:
-		return nil, fmt.Errorf("at most two CIDRs (one per family) allowed, got %d", len(out))
-	case len(out) == 2 && out[0].Addr().Is4() == out[1].Addr().Is4():
-		return nil, fmt.Errorf("dual-stack needs one IPv4 and one IPv6 CIDR")
+	if len(out) == 0 {
+		return nil, errors.New("--service-cluster-ip-range: a CIDR is required")
 	}
 	for _, p := range out {
 		if p.Addr().BitLen()-p.Bits() < 2 {
-			return nil, fmt.Errorf("%s is too small", p)
+			return nil, fmt.Errorf("--service-cluster-ip-range: %s is too small", p)
 		}
 	}
 	return out, nil

@@ -15,6 +15,7 @@ func TestParseServiceCIDRs(t *testing.T) {
 		{"10.0.0.0/8,10.1.0.0/16", "", true},
 		{"10.0.0.0/31", "", true},
 		{"nonsense", "", true},
+		{"", "", true},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := ParseServiceCIDRs(tc.in)

@@ -121,7 +121,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	cidrs, err := ParseServiceCIDRs(o.ServiceClusterIPRange)
 	if err != nil {
-		return fmt.Errorf("--service-cluster-ip-range: %w", err)
+		return err
 	}
 	if o.AdvertiseAddress == nil {
 		o.AdvertiseAddress = defaultAdvertiseAddress(o.BindAddress)

@@ -37,9 +37,14 @@ type Options struct {
 	// Pods is the pod record mode: insecure, verified or disabled (--pods;
 	// empty: insecure).
 	Pods string
-	// HealthBindAddress serves /health and /ready (--health-bind-address;
-	// empty: none).
+	// HealthBindAddress serves /health, as CoreDNS's health plugin does,
+	// and /ready as well, for probes written against this port
+	// (--health-bind-address; empty: none).
 	HealthBindAddress string
+	// ReadyBindAddress serves /ready on a port of its own, as CoreDNS's
+	// ready plugin does on 8181, for readiness probes that expect it
+	// there (--ready-bind-address; empty: none).
+	ReadyBindAddress string
 	// MetricsBindAddress serves /metrics (--metrics-bind-address; empty: none).
 	MetricsBindAddress string
 	// CacheSize is how many upstream answers the forwarder caches
@@ -56,6 +61,7 @@ func DefaultOptions() Options {
 		TTL:                5 * time.Second,
 		Pods:               "insecure",
 		HealthBindAddress:  "127.0.0.1:8080",
+		ReadyBindAddress:   "127.0.0.1:8181",
 		MetricsBindAddress: "127.0.0.1:9153",
 		CacheSize:          10000,
 	}
@@ -112,7 +118,7 @@ func (o Options) Validate() error {
 			return fmt.Errorf("--upstream %q: %v", u, err)
 		}
 	}
-	for flag, a := range map[string]string{"--health-bind-address": o.HealthBindAddress, "--metrics-bind-address": o.MetricsBindAddress} {
+	for flag, a := range o.httpAddresses() {
 		if a == "" {
 			continue
 		}

@@ -34,6 +34,7 @@ func TestValidate(t *testing.T) {
 		{"bad pods", func(o *Options) { o.Pods = "all" }, "--pods"},
 		{"bad health address", func(o *Options) { o.HealthBindAddress = "8080" }, "--health-bind-address"},
 		{"bad metrics address", func(o *Options) { o.MetricsBindAddress = "x" }, "--metrics-bind-address"},
+		{"bad ready address", func(o *Options) { o.ReadyBindAddress = "8181" }, "--ready-bind-address"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := DefaultOptions()

@@ -12,8 +12,8 @@ import (
 
 // The binary every test runs comes from hack/build.sh. Built without its
 // tags, the linker keeps and exports every symbol (for Go plugins that
-// kubectl's kustomize could load): 40 MB more binary, and more of it mapped
-// by every Portal process.
+// kubectl's kustomize could load): a much larger binary, and more of it
+// mapped by every Portal process.
 func TestBinaryExportsNoGoSymbols(t *testing.T) {
 	f, err := elf.Open(framework.Binary(t))
 	if err != nil {

@@ -145,17 +145,36 @@ func TestDNS(t *testing.T) {
 
 	port := fmt.Sprint(framework.FreePort(t))
 	health := fmt.Sprintf("127.0.0.1:%d", framework.FreePort(t))
+	ready := fmt.Sprintf("127.0.0.1:%d", framework.FreePort(t))
 	metrics := fmt.Sprintf("127.0.0.1:%d", framework.FreePort(t))
 	framework.StartProcess(t, t.TempDir(), "dns", "--kubeconfig", s.Kubeconfig(), "--dns-bind-address", "127.0.0.1",
-		"--dns-port", port, "--upstream", dnsUpstream(t), "--health-bind-address", health, "--metrics-bind-address", metrics)
-	eventually(t, "portal dns ready", func() (bool, string) {
-		resp, err := http.Get("http://" + health + "/ready")
+		"--dns-port", port, "--upstream", dnsUpstream(t), "--health-bind-address", health, "--ready-bind-address", ready,
+		"--metrics-bind-address", metrics)
+	status := func(url string) (int, string) {
+		resp, err := http.Get(url)
 		if err != nil {
-			return false, err.Error()
+			return 0, err.Error()
 		}
 		resp.Body.Close()
-		return resp.StatusCode == 200, resp.Status
+		return resp.StatusCode, resp.Status
+	}
+	// /ready on its own port, as CoreDNS's ready plugin serves it.
+	eventually(t, "portal dns ready on --ready-bind-address", func() (bool, string) {
+		code, detail := status("http://" + ready + "/ready")
+		return code == 200, detail
 	})
+	for _, g := range []struct {
+		url  string
+		want int
+	}{
+		{"http://" + ready + "/health", 404},
+		{"http://" + health + "/health", 200},
+		{"http://" + health + "/ready", 200},
+	} {
+		if code, detail := status(g.url); code != g.want {
+			t.Errorf("GET %s: got %s, want %d", g.url, detail, g.want)
+		}
+	}
 	d := digger{t: t, port: port}
 	eventually(t, "db endpoints published", func() (bool, string) {
 		got := d.short("db.dnstest.svc.cluster.local")

@@ -5,8 +5,8 @@
 #
 # kustomize_disable_go_plugin_support: kubectl's kustomize can load Go
 # plugins, and linking the standard library's plugin package makes the Go
-# linker keep and export every symbol of the program. That made the binary
-# 40 MB larger and every Portal process map more of it. Upstream kubectl is
+# linker keep and export every symbol of the program, which makes the binary
+# much larger and every Portal process map more of it. Upstream kubectl is
 # built without cgo, where Go plugins do not load either.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every check CI runs: formatting, vet, and all tests (unit and
-# end-to-end; the end-to-end ones build and start the real binary).
+# Runs every check CI runs: formatting, no committed temporary files, vet,
+# and all tests (unit and end-to-end; the end-to-end ones build and start
+# the real binary).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./hack/deps.sh
@@ -11,6 +12,7 @@ if [[ -n $unformatted ]]; then
 	echo "$unformatted" >&2
 	exit 1
 fi
+./hack/verify-no-temp-files.sh
 go vet ./...
 ./hack/verify-openapi.sh
 go test -count=1 -timeout 40m ./... "$@"

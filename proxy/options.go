@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"portal.dev/portal/internal/cidrflag"
 	"portal.dev/portal/proxy/leftovers"
 	"portal.dev/portal/proxy/userspace"
 )
@@ -218,22 +219,9 @@ func parseNodePortAddresses(in []string) (nodePortSpec, error) {
 	return spec, nil
 }
 
+// parseClusterCIDRs reads --cluster-cidr by the rule the controller
+// manager and the agent read it with, so the proxy masquerades by the same
+// ranges node IPAM hands out.
 func parseClusterCIDRs(s string) ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	seen := map[bool]bool{}
-	for _, w := range strings.Split(s, ",") {
-		if w = strings.TrimSpace(w); w == "" {
-			continue
-		}
-		p, err := netip.ParsePrefix(w)
-		if err != nil {
-			return nil, fmt.Errorf("--cluster-cidr: %q is not a CIDR", w)
-		}
-		if seen[p.Addr().Is4()] {
-			return nil, fmt.Errorf("--cluster-cidr: at most one CIDR per IP family, got %q", s)
-		}
-		seen[p.Addr().Is4()] = true
-		out = append(out, p.Masked())
-	}
-	return out, nil
+	return cidrflag.Parse("--cluster-cidr", s)
 }

@@ -40,6 +40,8 @@ func TestValidate(t *testing.T) {
 		{"cluster CIDR dual-stack", Options{ClusterCIDR: "10.244.0.0/16,fd00:244::/56"}, ""},
 		{"cluster CIDR twice one family", Options{ClusterCIDR: "10.244.0.0/16,10.245.0.0/16"}, "--cluster-cidr"},
 		{"cluster CIDR garbage", Options{ClusterCIDR: "pods"}, "--cluster-cidr"},
+		// Issue #16: masked silently before, where node IPAM refused it.
+		{"cluster CIDR with host bits", Options{ClusterCIDR: "10.244.1.0/16"}, "--cluster-cidr: 10.244.1.0/16 has host bits set (did you mean 10.244.0.0/16?)"},
 		{"min above sync period", Options{MinSyncPeriod: time.Minute, SyncPeriod: time.Second}, "--min-sync-period"},
 		{"bad healthz address", Options{HealthzBindAddress: "10256"}, "--healthz-bind-address"},
 		{"bad metrics address", Options{MetricsBindAddress: "localhost"}, "--metrics-bind-address"},

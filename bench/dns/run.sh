@@ -45,13 +45,14 @@ start_api() {
 
 rss_kb() { awk '/VmRSS/{print $2}' "/proc/$1/status"; }
 # rss_parts PID: anonymous memory (the heap: what DNS holds) and file-backed
-# pages (the 180 MB portal binary's code touched at start).
+# pages (the portal binary's code touched at start).
 rss_parts() { awk '/RssAnon|RssFile/{printf "%s %s kB ", $1, $2}' "/proc/$1/status"; }
 median() { sort -n | awk '{a[NR]=$1} END{if(NR==0){print 0; exit} print (NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2}'; }
 
 portal_cmd() { # portal_cmd KUBECONFIG PORT: the `portal dns` command line
   echo bin/portal dns --kubeconfig "$1" --dns-port "$2" --upstream none \
-    --health-bind-address "127.0.0.1:$(( $2 + 10000 ))" --metrics-bind-address "127.0.0.1:$(( $2 + 10001 ))"
+    --health-bind-address "127.0.0.1:$(( $2 + 10000 ))" --metrics-bind-address "127.0.0.1:$(( $2 + 10001 ))" \
+    --ready-bind-address "127.0.0.1:$(( $2 + 10010 ))"
 }
 
 perf() {

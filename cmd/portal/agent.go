@@ -14,6 +14,7 @@ import (
 
 	"portal.dev/portal/agent"
 	"portal.dev/portal/agent/container"
+	"portal.dev/portal/internal/cidrflag"
 )
 
 // addAgentFlags adds the node agent's flags, kubelet's names where the
@@ -22,8 +23,8 @@ func addAgentFlags(fs *pflag.FlagSet, o *agent.Options) {
 	fs.StringVar(&o.NodeName, "hostname-override", o.NodeName, "the Node's name (default: the host name)")
 	fs.Var(addrList{&o.NodeIPs}, "node-ip", "the node's addresses, IPv4 and/or IPv6, comma-separated (default: the first non-loopback address)")
 	fs.Var(labelMap{&o.NodeLabels}, "node-labels", "labels added to the Node: key=value,...")
-	fs.Var(prefixList{&o.PodCIDRs}, "pod-cidr", "the node's pod CIDRs, IPv4 and/or IPv6 (default: wait for spec.podCIDRs from the controller-manager's node IPAM)")
-	fs.Var(prefixList{&o.ClusterCIDRs}, "cluster-cidr", "the cluster's pod CIDRs; pod traffic to elsewhere is masqueraded (default: every Node's pod CIDRs)")
+	fs.Var(cidrflag.NewValue(&o.PodCIDRs), "pod-cidr", "the node's pod CIDRs, IPv4 and/or IPv6 (default: wait for spec.podCIDRs from the controller-manager's node IPAM)")
+	fs.Var(cidrflag.NewValue(&o.ClusterCIDRs), "cluster-cidr", "the cluster's pod CIDRs; pod traffic to elsewhere is masqueraded (default: every Node's pod CIDRs)")
 	fs.StringVar(&o.ClusterDomain, "cluster-domain", o.ClusterDomain, "the cluster zone, for the pods' DNS search path")
 	fs.Var(addrList{&o.ClusterDNS}, "cluster-dns", "the cluster DNS Service's addresses, the pods' nameservers for dnsPolicy ClusterFirst")
 	fs.StringVar(&o.RootDir, "root-dir", o.RootDir, "the agent's state: pod files, logs, address allocations, processes to re-adopt")
@@ -137,31 +138,6 @@ func (l addrList) Set(v string) error {
 	return nil
 }
 func (addrList) Type() string { return "ips" }
-
-type prefixList struct{ p *[]netip.Prefix }
-
-func (l prefixList) String() string {
-	var s []string
-	for _, a := range *l.p {
-		s = append(s, a.String())
-	}
-	return strings.Join(s, ",")
-}
-func (l prefixList) Set(v string) error {
-	*l.p = nil
-	for _, f := range strings.Split(v, ",") {
-		if f = strings.TrimSpace(f); f == "" {
-			continue
-		}
-		p, err := netip.ParsePrefix(f)
-		if err != nil {
-			return err
-		}
-		*l.p = append(*l.p, p.Masked())
-	}
-	return nil
-}
-func (prefixList) Type() string { return "cidrs" }
 
 type labelMap struct{ p *map[string]string }
 

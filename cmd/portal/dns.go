@@ -14,7 +14,8 @@ func addDNSFlags(fs *pflag.FlagSet, o *dns.Options) {
 	fs.StringSliceVar(&o.Upstream, "upstream", o.Upstream, "servers for names outside the cluster zone: IP, IP:port or a resolv.conf file; none answers REFUSED (default: the nameservers of /etc/resolv.conf, never this server)")
 	fs.Var(dns.TTLValue{D: &o.TTL}, "dns-ttl", "TTL of cluster records and of negative answers (seconds, or a duration)")
 	fs.StringVar(&o.Pods, "pods", o.Pods, "pod records <a-b-c-d>.<ns>.pod.<zone>: insecure (any IP in an existing namespace), verified (IPs of pods in that namespace) or disabled")
-	fs.StringVar(&o.HealthBindAddress, "health-bind-address", o.HealthBindAddress, "address for /health and /ready (plain HTTP; empty disables)")
+	fs.StringVar(&o.HealthBindAddress, "health-bind-address", o.HealthBindAddress, "address for /health, and /ready as well (plain HTTP; empty disables)")
+	fs.StringVar(&o.ReadyBindAddress, "ready-bind-address", o.ReadyBindAddress, "address for /ready alone, CoreDNS's ready port (plain HTTP; empty disables)")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "address for /metrics (plain HTTP; empty disables)")
 	fs.IntVar(&o.CacheSize, "dns-cache-size", o.CacheSize, "upstream answers to cache (negative disables the cache)")
 }

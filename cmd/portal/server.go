@@ -61,6 +61,10 @@ func newServerCommand() *cobra.Command {
 					klog.InfoS("Component left out: the node agent needs Linux", "component", c, "os", runtime.GOOS)
 				}
 			}
+			// A bad range fails the command before any component starts.
+			if _, err := apiserver.ParseServiceCIDRs(o.ServiceClusterIPRange); err != nil {
+				return err
+			}
 			// Flags several components share are registered once; copy them.
 			do.ClusterDomain, ao.ClusterDomain = o.ClusterDomain, o.ClusterDomain
 			clusterCIDRs, err := manager.ParseClusterCIDRs(mo.ClusterCIDR)
@@ -86,7 +90,8 @@ func newServerCommand() *cobra.Command {
 						so.dns.BindAddresses = append(slices.Clone(so.dns.BindAddresses), nodeIPs[0].String())
 					}
 					so.publishDNS = &publish.Options{ServiceIP: ao.ClusterDNS[0], Address: nodeIPs[0],
-						Port: do.Port, Identity: ao.NodeName, NodeName: ao.NodeName}
+						Port: do.Port, MetricsPort: publish.MetricsPort(do.MetricsBindAddress, nodeIPs[0]),
+						Identity: ao.NodeName, NodeName: ao.NodeName}
 				}
 			}
 			return runServer(cmd.Context(), so, enabled)

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,6 +28,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"portal.dev/portal/controller/servicelb"
+	"portal.dev/portal/internal/cidrflag"
 )
 
 // Options configure the controllers; flag names follow kube-controller-manager.
@@ -303,27 +303,9 @@ func (o Options) Validate() error {
 	return nil
 }
 
-// ParseClusterCIDRs parses --cluster-cidr: empty, or one range per IP
-// family, comma-separated.
+// ParseClusterCIDRs parses --cluster-cidr by the rule every component
+// reads it with (see cidrflag): empty, or one range per IP family,
+// comma-separated, without host bits.
 func ParseClusterCIDRs(s string) ([]netip.Prefix, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, nil
-	}
-	var out []netip.Prefix
-	seen := map[bool]bool{}
-	for _, f := range strings.Split(s, ",") {
-		p, err := netip.ParsePrefix(strings.TrimSpace(f))
-		if err != nil {
-			return nil, fmt.Errorf("--cluster-cidr: %q is not a CIDR", f)
-		}
-		if p.Masked() != p {
-			return nil, fmt.Errorf("--cluster-cidr: %s has host bits set (did you mean %s?)", p, p.Masked())
-		}
-		if seen[p.Addr().Is4()] {
-			return nil, fmt.Errorf("--cluster-cidr: at most one range per IP family, got %q", s)
-		}
-		seen[p.Addr().Is4()] = true
-		out = append(out, p)
-	}
-	return out, nil
+	return cidrflag.Parse("--cluster-cidr", s)
 }

@@ -12,7 +12,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
+	"slices"
+	"strconv"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -39,6 +42,10 @@ type Options struct {
 	// Address and Port are where this server answers.
 	Address netip.Addr
 	Port    int
+	// MetricsPort is where this server serves /metrics on Address (see
+	// MetricsPort); 0 leaves the endpoint without a metrics port, so the
+	// Service's metrics port has no endpoint instead of one that refuses.
+	MetricsPort int
 	// Identity names this server's slice and Lease (its node name).
 	Identity string
 	// NodeName is set on the endpoint, for traffic policies.
@@ -138,7 +145,7 @@ func (p *Publisher) ensureService(ctx context.Context) error {
 		if len(cur.Spec.Selector) > 0 {
 			return errForeignService
 		}
-		return nil
+		return p.addMissingPorts(ctx, cur)
 	}
 	if !apierrors.IsNotFound(err) {
 		return err
@@ -148,10 +155,7 @@ func (p *Publisher) ensureService(ctx context.Context) error {
 			"k8s-app": "kube-dns", "kubernetes.io/name": "Portal-DNS", "kubernetes.io/cluster-service": "true"}},
 		Spec: corev1.ServiceSpec{
 			ClusterIP: p.o.ServiceIP.String(),
-			Ports: []corev1.ServicePort{
-				{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53, TargetPort: intstr.FromInt32(int32(p.o.Port))},
-				{Name: "dns-tcp", Protocol: corev1.ProtocolTCP, Port: 53, TargetPort: intstr.FromInt32(int32(p.o.Port))},
-			},
+			Ports:     p.servicePorts(),
 		},
 	}
 	if !p.o.ServiceIP.IsValid() {
@@ -163,6 +167,40 @@ func (p *Publisher) ensureService(ctx context.Context) error {
 	}
 	if err != nil {
 		return fmt.Errorf("create Service %s/%s: %w", p.o.Namespace, p.o.Name, err)
+	}
+	return nil
+}
+
+// servicePorts are the kube-dns Service's ports, those of CoreDNS's
+// Service: DNS over UDP and TCP on 53, and Prometheus metrics on 9153.
+// Without a selector the target ports are not used for routing (the
+// EndpointSlices' ports are); they say where this server listens.
+func (p *Publisher) servicePorts() []corev1.ServicePort {
+	return []corev1.ServicePort{
+		{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53, TargetPort: intstr.FromInt32(int32(p.o.Port))},
+		{Name: "dns-tcp", Protocol: corev1.ProtocolTCP, Port: 53, TargetPort: intstr.FromInt32(int32(p.o.Port))},
+		{Name: "metrics", Protocol: corev1.ProtocolTCP, Port: 9153, TargetPort: intstr.FromInt32(9153)},
+	}
+}
+
+// addMissingPorts gives a Service created by an earlier Portal the ports
+// it lacks (the metrics port came later). A port whose name or number and
+// protocol is taken is left out, so a hand-made Service is never made
+// invalid.
+func (p *Publisher) addMissingPorts(ctx context.Context, cur *corev1.Service) error {
+	svc := cur.DeepCopy()
+	for _, want := range p.servicePorts() {
+		if !slices.ContainsFunc(svc.Spec.Ports, func(have corev1.ServicePort) bool {
+			return have.Name == want.Name || (have.Port == want.Port && have.Protocol == want.Protocol)
+		}) {
+			svc.Spec.Ports = append(svc.Spec.Ports, want)
+		}
+	}
+	if len(svc.Spec.Ports) == len(cur.Spec.Ports) {
+		return nil
+	}
+	if _, err := p.client.CoreV1().Services(p.o.Namespace).Update(ctx, svc, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("add ports to Service %s/%s: %w", p.o.Namespace, p.o.Name, err)
 	}
 	return nil
 }
@@ -199,16 +237,20 @@ func (p *Publisher) slice(ready bool) *discoveryv1.EndpointSlice {
 	if p.o.NodeName != "" {
 		ep.NodeName = ptr.To(p.o.NodeName)
 	}
-	port := int32(p.o.Port)
+	ports := []discoveryv1.EndpointPort{
+		{Name: ptr.To("dns"), Protocol: ptr.To(corev1.ProtocolUDP), Port: ptr.To(int32(p.o.Port))},
+		{Name: ptr.To("dns-tcp"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(int32(p.o.Port))},
+	}
+	if p.o.MetricsPort != 0 {
+		ports = append(ports, discoveryv1.EndpointPort{Name: ptr.To("metrics"), Protocol: ptr.To(corev1.ProtocolTCP),
+			Port: ptr.To(int32(p.o.MetricsPort))})
+	}
 	return &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Name: p.sliceName(), Namespace: p.o.Namespace, Labels: map[string]string{
 			discoveryv1.LabelServiceName: p.o.Name, discoveryv1.LabelManagedBy: ManagedBy}},
 		AddressType: at,
 		Endpoints:   []discoveryv1.Endpoint{ep},
-		Ports: []discoveryv1.EndpointPort{
-			{Name: ptr.To("dns"), Protocol: ptr.To(corev1.ProtocolUDP), Port: &port},
-			{Name: ptr.To("dns-tcp"), Protocol: ptr.To(corev1.ProtocolTCP), Port: &port},
-		},
+		Ports:       ports,
 	}
 }
 
@@ -232,12 +274,20 @@ func (p *Publisher) writeSlice(ctx context.Context, ready bool) error {
 }
 
 func sameEndpoints(a, b *discoveryv1.EndpointSlice) bool {
-	if len(a.Endpoints) != 1 || len(a.Ports) != len(b.Ports) || a.AddressType != b.AddressType {
+	if len(a.Endpoints) != 1 || a.AddressType != b.AddressType {
 		return false
 	}
 	x, y := a.Endpoints[0], b.Endpoints[0]
-	return fmt.Sprint(x.Addresses, ptr.Deref(x.Conditions.Ready, false), ptr.Deref(x.NodeName, ""), *a.Ports[0].Port) ==
-		fmt.Sprint(y.Addresses, ptr.Deref(y.Conditions.Ready, false), ptr.Deref(y.NodeName, ""), *b.Ports[0].Port)
+	return fmt.Sprint(x.Addresses, ptr.Deref(x.Conditions.Ready, false), ptr.Deref(x.NodeName, ""), portList(a.Ports)) ==
+		fmt.Sprint(y.Addresses, ptr.Deref(y.Conditions.Ready, false), ptr.Deref(y.NodeName, ""), portList(b.Ports))
+}
+
+func portList(ports []discoveryv1.EndpointPort) []string {
+	out := make([]string, len(ports))
+	for i, p := range ports {
+		out[i] = fmt.Sprintf("%s/%s/%d", ptr.Deref(p.Name, ""), ptr.Deref(p.Protocol, ""), ptr.Deref(p.Port, 0))
+	}
+	return out
 }
 
 // removeDead deletes the slices of servers whose Lease expired or vanished:
@@ -283,4 +333,31 @@ func (p *Publisher) withdraw() {
 	defer cancel()
 	p.client.DiscoveryV1().EndpointSlices(p.o.Namespace).Delete(ctx, p.sliceName(), metav1.DeleteOptions{})
 	p.client.CoordinationV1().Leases(p.o.Namespace).Delete(ctx, p.sliceName(), metav1.DeleteOptions{})
+}
+
+// MetricsPort is the port of a /metrics served on bindAddress (the DNS's
+// --metrics-bind-address) as seen from endpoint, the address published
+// for the kube-dns Service: bound to every address or to endpoint itself.
+// It is 0 otherwise, as for the default loopback address, which no client
+// of the Service could reach.
+func MetricsPort(bindAddress string, endpoint netip.Addr) int {
+	host, port, err := net.SplitHostPort(bindAddress)
+	if err != nil {
+		return 0
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n <= 0 || n > 65535 {
+		return 0
+	}
+	if host == "" {
+		return n
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return 0
+	}
+	if a.IsUnspecified() || a.Unmap() == endpoint.Unmap() {
+		return n
+	}
+	return 0
 }

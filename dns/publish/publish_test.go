@@ -2,7 +2,9 @@ package publish
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -30,8 +32,8 @@ func TestPublishCreatesServiceSliceAndLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if svc.Spec.ClusterIP != "10.96.0.10" || len(svc.Spec.Ports) != 2 || len(svc.Spec.Selector) != 0 {
-		t.Errorf("kube-dns Service: got %+v, want 10.96.0.10, dns and dns-tcp, no selector", svc.Spec)
+	if svc.Spec.ClusterIP != "10.96.0.10" || len(svc.Spec.Ports) != 3 || len(svc.Spec.Selector) != 0 {
+		t.Errorf("kube-dns Service: got %+v, want 10.96.0.10, dns, dns-tcp and metrics, no selector", svc.Spec)
 	}
 	s, err := c.DiscoveryV1().EndpointSlices("kube-system").Get(ctx, "kube-dns-node1", metav1.GetOptions{})
 	if err != nil {
@@ -121,5 +123,123 @@ func TestExpired(t *testing.T) {
 	}
 	if expired(l(10*time.Second), now) || !expired(l(41*time.Second), now) || !expired(&coordinationv1.Lease{}, now) {
 		t.Error("expired: want false for a 10s-old renewal, true for 41s and for no renewal")
+	}
+}
+
+// The kube-dns Service has CoreDNS's ports: dns 53/UDP, dns-tcp 53/TCP and
+// metrics 9153/TCP. The endpoint carries the metrics port only where this
+// server's /metrics answers on the published address.
+func TestPublishPorts(t *testing.T) {
+	coreDNSPorts := []string{"dns 53/UDP", "dns-tcp 53/TCP", "metrics 9153/TCP"}
+	tests := []struct {
+		name        string
+		existing    []corev1.ServicePort // the Service before; nil: none
+		metricsPort int
+		wantService []string
+		wantSlice   []string
+	}{
+		{name: "new Service, metrics on the endpoint's address", metricsPort: 9153,
+			wantService: coreDNSPorts, wantSlice: []string{"dns 53/UDP", "dns-tcp 53/TCP", "metrics 9153/TCP"}},
+		{name: "metrics on another port", metricsPort: 19153,
+			wantService: coreDNSPorts, wantSlice: []string{"dns 53/UDP", "dns-tcp 53/TCP", "metrics 19153/TCP"}},
+		{name: "metrics only on loopback", metricsPort: 0,
+			wantService: coreDNSPorts, wantSlice: []string{"dns 53/UDP", "dns-tcp 53/TCP"}},
+		{name: "a Service without the metrics port gains it", metricsPort: 9153,
+			existing: []corev1.ServicePort{
+				{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53},
+				{Name: "dns-tcp", Protocol: corev1.ProtocolTCP, Port: 53}},
+			wantService: coreDNSPorts, wantSlice: []string{"dns 53/UDP", "dns-tcp 53/TCP", "metrics 9153/TCP"}},
+		{name: "9153/TCP taken under another name: left alone", metricsPort: 9153,
+			existing: []corev1.ServicePort{
+				{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53},
+				{Name: "dns-tcp", Protocol: corev1.ProtocolTCP, Port: 53},
+				{Name: "prometheus", Protocol: corev1.ProtocolTCP, Port: 9153}},
+			wantService: []string{"dns 53/UDP", "dns-tcp 53/TCP", "prometheus 9153/TCP"},
+			wantSlice:   []string{"dns 53/UDP", "dns-tcp 53/TCP", "metrics 9153/TCP"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			c := fake.NewClientset()
+			if tc.existing != nil {
+				c = fake.NewClientset(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "kube-dns", Namespace: "kube-system"},
+					Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.10", Ports: tc.existing}})
+			}
+			o := opts("node1")
+			o.MetricsPort = tc.metricsPort
+			if err := New(c, o).sync(ctx, true); err != nil {
+				t.Fatal(err)
+			}
+			svc, err := c.CoreV1().Services("kube-system").Get(ctx, "kube-dns", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, p := range svc.Spec.Ports {
+				got = append(got, fmt.Sprintf("%s %d/%s", p.Name, p.Port, p.Protocol))
+			}
+			if !slices.Equal(got, tc.wantService) {
+				t.Errorf("Service ports: got %q, want %q", got, tc.wantService)
+			}
+			if got := slicePorts(t, c); !slices.Equal(got, tc.wantSlice) {
+				t.Errorf("EndpointSlice ports: got %q, want %q", got, tc.wantSlice)
+			}
+		})
+	}
+}
+
+// A server restarted with /metrics reachable rewrites its slice.
+func TestPublishUpdatesTheMetricsPort(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientset()
+	o := opts("node1")
+	if err := New(c, o).sync(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	o.MetricsPort = 9153
+	if err := New(c, o).sync(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"dns 53/UDP", "dns-tcp 53/TCP", "metrics 9153/TCP"}
+	if got := slicePorts(t, c); !slices.Equal(got, want) {
+		t.Errorf("EndpointSlice ports: got %q, want %q", got, want)
+	}
+}
+
+func slicePorts(t *testing.T, c *fake.Clientset) []string {
+	t.Helper()
+	s, err := c.DiscoveryV1().EndpointSlices("kube-system").Get(context.Background(), "kube-dns-node1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, p := range s.Ports {
+		out = append(out, fmt.Sprintf("%s %d/%s", *p.Name, *p.Port, *p.Protocol))
+	}
+	return out
+}
+
+func TestMetricsPort(t *testing.T) {
+	endpoint := netip.MustParseAddr("10.100.1.1")
+	tests := []struct {
+		bind string
+		want int
+	}{
+		{"127.0.0.1:9153", 0},
+		{"0.0.0.0:9153", 9153},
+		{"[::]:9153", 9153},
+		{":9153", 9153},
+		{"10.100.1.1:19153", 19153},
+		{"10.100.1.2:9153", 0},
+		{"0.0.0.0:0", 0},
+		{"", 0},
+		{"localhost:9153", 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.bind, func(t *testing.T) {
+			if got := MetricsPort(tc.bind, endpoint); got != tc.want {
+				t.Errorf("MetricsPort(%q, %s): got %d, want %d", tc.bind, endpoint, got, tc.want)
+			}
+		})
 	}
 }

@@ -158,7 +158,7 @@ func (s *Server) serverArgs() []string {
 		}
 		args = append(args, "--dns-port", fmt.Sprint(s.dnsPort))
 	}
-	for _, f := range []string{"--dns-health-bind-address", "--dns-metrics-bind-address"} {
+	for _, f := range []string{"--dns-health-bind-address", "--dns-ready-bind-address", "--dns-metrics-bind-address"} {
 		if has(f) < 0 {
 			args = append(args, f, "127.0.0.1:0")
 		}
