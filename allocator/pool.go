@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/netip"
 	"strconv"
+
+	"portal.dev/portal/apiserver/svcconfig"
 )
 
 // maxRange caps how many addresses of an IPv6 range are used: the bitmap
@@ -57,6 +59,32 @@ func (r ipRange) addr(i int) netip.Addr {
 		return a.Unmap()
 	}
 	return a
+}
+
+// checkIP returns nil when ip lies in the cluster's range of its family,
+// and an *IPRangeError otherwise (also when the cluster has no range of
+// that family).
+func (a *Allocator) checkIP(ip netip.Addr) error {
+	ip = ip.Unmap()
+	prefix, ok := a.cfg.RangeFor(svcconfig.FamilyOfAddr(ip))
+	if ok && prefix.Contains(ip) {
+		return nil
+	}
+	valid := ""
+	if ok {
+		valid = prefix.String()
+	}
+	return &IPRangeError{IP: ip, ValidRange: valid}
+}
+
+// checkPort returns nil when port lies in the NodePort range and a
+// *PortRangeError otherwise.
+func (a *Allocator) checkPort(port int) error {
+	r := a.cfg.NodePortRange.OrDefault()
+	if r.Contains(port) {
+		return nil
+	}
+	return &PortRangeError{ValidPorts: r.String()}
 }
 
 // Key names one reservation in the Store: "ip/10.96.0.10" or "port/30080".
