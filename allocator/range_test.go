@@ -12,6 +12,8 @@ func TestCheckIP(t *testing.T) {
 	v4 := svcconfig.ServiceConfig{ClusterIPRanges: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/24")}}
 	dual := svcconfig.ServiceConfig{ClusterIPRanges: []netip.Prefix{
 		netip.MustParsePrefix("10.0.0.0/24"), netip.MustParsePrefix("fd00::/108")}}
+	defaultRange := svcconfig.ServiceConfig{ClusterIPRanges: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12")}}
+	v6Wide := svcconfig.ServiceConfig{ClusterIPRanges: []netip.Prefix{netip.MustParsePrefix("fd00:0:0:1::/64")}}
 	cases := []struct {
 		name string
 		cfg  svcconfig.ServiceConfig
@@ -24,6 +26,25 @@ func TestCheckIP(t *testing.T) {
 		{name: "IPv6 in dual-stack range", cfg: dual, ip: "fd00::5"},
 		{name: "family not configured", cfg: v4, ip: "fd00::5",
 			want: "the provided IP (fd00::5) is not in the valid range. The range of valid IPs is "},
+		// Upstream never hands out the network address of a range, nor the
+		// broadcast address of an IPv4 one, and refuses them when asked.
+		{name: "IPv4 network address", cfg: v4, ip: "10.0.0.0",
+			want: "the provided IP (10.0.0.0) is not in the valid range. The range of valid IPs is 10.0.0.0/24"},
+		{name: "IPv4 broadcast address", cfg: v4, ip: "10.0.0.255",
+			want: "the provided IP (10.0.0.255) is not in the valid range. The range of valid IPs is 10.0.0.0/24"},
+		{name: "IPv4 first host", cfg: v4, ip: "10.0.0.1"},
+		{name: "IPv4 last host", cfg: v4, ip: "10.0.0.254"},
+		{name: "default range network address", cfg: defaultRange, ip: "10.96.0.0",
+			want: "the provided IP (10.96.0.0) is not in the valid range. The range of valid IPs is 10.96.0.0/12"},
+		{name: "default range broadcast address", cfg: defaultRange, ip: "10.111.255.255",
+			want: "the provided IP (10.111.255.255) is not in the valid range. The range of valid IPs is 10.96.0.0/12"},
+		{name: "default range last host", cfg: defaultRange, ip: "10.111.255.254"},
+		{name: "IPv6 subnet-router anycast address", cfg: dual, ip: "fd00::",
+			want: "the provided IP (fd00::) is not in the valid range. The range of valid IPs is fd00::/108"},
+		{name: "IPv6 last address", cfg: dual, ip: "fd00::f:ffff"},
+		{name: "IPv6 last address of a /64", cfg: v6Wide, ip: "fd00:0:0:1:ffff:ffff:ffff:ffff"},
+		{name: "IPv4 network address in dual-stack", cfg: dual, ip: "10.0.0.0",
+			want: "the provided IP (10.0.0.0) is not in the valid range. The range of valid IPs is 10.0.0.0/24"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

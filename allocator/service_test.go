@@ -310,3 +310,19 @@ func TestRepair(t *testing.T) {
 		t.Fatal("repair freed a live service's address")
 	}
 }
+
+// TestRepairReportsReservedAddress: a stored Service holding the network
+// address of the range (restored data, or written by a server that let it
+// through) is reported as out of range, as upstream's repair does.
+func TestRepairReportsReservedAddress(t *testing.T) {
+	a := New(testCfg, NewMemoryStore())
+	s := svc("network", corev1.ServiceTypeClusterIP)
+	s.Spec.ClusterIP, s.Spec.ClusterIPs = "10.96.0.0", []string{"10.96.0.0"}
+	problems, err := NewRepairer(a, time.Minute).Repair(context.Background(), []corev1.Service{*s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(problems) != 1 || problems[0].Reason != "ClusterIPOutOfRange" {
+		t.Fatalf("got %+v, want one ClusterIPOutOfRange", problems)
+	}
+}

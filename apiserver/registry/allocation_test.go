@@ -57,6 +57,16 @@ func TestAllocationErrors(t *testing.T) {
 		want: `Service "far" is invalid: spec.clusterIPs: Invalid value: ["10.1.0.5"]: failed to allocate IP 10.1.0.5: ` +
 			`the provided IP (10.1.0.5) is not in the valid range. The range of valid IPs is 10.0.0.0/30`,
 	}, {
+		name: "network address",
+		svc:  testService("network", corev1.ServiceTypeClusterIP, withClusterIP("10.0.0.0")),
+		want: `Service "network" is invalid: spec.clusterIPs: Invalid value: ["10.0.0.0"]: failed to allocate IP 10.0.0.0: ` +
+			`the provided IP (10.0.0.0) is not in the valid range. The range of valid IPs is 10.0.0.0/30`,
+	}, {
+		name: "broadcast address",
+		svc:  testService("broadcast", corev1.ServiceTypeClusterIP, withClusterIP("10.0.0.3")),
+		want: `Service "broadcast" is invalid: spec.clusterIPs: Invalid value: ["10.0.0.3"]: failed to allocate IP 10.0.0.3: ` +
+			`the provided IP (10.0.0.3) is not in the valid range. The range of valid IPs is 10.0.0.0/30`,
+	}, {
 		name: "cluster IP taken",
 		svc:  testService("same-ip", corev1.ServiceTypeClusterIP, withClusterIP("10.0.0.1")),
 		want: `Service "same-ip" is invalid: spec.clusterIPs: Invalid value: ["10.0.0.1"]: failed to allocate IP 10.0.0.1: provided IP is already allocated`,
