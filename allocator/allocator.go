@@ -2,8 +2,6 @@ package allocator
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"math/rand/v2"
 	"net/netip"
 	"sync"
@@ -13,13 +11,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"portal.dev/portal/apiserver/svcconfig"
-)
-
-// Errors with upstream's texts.
-var (
-	ErrAllocated     = errors.New("provided IP is already allocated")
-	ErrPortAllocated = errors.New("provided port is already allocated")
-	ErrFull          = errors.New("range is full")
 )
 
 // Allocator reserves cluster IPs and node ports for Services.
@@ -141,7 +132,7 @@ func (a *Allocator) pickLocked(s *slot) (Key, error) {
 	if s.family != "" {
 		p := a.ips[s.family]
 		if p == nil {
-			return "", fmt.Errorf("no %s service range configured", s.family)
+			return "", noRangeError{s.family}
 		}
 		i, ok := p.bits.Next(a.rand)
 		if !ok {

@@ -9,6 +9,11 @@
 // servers sharing etcd never hand out the same item. This package owns the
 // reservations and nothing else; the Service REST layer decides when to
 // reserve and release, and a repair loop frees what no Service holds.
+//
+// The allocator sits below the API server: it returns its own errors
+// (ErrFull, ErrNotInRange, RequestErrors naming the field that asked, ...)
+// and the API server's registry turns them into field errors. It must not
+// import the API server's validation or registry.
 package allocator
 
 import (

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/netip"
 	"strconv"
+
+	"portal.dev/portal/apiserver/svcconfig"
 )
 
 // maxRange caps how many addresses of an IPv6 range are used: the bitmap
@@ -57,6 +59,56 @@ func (r ipRange) addr(i int) netip.Addr {
 		return a.Unmap()
 	}
 	return a
+}
+
+// checkIP returns nil when a Service may ask for ip: an allocatable
+// address of the cluster's range of its family. Otherwise it returns an
+// *IPRangeError (also when the cluster has no range of that family).
+func (a *Allocator) checkIP(ip netip.Addr) error {
+	ip = ip.Unmap()
+	prefix, ok := a.cfg.RangeFor(svcconfig.FamilyOfAddr(ip))
+	if ok && allocatable(prefix, ip) {
+		return nil
+	}
+	valid := ""
+	if ok {
+		valid = prefix.String()
+	}
+	return &IPRangeError{IP: ip, ValidRange: valid}
+}
+
+// allocatable reports whether ip is an address of p that a Service may
+// hold: any but the network address and, for IPv4, the broadcast address.
+// Upstream's allocators never hand those out and refuse them when asked
+// (for IPv6 the first address is the subnet-router anycast address; the
+// last is an ordinary one), so that no Service holds an address some
+// networks treat specially.
+func allocatable(p netip.Prefix, ip netip.Addr) bool {
+	p = p.Masked()
+	if !p.Contains(ip) || ip == p.Addr() {
+		return false
+	}
+	return !ip.Is4() || ip != lastAddr(p)
+}
+
+// lastAddr returns the last address of p: its host bits all set.
+func lastAddr(p netip.Prefix) netip.Addr {
+	b := p.Masked().Addr().AsSlice()
+	for i := p.Bits(); i < len(b)*8; i++ {
+		b[i/8] |= 0x80 >> (i % 8)
+	}
+	a, _ := netip.AddrFromSlice(b)
+	return a
+}
+
+// checkPort returns nil when port lies in the NodePort range and a
+// *PortRangeError otherwise.
+func (a *Allocator) checkPort(port int) error {
+	r := a.cfg.NodePortRange.OrDefault()
+	if r.Contains(port) {
+		return nil
+	}
+	return &PortRangeError{ValidPorts: r.String()}
 }
 
 // Key names one reservation in the Store: "ip/10.96.0.10" or "port/30080".

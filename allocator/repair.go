@@ -8,8 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-
-	"portal.dev/portal/apiserver/validation"
 )
 
 // Problem is something repair found that a person should know about; the
@@ -109,13 +107,13 @@ func (r *Repairer) outOfRange(svc *corev1.Service, k Key) *Problem {
 		return nil
 	}
 	if ip.IsValid() {
-		if err := validation.ClusterIPInRange(ip, r.a.cfg); err != nil {
+		if err := r.a.checkIP(ip); err != nil {
 			return &Problem{svc.Namespace, svc.Name, "ClusterIPOutOfRange",
 				fmt.Sprintf("Cluster IP %s is not within the configured Service CIDR: %v", ip, err)}
 		}
 		return nil
 	}
-	if err := validation.NodePortInRange(port, r.a.cfg); err != nil {
+	if err := r.a.checkPort(port); err != nil {
 		return &Problem{svc.Namespace, svc.Name, "PortOutOfRange",
 			fmt.Sprintf("Port %d is not within the port range: %v", port, err)}
 	}

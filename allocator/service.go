@@ -3,14 +3,10 @@ package allocator
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/netip"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation/field"
-
-	"portal.dev/portal/apiserver/validation"
 )
 
 // Op is the allocation side of one Service write. Finish must be called
@@ -43,11 +39,18 @@ type slot struct {
 	set    func(k Key)
 }
 
-// claim is an item a Service names (or already holds), with how to report
-// it when it cannot be had.
+// claim is an item a Service names (or already holds), with the field that
+// named it, to report when it cannot be had.
 type claim struct {
 	key Key
-	err func(error) *field.Error
+	req RequestError
+}
+
+// refuse returns c's RequestError with reason err.
+func (c claim) refuse(err error) *RequestError {
+	r := c.req
+	r.Err = err
+	return &r
 }
 
 // Owner is how reservations name the Service holding them.
@@ -55,22 +58,25 @@ func Owner(svc *corev1.Service) string { return svc.Namespace + "/" + svc.Name }
 
 // Allocate reserves what svc needs: for a create old is nil; for an update,
 // what old holds and svc keeps is kept, what svc drops is released when the
-// write succeeds. It fills in the chosen cluster IPs and ports. Errors are
-// upstream's field errors (422); a full range is one too.
-func (a *Allocator) Allocate(ctx context.Context, svc, old *corev1.Service, dryRun bool) (*Op, field.ErrorList) {
+// write succeeds. It fills in the chosen cluster IPs and ports.
+//
+// A value svc names that it cannot have is refused with RequestErrors. A
+// range with nothing left gives ErrFull, a family without a range
+// ErrNoRange; any other error is the store's, or ErrCollided.
+func (a *Allocator) Allocate(ctx context.Context, svc, old *corev1.Service, dryRun bool) (*Op, error) {
 	held := map[Key]bool{}
 	if old != nil {
 		for _, k := range Keys(old) {
 			held[k] = true
 		}
 	}
-	claims, slots, errs := a.plan(svc, held)
-	if len(errs) > 0 {
-		return nil, errs
+	claims, slots, refused := a.plan(svc, held)
+	if len(refused) > 0 {
+		return nil, refused
 	}
 	op := &Op{a: a, owner: Owner(svc), dryRun: dryRun}
-	if errs := a.reserve(ctx, op, claims, slots); len(errs) > 0 {
-		return nil, errs
+	if err := a.reserve(ctx, op, claims, slots); err != nil {
+		return nil, err
 	}
 	if old != nil {
 		keep := map[Key]bool{}
@@ -110,10 +116,10 @@ func (a *Allocator) releaseKeys(ctx context.Context, keys []Key, owner string) {
 
 // plan lists the items svc names that it does not hold yet (claims) and the
 // items it needs but does not name (slots).
-func (a *Allocator) plan(svc *corev1.Service, held map[Key]bool) ([]claim, []*slot, field.ErrorList) {
+func (a *Allocator) plan(svc *corev1.Service, held map[Key]bool) ([]claim, []*slot, RequestErrors) {
 	var claims []claim
 	var slots []*slot
-	var errs field.ErrorList
+	var errs RequestErrors
 	ipClaims, ipSlots, ipErrs := a.planIPs(svc, held)
 	claims, slots, errs = append(claims, ipClaims...), append(slots, ipSlots...), append(errs, ipErrs...)
 	portClaims, portSlots, portErrs := a.planPorts(svc, held)
@@ -125,13 +131,13 @@ func needsClusterIP(svc *corev1.Service) bool {
 	return svc.Spec.Type != corev1.ServiceTypeExternalName && svc.Spec.ClusterIP != corev1.ClusterIPNone
 }
 
-func (a *Allocator) planIPs(svc *corev1.Service, held map[Key]bool) ([]claim, []*slot, field.ErrorList) {
+func (a *Allocator) planIPs(svc *corev1.Service, held map[Key]bool) ([]claim, []*slot, RequestErrors) {
 	if !needsClusterIP(svc) {
 		return nil, nil, nil
 	}
 	var claims []claim
 	var slots []*slot
-	var errs field.ErrorList
+	var errs RequestErrors
 	for i, fam := range svc.Spec.IPFamilies {
 		if i < len(svc.Spec.ClusterIPs) && svc.Spec.ClusterIPs[i] != "" {
 			ipStr := svc.Spec.ClusterIPs[i]
@@ -143,13 +149,12 @@ func (a *Allocator) planIPs(svc *corev1.Service, held map[Key]bool) ([]claim, []
 			if held[k] {
 				continue
 			}
-			if err := validation.ClusterIPInRange(ip, a.cfg); err != nil {
-				errs = append(errs, validation.ClusterIPAllocationError(svc.Spec.ClusterIPs, ipStr, err))
+			c := claim{key: k, req: RequestError{Field: FieldClusterIP, Index: i, IP: ipStr}}
+			if err := a.checkIP(ip); err != nil {
+				errs = append(errs, c.refuse(err))
 				continue
 			}
-			claims = append(claims, claim{key: k, err: func(err error) *field.Error {
-				return validation.ClusterIPAllocationError(svc.Spec.ClusterIPs, ipStr, err)
-			}})
+			claims = append(claims, c)
 			continue
 		}
 		i := i
@@ -179,22 +184,22 @@ func needsHealthCheckNodePort(svc *corev1.Service) bool {
 		svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
 }
 
-func (a *Allocator) planPorts(svc *corev1.Service, held map[Key]bool) ([]claim, []*slot, field.ErrorList) {
+func (a *Allocator) planPorts(svc *corev1.Service, held map[Key]bool) ([]claim, []*slot, RequestErrors) {
 	var claims []claim
 	var slots []*slot
-	var errs field.ErrorList
+	var errs RequestErrors
 	claimed := map[Key]bool{}
-	addClaim := func(port int, mkErr func(error) *field.Error) {
-		k := portKey(port)
-		if held[k] || claimed[k] {
+	addClaim := func(req RequestError) {
+		c := claim{key: portKey(int(req.Port)), req: req}
+		if held[c.key] || claimed[c.key] {
 			return
 		}
-		claimed[k] = true
-		if err := validation.NodePortInRange(port, a.cfg); err != nil {
-			errs = append(errs, mkErr(err))
+		claimed[c.key] = true
+		if err := a.checkPort(int(req.Port)); err != nil {
+			errs = append(errs, c.refuse(err))
 			return
 		}
-		claims = append(claims, claim{key: k, err: mkErr})
+		claims = append(claims, c)
 	}
 	isLB := svc.Spec.Type == corev1.ServiceTypeLoadBalancer
 	if needsNodePorts(svc) || isLB {
@@ -204,8 +209,7 @@ func (a *Allocator) planPorts(svc *corev1.Service, held map[Key]bool) ([]claim, 
 		for i := range svc.Spec.Ports {
 			p := &svc.Spec.Ports[i]
 			if p.NodePort != 0 {
-				i, np := i, p.NodePort
-				addClaim(int(np), func(err error) *field.Error { return validation.NodePortAllocationError(i, np, err) })
+				addClaim(RequestError{Field: FieldNodePort, Index: i, Port: p.NodePort})
 				continue
 			}
 			if !needsNodePorts(svc) {
@@ -227,10 +231,7 @@ func (a *Allocator) planPorts(svc *corev1.Service, held map[Key]bool) ([]claim, 
 	}
 	if needsHealthCheckNodePort(svc) {
 		if hc := svc.Spec.HealthCheckNodePort; hc != 0 {
-			addClaim(int(hc), func(err error) *field.Error {
-				return field.Invalid(field.NewPath("spec", "healthCheckNodePort"), hc,
-					fmt.Sprintf("failed to allocate requested HealthCheck NodePort %d: %v", hc, err))
-			})
+			addClaim(RequestError{Field: FieldHealthCheckNodePort, Port: hc})
 		} else {
 			slots = append(slots, &slot{set: func(k Key) { svc.Spec.HealthCheckNodePort = int32(portOf(k)) }})
 		}
@@ -251,15 +252,15 @@ func sharedNodePort(svc *corev1.Service, p *corev1.ServicePort) int32 {
 
 // reserve picks values for the slots and records claims and picks in the
 // store in one transaction, retrying picks another API server took first.
-func (a *Allocator) reserve(ctx context.Context, op *Op, claims []claim, slots []*slot) field.ErrorList {
-	claimErr := map[Key]func(error) *field.Error{}
+func (a *Allocator) reserve(ctx context.Context, op *Op, claims []claim, slots []*slot) error {
+	byKey := map[Key]claim{}
 	for _, c := range claims {
-		claimErr[c.key] = c.err
+		byKey[c.key] = c
 	}
 	for attempt := 0; ; attempt++ {
 		picks, err := a.pick(slots)
 		if err != nil {
-			return field.ErrorList{field.Invalid(field.NewPath("spec", "clusterIPs"), "", "failed to allocate: "+err.Error())}
+			return err
 		}
 		keys := make([]Key, 0, len(claims)+len(picks))
 		for _, c := range claims {
@@ -273,7 +274,7 @@ func (a *Allocator) reserve(ctx context.Context, op *Op, claims []claim, slots [
 		}
 		if err != nil {
 			a.unpick(picks)
-			return field.ErrorList{field.InternalError(field.NewPath("spec"), err)}
+			return err
 		}
 		if len(taken) == 0 {
 			for i, s := range slots {
@@ -286,14 +287,14 @@ func (a *Allocator) reserve(ctx context.Context, op *Op, claims []claim, slots [
 			op.reserved = append(op.reserved, keys...)
 			return nil
 		}
-		var errs field.ErrorList
+		var errs RequestErrors
 		for _, k := range taken {
-			if mk, ok := claimErr[k]; ok {
-				perr := ErrAllocated
+			if c, ok := byKey[k]; ok {
+				reason := ErrAllocated
 				if addrOf(k) == (netip.Addr{}) {
-					perr = ErrPortAllocated
+					reason = ErrPortAllocated
 				}
-				errs = append(errs, mk(perr))
+				errs = append(errs, c.refuse(reason))
 			}
 		}
 		// Picks that were not taken go back; taken ones stay marked.
@@ -302,7 +303,7 @@ func (a *Allocator) reserve(ctx context.Context, op *Op, claims []claim, slots [
 			return errs
 		}
 		if attempt == 10 {
-			return field.ErrorList{field.InternalError(field.NewPath("spec"), errors.New("allocation kept colliding; try again"))}
+			return ErrCollided
 		}
 		if attempt >= 2 {
 			// The bitmaps lag behind other API servers more than a few

@@ -2,9 +2,10 @@ package allocator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
-	"strings"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -34,9 +35,9 @@ func svc(name string, typ corev1.ServiceType, families ...corev1.IPFamily) *core
 
 func allocate(t *testing.T, a *Allocator, s, old *corev1.Service) *Op {
 	t.Helper()
-	op, errs := a.Allocate(context.Background(), s, old, false)
-	if len(errs) > 0 {
-		t.Fatalf("allocate %s: %v", s.Name, errs)
+	op, err := a.Allocate(context.Background(), s, old, false)
+	if err != nil {
+		t.Fatalf("allocate %s: %v", s.Name, err)
 	}
 	return op
 }
@@ -69,17 +70,19 @@ func TestAllocateCreate(t *testing.T) {
 		allocate(t, a, s, nil)
 	})
 	for _, tc := range []struct {
-		name, ip, want string
+		name, ip string
+		want     error
 	}{
-		{"already allocated", "10.96.0.10", `spec.clusterIPs: Invalid value: ["10.96.0.10"]: failed to allocate IP 10.96.0.10: provided IP is already allocated`},
-		{"out of range", "10.97.0.1", "the provided IP (10.97.0.1) is not in the valid range. The range of valid IPs is 10.96.0.0/24"},
+		{"already allocated", "10.96.0.10", ErrAllocated},
+		{"out of range", "10.97.0.1", &IPRangeError{IP: netip.MustParseAddr("10.97.0.1"), ValidRange: "10.96.0.0/24"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := svc("bad-"+tc.name, corev1.ServiceTypeClusterIP)
 			s.Spec.ClusterIPs, s.Spec.ClusterIP = []string{tc.ip}, tc.ip
-			_, errs := a.Allocate(context.Background(), s, nil, false)
-			if len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.want) {
-				t.Fatalf("got %v, want %q", errs, tc.want)
+			_, err := a.Allocate(context.Background(), s, nil, false)
+			want := RequestErrors{{Field: FieldClusterIP, IP: tc.ip, Err: tc.want}}
+			if !reflect.DeepEqual(err, want) {
+				t.Fatalf("got %v, want %v", err, want)
 			}
 		})
 	}
@@ -119,10 +122,10 @@ func TestAllocateNodePorts(t *testing.T) {
 		allocate(t, a, s, nil)
 		s2 := svc("second", corev1.ServiceTypeNodePort)
 		s2.Spec.Ports[0].NodePort = 30005
-		_, errs := a.Allocate(context.Background(), s2, nil, false)
-		want := "spec.ports[0].nodePort: Invalid value: 30005: provided port is already allocated"
-		if len(errs) != 1 || errs[0].Error() != want {
-			t.Fatalf("got %v, want %q", errs, want)
+		_, err := a.Allocate(context.Background(), s2, nil, false)
+		want := RequestErrors{{Field: FieldNodePort, Index: 0, Port: 30005, Err: ErrPortAllocated}}
+		if !reflect.DeepEqual(err, want) {
+			t.Fatalf("got %v, want %v", err, want)
 		}
 	})
 	t.Run("LoadBalancer without node ports", func(t *testing.T) {
@@ -181,8 +184,8 @@ func TestAllocateUpdateAndRelease(t *testing.T) {
 	}
 	// A dry run reserves nothing, but says what it would get.
 	dry := svc("dry", corev1.ServiceTypeNodePort)
-	if _, errs := a.Allocate(ctx, dry, nil, true); len(errs) > 0 || dry.Spec.ClusterIP == "" {
-		t.Fatalf("dry run: %v, IP %q", errs, dry.Spec.ClusterIP)
+	if _, err := a.Allocate(ctx, dry, nil, true); err != nil || dry.Spec.ClusterIP == "" {
+		t.Fatalf("dry run: %v, IP %q", err, dry.Spec.ClusterIP)
 	}
 	if ips, ports := a.Used(corev1.IPv4Protocol); held() != 0 || ips != 0 || ports != 0 {
 		t.Fatalf("dry run left %d reservations, %d IPs and %d ports marked", held(), ips, ports)
@@ -213,8 +216,8 @@ func TestConcurrentAllocatorsShareNothing(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			s := svc(fmt.Sprintf("s%d", i), corev1.ServiceTypeNodePort)
-			if _, errs := servers[i%2].Allocate(context.Background(), s, nil, false); len(errs) > 0 {
-				t.Errorf("allocate %s: %v", s.Name, errs)
+			if _, err := servers[i%2].Allocate(context.Background(), s, nil, false); err != nil {
+				t.Errorf("allocate %s: %v", s.Name, err)
 				return
 			}
 			mu.Lock()
@@ -240,9 +243,9 @@ func TestRangeFull(t *testing.T) {
 	for i := range 2 {
 		allocate(t, a, svc(fmt.Sprint("s", i), corev1.ServiceTypeClusterIP), nil)
 	}
-	_, errs := a.Allocate(context.Background(), svc("third", corev1.ServiceTypeClusterIP), nil, false)
-	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "range is full") {
-		t.Fatalf("got %v, want range is full", errs)
+	_, err := a.Allocate(context.Background(), svc("third", corev1.ServiceTypeClusterIP), nil, false)
+	if !errors.Is(err, ErrFull) {
+		t.Fatalf("got %v, want %v", err, ErrFull)
 	}
 }
 
@@ -305,5 +308,21 @@ func TestRepair(t *testing.T) {
 	}
 	if _, ok := owners[ipKey(netip.MustParseAddr(live.Spec.ClusterIP))]; !ok {
 		t.Fatal("repair freed a live service's address")
+	}
+}
+
+// TestRepairReportsReservedAddress: a stored Service holding the network
+// address of the range (restored data, or written by a server that let it
+// through) is reported as out of range, as upstream's repair does.
+func TestRepairReportsReservedAddress(t *testing.T) {
+	a := New(testCfg, NewMemoryStore())
+	s := svc("network", corev1.ServiceTypeClusterIP)
+	s.Spec.ClusterIP, s.Spec.ClusterIPs = "10.96.0.0", []string{"10.96.0.0"}
+	problems, err := NewRepairer(a, time.Minute).Repair(context.Background(), []corev1.Service{*s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(problems) != 1 || problems[0].Reason != "ClusterIPOutOfRange" {
+		t.Fatalf("got %+v, want one ClusterIPOutOfRange", problems)
 	}
 }

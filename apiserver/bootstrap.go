@@ -20,7 +20,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
-	nscontroller "portal.dev/portal/controller/namespace"
+	"portal.dev/portal/apiserver/namespace"
 	"portal.dev/portal/pki"
 )
 
@@ -38,7 +38,7 @@ func addBootstrapHooks(s *genericapiserver.GenericAPIServer, o Options, ca *pki.
 		if err != nil {
 			return err
 		}
-		go nscontroller.New(client).Run(hc.Context)
+		go namespace.New(client).Run(hc.Context)
 		return nil
 	}); err != nil {
 		return err

@@ -241,3 +241,43 @@ func TestRepairReportsOutOfRange(t *testing.T) {
 		return err == nil && strings.TrimSpace(out) != ""
 	})
 }
+
+// TestAllocationRefusesReservedAddresses pins the bug of issue #16: a
+// Service could ask for the network address (10.96.0.0) or the broadcast
+// address (10.111.255.255) of the default range. Like upstream, the API
+// refuses the first and last address of every IPv4 range, and the first
+// (subnet-router anycast) address of every IPv6 range, with a 422 on
+// spec.clusterIPs; the addresses next to them (the first host address
+// being the kubernetes Service's), and the last of an IPv6 range, may be
+// had.
+func TestAllocationRefusesReservedAddresses(t *testing.T) {
+	cases := []struct {
+		name      string
+		args      []string
+		refused   []string
+		allocable []string
+	}{{
+		name:      "default range",
+		refused:   []string{"10.96.0.0", "10.111.255.255"},
+		allocable: []string{"10.96.0.2", "10.111.255.254"},
+	}, {
+		name:      "configured dual-stack ranges",
+		args:      []string{"--service-cluster-ip-range", "10.100.0.0/24,fd00:10:96::/112"},
+		refused:   []string{"10.100.0.0", "10.100.0.255", "fd00:10:96::"},
+		allocable: []string{"10.100.0.254", "fd00:10:96::1", "fd00:10:96::ffff"},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := framework.StartServer(t, tc.args...)
+			for i, ip := range tc.refused {
+				out, err := s.Kubectl("create", "service", "clusterip", fmt.Sprint("refused-", i), "--tcp=80", "--clusterip="+ip)
+				checkInvalid(t, out, err, []string{"spec.clusterIPs: Invalid value", "failed to allocate IP " + ip})
+			}
+			for i, ip := range tc.allocable {
+				if out, err := s.Kubectl("create", "service", "clusterip", fmt.Sprint("allocable-", i), "--tcp=80", "--clusterip="+ip); err != nil {
+					t.Errorf("cluster IP %s: got %v (%s), want it created", ip, err, strings.TrimSpace(out))
+				}
+			}
+		})
+	}
+}

@@ -14,8 +14,8 @@ const certCacheSize = 4096
 
 // CachedCertificates remembers, for up to ttl, who a client certificate
 // that inner accepted belongs to, so the requests of one client do not each
-// verify the chain's signature again (an ECDSA verification, about a tenth
-// of the CPU of a small write). A certificate is re-verified once ttl has
+// verify the chain's signature again (an ECDSA verification, a large part
+// of the cost of a small write). A certificate is re-verified once ttl has
 // passed and never used past its NotAfter. inner must verify against a
 // fixed set of CAs: a certificate stays accepted up to ttl after its CA is
 // dropped. Certificates that came with intermediates, and failures, are

@@ -141,17 +141,6 @@ func serviceBeginUpdate(cfg Config) genericregistry.BeginUpdateFunc {
 	}
 }
 
-func allocate(ctx context.Context, cfg Config, svc, old *corev1.Service, dryRun bool) (genericregistry.FinishFunc, error) {
-	if cfg.Allocator == nil {
-		return func(context.Context, bool) {}, nil
-	}
-	op, errs := cfg.Allocator.Allocate(ctx, svc, old, dryRun)
-	if len(errs) > 0 {
-		return nil, invalidService(svc, errs)
-	}
-	return op.Finish, nil
-}
-
 // serviceAfterDelete gives a deleted Service's reservations back.
 func serviceAfterDelete(cfg Config) genericregistry.AfterDeleteFunc {
 	return func(obj runtime.Object, opts *metav1.DeleteOptions) {

@@ -7,8 +7,8 @@
 // Every function is pure: objects in, field.ErrorList out. The package owns
 // no state, does no I/O and never mutates its inputs; defaulting lives in
 // apiserver/defaults and allocation (IP and port ranges, which produce their
-// own errors upstream) in the registry, which can use ClusterIPInRange and
-// NodePortInRange for the allocator's messages.
+// own errors upstream) in the allocator package, whose errors the registry
+// reports.
 //
 // Validation assumes its input has already been defaulted, as upstream's
 // does: for example a Service with no sessionAffinity is rejected here

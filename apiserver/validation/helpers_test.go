@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
-
-	"portal.dev/portal/apiserver/svcconfig"
 )
 
 // wantErr describes one expected error: its field path, its type and,
@@ -54,7 +52,3 @@ var (
 )
 
 func ptr[T any](v T) *T { return &v }
-
-func portRange(base, size int) svcconfig.PortRange {
-	return svcconfig.PortRange{Base: base, Size: size}
-}

@@ -46,8 +46,7 @@ func contains[T comparable](list []T, v T) bool {
 // expects the registry's work done first: defaults applied (defaults.Service),
 // clusterIP/clusterIPs synced and IP family fields initialised
 // (defaults.ServiceIPFamilies), and cluster IPs and healthCheckNodePort
-// allocated. Range checks on those allocations are the allocator's (see
-// ClusterIPInRange, NodePortInRange).
+// allocated. Range checks on those allocations are the allocator's.
 func ValidateService(svc *corev1.Service, cfg ServiceConfig) field.ErrorList {
 	return validateService(svc, nil, cfg)
 }

@@ -1,8 +1,6 @@
 package validation
 
 import (
-	"errors"
-	"net/netip"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -153,78 +151,5 @@ func TestValidateServiceStatusUpdate(t *testing.T) {
 			tc.edit(svc)
 			checkErrs(t, ValidateServiceStatusUpdate(svc, old), tc.want...)
 		})
-	}
-}
-
-func TestClusterIPInRange(t *testing.T) {
-	cases := []struct {
-		name string
-		ip   string
-		cfg  ServiceConfig
-		want string
-	}{
-		{name: "in range", ip: "10.0.0.5", cfg: cfgV4},
-		{name: "out of range", ip: "10.1.0.5", cfg: cfgV4,
-			want: "the provided IP (10.1.0.5) is not in the valid range. The range of valid IPs is 10.0.0.0/24"},
-		{name: "IPv6 in dual-stack range", ip: "fd00::5", cfg: cfgDual},
-		{name: "family not configured", ip: "fd00::5", cfg: cfgV4,
-			want: "the provided IP (fd00::5) is not in the valid range. The range of valid IPs is "},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			err := ClusterIPInRange(netip.MustParseAddr(tc.ip), tc.cfg)
-			got := ""
-			if err != nil {
-				got = err.Error()
-			}
-			if got != tc.want {
-				t.Errorf("got %q, want %q", got, tc.want)
-			}
-			var notInRange *IPNotInRangeError
-			if tc.want != "" && !errors.As(err, &notInRange) {
-				t.Errorf("got error type %T, want *IPNotInRangeError", err)
-			}
-		})
-	}
-	fe := ClusterIPAllocationError([]string{"10.1.0.5"}, "10.1.0.5", ClusterIPInRange(netip.MustParseAddr("10.1.0.5"), cfgV4))
-	want := `spec.clusterIPs: Invalid value: ["10.1.0.5"]: failed to allocate IP 10.1.0.5: the provided IP (10.1.0.5) is not in the valid range. The range of valid IPs is 10.0.0.0/24`
-	if fe.Error() != want {
-		t.Errorf("got %q, want %q", fe.Error(), want)
-	}
-}
-
-func TestNodePortInRange(t *testing.T) {
-	custom := ServiceConfig{NodePortRange: portRange(20000, 100)}
-	cases := []struct {
-		name string
-		port int
-		cfg  ServiceConfig
-		want string
-	}{
-		{name: "default range low end", port: 30000},
-		{name: "default range high end", port: 32767},
-		{name: "below default range", port: 80,
-			want: "provided port is not in the valid range. The range of valid ports is 30000-32767"},
-		{name: "above default range", port: 32768,
-			want: "provided port is not in the valid range. The range of valid ports is 30000-32767"},
-		{name: "custom range", port: 20099, cfg: custom},
-		{name: "outside custom range", port: 20100, cfg: custom,
-			want: "provided port is not in the valid range. The range of valid ports is 20000-20099"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			got := ""
-			if err := NodePortInRange(tc.port, tc.cfg); err != nil {
-				got = err.Error()
-			}
-			if got != tc.want {
-				t.Errorf("got %q, want %q", got, tc.want)
-			}
-		})
-	}
-	fe := NodePortAllocationError(1, 80, NodePortInRange(80, ServiceConfig{}))
-	want := "spec.ports[1].nodePort: Invalid value: 80: provided port is not in the valid range. The range of valid ports is 30000-32767"
-	if fe.Error() != want {
-		t.Errorf("got %q, want %q", fe.Error(), want)
 	}
 }

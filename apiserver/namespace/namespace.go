@@ -1,8 +1,12 @@
 // Package namespace empties namespaces that are being deleted and then lets
 // them go: for a Terminating namespace it deletes every namespaced object
 // in it, waits until none is left, clears the "kubernetes" finalizer through
-// the finalize subresource and deletes the namespace again. It talks only
-// to the API, so any number of copies may run.
+// the finalize subresource and deletes the namespace again.
+//
+// It is part of the API server, which starts it in a post-start hook with
+// its loopback client, since the "kubernetes" finalizer the registry puts
+// on every namespace is the API server's to clear. It talks only to the
+// API, so every API server sharing an etcd may run a copy.
 package namespace
 
 import (

@@ -1,0 +1,58 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
+
+	"portal.dev/portal/allocator"
+)
+
+// allocate reserves what svc needs (see allocator.Allocate) and returns the
+// FinishFunc that settles the reservations with the write's outcome.
+func allocate(ctx context.Context, cfg Config, svc, old *corev1.Service, dryRun bool) (genericregistry.FinishFunc, error) {
+	if cfg.Allocator == nil {
+		return func(context.Context, bool) {}, nil
+	}
+	op, err := cfg.Allocator.Allocate(ctx, svc, old, dryRun)
+	if err != nil {
+		return nil, invalidService(svc, allocationErrors(svc, err))
+	}
+	return op.Finish, nil
+}
+
+// allocationErrors reports an allocator error on the fields upstream's
+// service registry names, with its messages: a refused cluster IP on
+// spec.clusterIPs with the whole list as the value, a refused node port on
+// its spec.ports entry, a full range on spec.clusterIPs, anything else as
+// an internal error.
+func allocationErrors(svc *corev1.Service, err error) field.ErrorList {
+	var refused allocator.RequestErrors
+	switch {
+	case errors.As(err, &refused):
+		errs := make(field.ErrorList, 0, len(refused))
+		for _, r := range refused {
+			errs = append(errs, requestFieldError(svc, r))
+		}
+		return errs
+	case errors.Is(err, allocator.ErrFull), errors.Is(err, allocator.ErrNoRange):
+		return field.ErrorList{field.Invalid(field.NewPath("spec", "clusterIPs"), "", "failed to allocate: "+err.Error())}
+	}
+	return field.ErrorList{field.InternalError(field.NewPath("spec"), err)}
+}
+
+func requestFieldError(svc *corev1.Service, r *allocator.RequestError) *field.Error {
+	switch r.Field {
+	case allocator.FieldNodePort:
+		return field.Invalid(field.NewPath("spec", "ports").Index(r.Index).Child("nodePort"), r.Port, r.Err.Error())
+	case allocator.FieldHealthCheckNodePort:
+		return field.Invalid(field.NewPath("spec", "healthCheckNodePort"), r.Port,
+			fmt.Sprintf("failed to allocate requested HealthCheck NodePort %d: %v", r.Port, r.Err))
+	}
+	return field.Invalid(field.NewPath("spec", "clusterIPs"), svc.Spec.ClusterIPs,
+		fmt.Sprintf("failed to allocate IP %v: %v", r.IP, r.Err))
+}

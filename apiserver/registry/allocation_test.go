@@ -1,0 +1,114 @@
+package registry
+
+import (
+	"context"
+	"net/netip"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"portal.dev/portal/allocator"
+	"portal.dev/portal/apiserver/svcconfig"
+)
+
+func testService(name string, typ corev1.ServiceType, edit func(*corev1.Service)) *corev1.Service {
+	s := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		Spec: corev1.ServiceSpec{Type: typ, IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol},
+			Ports: []corev1.ServicePort{
+				{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP},
+				{Name: "https", Port: 443, Protocol: corev1.ProtocolTCP},
+			}},
+	}
+	if edit != nil {
+		edit(s)
+	}
+	return s
+}
+
+func withClusterIP(ip string) func(*corev1.Service) {
+	return func(s *corev1.Service) { s.Spec.ClusterIP, s.Spec.ClusterIPs = ip, []string{ip} }
+}
+
+// TestAllocationErrors: what the allocator refuses reaches the client as
+// upstream's 422, on the field that asked and with upstream's message.
+func TestAllocationErrors(t *testing.T) {
+	cfg := svcconfig.ServiceConfig{ClusterIPRanges: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/30")}}
+	a := allocator.New(cfg, allocator.NewMemoryStore())
+	rcfg := Config{Service: cfg, Allocator: a}
+	ctx := context.Background()
+	// Holds 10.0.0.1, node port 30005 and health check node port 30006.
+	holder := testService("holder", corev1.ServiceTypeLoadBalancer, func(s *corev1.Service) {
+		withClusterIP("10.0.0.1")(s)
+		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+		s.Spec.Ports[0].NodePort, s.Spec.HealthCheckNodePort = 30005, 30006
+	})
+	if _, err := allocate(ctx, rcfg, holder, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		svc  *corev1.Service
+		want string
+	}{{
+		name: "cluster IP out of range",
+		svc:  testService("far", corev1.ServiceTypeClusterIP, withClusterIP("10.1.0.5")),
+		want: `Service "far" is invalid: spec.clusterIPs: Invalid value: ["10.1.0.5"]: failed to allocate IP 10.1.0.5: ` +
+			`the provided IP (10.1.0.5) is not in the valid range. The range of valid IPs is 10.0.0.0/30`,
+	}, {
+		name: "network address",
+		svc:  testService("network", corev1.ServiceTypeClusterIP, withClusterIP("10.0.0.0")),
+		want: `Service "network" is invalid: spec.clusterIPs: Invalid value: ["10.0.0.0"]: failed to allocate IP 10.0.0.0: ` +
+			`the provided IP (10.0.0.0) is not in the valid range. The range of valid IPs is 10.0.0.0/30`,
+	}, {
+		name: "broadcast address",
+		svc:  testService("broadcast", corev1.ServiceTypeClusterIP, withClusterIP("10.0.0.3")),
+		want: `Service "broadcast" is invalid: spec.clusterIPs: Invalid value: ["10.0.0.3"]: failed to allocate IP 10.0.0.3: ` +
+			`the provided IP (10.0.0.3) is not in the valid range. The range of valid IPs is 10.0.0.0/30`,
+	}, {
+		name: "cluster IP taken",
+		svc:  testService("same-ip", corev1.ServiceTypeClusterIP, withClusterIP("10.0.0.1")),
+		want: `Service "same-ip" is invalid: spec.clusterIPs: Invalid value: ["10.0.0.1"]: failed to allocate IP 10.0.0.1: provided IP is already allocated`,
+	}, {
+		name: "node port out of range",
+		svc:  testService("low-port", corev1.ServiceTypeNodePort, func(s *corev1.Service) { s.Spec.Ports[1].NodePort = 80 }),
+		want: `Service "low-port" is invalid: spec.ports[1].nodePort: Invalid value: 80: ` +
+			`provided port is not in the valid range. The range of valid ports is 30000-32767`,
+	}, {
+		name: "node port taken",
+		svc:  testService("same-port", corev1.ServiceTypeNodePort, func(s *corev1.Service) { s.Spec.Ports[1].NodePort = 30005 }),
+		want: `Service "same-port" is invalid: spec.ports[1].nodePort: Invalid value: 30005: provided port is already allocated`,
+	}, {
+		name: "health check node port taken",
+		svc: testService("same-hc", corev1.ServiceTypeLoadBalancer, func(s *corev1.Service) {
+			s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+			s.Spec.HealthCheckNodePort = 30006
+		}),
+		want: `Service "same-hc" is invalid: spec.healthCheckNodePort: Invalid value: 30006: ` +
+			`failed to allocate requested HealthCheck NodePort 30006: provided port is already allocated`,
+	}, {
+		name: "family without a range",
+		svc:  testService("v6", corev1.ServiceTypeClusterIP, func(s *corev1.Service) { s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv6Protocol} }),
+		want: `Service "v6" is invalid: spec.clusterIPs: Invalid value: "": failed to allocate: no IPv6 service range configured`,
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := allocate(ctx, rcfg, tc.svc, nil, false)
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("got %v, want %s", err, tc.want)
+			}
+		})
+	}
+	t.Run("range full", func(t *testing.T) {
+		// 10.0.0.0/30 has two usable addresses; holder has one.
+		if _, err := allocate(ctx, rcfg, testService("second", corev1.ServiceTypeClusterIP, nil), nil, false); err != nil {
+			t.Fatal(err)
+		}
+		_, err := allocate(ctx, rcfg, testService("third", corev1.ServiceTypeClusterIP, nil), nil, false)
+		want := `Service "third" is invalid: spec.clusterIPs: Invalid value: "": failed to allocate: range is full`
+		if err == nil || err.Error() != want {
+			t.Errorf("got %v, want %s", err, want)
+		}
+	})
+}
