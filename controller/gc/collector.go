@@ -12,7 +12,7 @@
 // what it writes is deletes of dependents, ownerReference patches and the
 // removal of the two propagation finalizers.
 //
-// Its metrics, registered with Options.Registerer, are
+// Its metrics, registered with Options.Registerer while it runs, are
 // garbage_collector_deletions_total, garbage_collector_orphanings_total and
 // garbage_collector_queue_depth.
 //
@@ -35,14 +35,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+
+	"portal.dev/portal/controller/internal/loop"
 )
 
 // Options configure a Collector. The zero value is usable.
@@ -59,7 +59,8 @@ type Options struct {
 	// events, which churn and are never owners.
 	IgnoredResources []schema.GroupResource
 	// Registerer receives the collector's Prometheus metrics (for example
-	// legacyregistry.Registerer()); nil leaves them unregistered.
+	// legacyregistry.Registerer()) while Run runs; nil leaves them
+	// unregistered.
 	Registerer prometheus.Registerer
 }
 
@@ -84,13 +85,15 @@ type Collector struct {
 	discovery discovery.DiscoveryInterface
 	opts      Options
 	graph     graph
-	queue     workqueue.TypedRateLimitingInterface[types.UID]
+	loop      *loop.Loop[types.UID]
 	mapper    atomic.Pointer[meta.RESTMapper]
 	metrics   *metrics
 
 	mu       sync.Mutex
 	monitors map[schema.GroupVersionResource]cache.SharedIndexInformer
-	wg       sync.WaitGroup
+	// informers counts the running monitors' informers, which Run waits
+	// for after the loop has stopped.
+	informers sync.WaitGroup
 }
 
 // New returns a Collector that reads and writes through metadataClient and
@@ -112,13 +115,16 @@ func New(metadataClient metadata.Interface, disc discovery.DiscoveryInterface, o
 		metadata:  metadataClient,
 		discovery: disc,
 		opts:      opts,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[types.UID](),
-			workqueue.TypedRateLimitingQueueConfig[types.UID]{Name: "garbage_collector"}),
-		monitors: map[schema.GroupVersionResource]cache.SharedIndexInformer{},
+		monitors:  map[schema.GroupVersionResource]cache.SharedIndexInformer{},
 	}
-	c.metrics = newMetrics(c.queue.Len)
-	c.metrics.register(opts.Registerer)
+	c.loop = loop.New(loop.Config[types.UID]{
+		Name:       "garbage_collector",
+		Sync:       c.sync,
+		Start:      c.start,
+		Background: []func(context.Context){c.rediscover},
+	})
+	c.metrics = newMetrics(c.loop.Len)
+	c.loop.Collect(opts.Registerer, c.metrics.collectors()...)
 	return c, nil
 }
 
@@ -126,20 +132,16 @@ func New(metadataClient metadata.Interface, disc discovery.DiscoveryInterface, o
 // ends; it returns when every goroutine it started has stopped. Call it
 // once.
 func (c *Collector) Run(ctx context.Context, workers int) {
-	defer utilruntime.HandleCrash()
-	workers = max(workers, 1)
-	klog.InfoS("Starting garbage collector", "workers", workers)
-	defer klog.InfoS("Stopped garbage collector")
+	defer c.informers.Wait()
+	c.loop.Run(ctx, workers)
+}
 
+// start discovers the resources and starts watching them, and waits (at
+// most SyncTimeout) for their first lists before the workers start.
+func (c *Collector) start(ctx context.Context) error {
 	c.syncResources(ctx)
 	c.waitForSync(ctx)
-	for range workers {
-		c.wg.Go(func() { c.work(ctx) })
-	}
-	c.wg.Go(func() { c.rediscover(ctx) })
-	<-ctx.Done()
-	c.queue.ShutDown()
-	c.wg.Wait()
+	return nil
 }
 
 // rediscover refreshes the watched resources every RediscoveryPeriod.
@@ -233,7 +235,7 @@ func (c *Collector) startMonitorLocked(ctx context.Context, gvr schema.GroupVers
 		DeleteFunc: c.forget,
 	})
 	c.monitors[gvr] = inf
-	c.wg.Go(func() { inf.RunWithContext(ctx) })
+	c.informers.Go(func() { inf.RunWithContext(ctx) })
 	klog.V(2).InfoS("Garbage collector watching", "resource", gvr.String())
 }
 
@@ -248,17 +250,14 @@ func (c *Collector) observe(gvr schema.GroupVersionResource, obj any) {
 
 // forget removes a deleted object from the graph.
 func (c *Collector) forget(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
+	if m, ok := loop.FromTombstone[*metav1.PartialObjectMetadata](obj); ok {
 		c.enqueue(c.graph.remove(m.UID))
 	}
 }
 
 func (c *Collector) enqueue(uids []types.UID) {
 	for _, uid := range uids {
-		c.queue.Add(uid)
+		c.loop.Add(uid)
 	}
 }
 

@@ -372,15 +372,38 @@ func TestCollectorWatchesResourcesThatAppear(t *testing.T) {
 	})
 }
 
+// TestCollectorRegistersMetrics checks the metric names, and that they are
+// registered only while the collector runs, so that one built again after
+// a new leader election registers them without a clash.
 func TestCollectorRegistersMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	disc := &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{}}
-	c, err := New(metadatafake.NewSimpleMetadataClient(metadatafake.NewTestScheme()), disc, Options{Registerer: reg})
-	if err != nil {
-		t.Fatal(err)
+	for term := range 2 {
+		synctest.Test(t, func(t *testing.T) {
+			disc := &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{}}
+			c, err := New(metadatafake.NewSimpleMetadataClient(metadatafake.NewTestScheme()), disc, Options{Registerer: reg})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan struct{})
+			go func() { c.Run(ctx, 1); close(done) }()
+			synctest.Wait()
+			want := []string{"garbage_collector_deletions_total", "garbage_collector_orphanings_total", "garbage_collector_queue_depth"}
+			if got := metricNames(t, reg); !slices.Equal(got, want) {
+				t.Errorf("term %d: got metrics %v while running, want %v", term, got, want)
+			}
+			cancel()
+			<-done
+			if got := metricNames(t, reg); len(got) != 0 {
+				t.Errorf("term %d: got metrics %v after Run returned, want none", term, got)
+			}
+		})
 	}
-	defer c.queue.ShutDown()
-	families, err := reg.Gather()
+}
+
+func metricNames(t *testing.T, g prometheus.Gatherer) []string {
+	t.Helper()
+	families, err := g.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,8 +411,5 @@ func TestCollectorRegistersMetrics(t *testing.T) {
 	for _, f := range families {
 		names = append(names, f.GetName())
 	}
-	want := []string{"garbage_collector_deletions_total", "garbage_collector_orphanings_total", "garbage_collector_queue_depth"}
-	if !slices.Equal(names, want) {
-		t.Errorf("got metrics %v, want %v", names, want)
-	}
+	return names
 }

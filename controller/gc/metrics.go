@@ -1,9 +1,6 @@
 package gc
 
-import (
-	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/klog/v2"
-)
+import "github.com/prometheus/client_golang/prometheus"
 
 // metricsSubsystem prefixes the collector's series.
 const metricsSubsystem = "garbage_collector"
@@ -35,15 +32,6 @@ func newMetrics(queueLen func() int) *metrics {
 	}
 }
 
-// register adds the collectors to reg (nil: nowhere). A collector the
-// registry already has is logged and skipped; the collector runs anyway.
-func (m *metrics) register(reg prometheus.Registerer) {
-	if reg == nil {
-		return
-	}
-	for _, c := range []prometheus.Collector{m.deletions, m.orphanings, m.queueDepth} {
-		if err := reg.Register(c); err != nil {
-			klog.ErrorS(err, "Registering garbage collector metric")
-		}
-	}
+func (m *metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.deletions, m.orphanings, m.queueDepth}
 }

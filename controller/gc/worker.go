@@ -17,30 +17,19 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// work processes queued objects until the queue shuts down.
-func (c *Collector) work(ctx context.Context) {
-	for c.processNext(ctx) {
-	}
-}
-
-func (c *Collector) processNext(ctx context.Context) bool {
-	uid, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(uid)
-	if err := c.process(ctx, uid); err != nil {
+// sync processes the object with uid; the loop retries a failure with
+// back-off.
+func (c *Collector) sync(ctx context.Context, uid types.UID) error {
+	err := c.process(ctx, uid)
+	switch {
+	case err == nil:
+	case apierrors.IsConflict(err):
 		// Conflicts are races with other writers, expected and retried.
-		if apierrors.IsConflict(err) {
-			klog.V(2).InfoS("Garbage collecting: conflict; will retry", "uid", uid, "err", err)
-		} else {
-			klog.ErrorS(err, "Garbage collecting; will retry", "uid", uid)
-		}
-		c.queue.AddRateLimited(uid)
-		return true
+		klog.V(2).InfoS("Garbage collecting: conflict; will retry", "uid", uid, "err", err)
+	default:
+		klog.ErrorS(err, "Garbage collecting; will retry", "uid", uid)
 	}
-	c.queue.Forget(uid)
-	return true
+	return err
 }
 
 // process does what the observed object with uid needs: let go of its

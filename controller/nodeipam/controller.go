@@ -12,19 +12,18 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+
+	"portal.dev/portal/controller/internal/loop"
 )
 
 // Options configure a Controller.
@@ -41,8 +40,7 @@ type Options struct {
 type Controller struct {
 	client kubernetes.Interface
 	nodes  corelisters.NodeLister
-	synced cache.InformerSynced
-	queue  workqueue.TypedRateLimitingInterface[string]
+	loop   *loop.Loop[string]
 	err    error
 
 	mu   sync.Mutex
@@ -55,27 +53,30 @@ type Controller struct {
 // New returns a controller that reads Nodes from factory and patches them
 // through client. A bad Options is reported by Run.
 func New(client kubernetes.Interface, factory informers.SharedInformerFactory, opts Options) *Controller {
+	inf := factory.Core().V1().Nodes()
 	c := &Controller{
 		client: client,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "nodeipam"}),
-		given: map[string][]netip.Prefix{},
+		nodes:  inf.Lister(),
+		given:  map[string][]netip.Prefix{},
 	}
 	c.sets, c.err = newSets(opts)
-	inf := factory.Core().V1().Nodes()
-	c.nodes, c.synced = inf.Lister(), inf.Informer().HasSynced
-	inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.enqueue(obj) },
+	c.loop = loop.New(loop.Config[string]{
+		Name:  "nodeipam",
+		Sync:  c.syncLogged,
+		Start: c.occupyExisting,
+	})
+	err := c.loop.Watch(inf.Informer(), cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueue,
 		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
 		DeleteFunc: func(obj any) {
-			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			if n, ok := obj.(*corev1.Node); ok {
+			if n, ok := loop.FromTombstone[*corev1.Node](obj); ok {
 				c.release(n.Name)
 			}
 		},
 	})
+	if err != nil && c.err == nil {
+		c.err = err
+	}
 	return c
 }
 
@@ -116,58 +117,40 @@ func (c *Controller) enqueue(obj any) {
 	_, known := c.given[n.Name]
 	c.mu.Unlock()
 	if !known || len(n.Spec.PodCIDRs) == 0 {
-		c.queue.Add(n.Name)
+		c.loop.Add(n.Name)
 	}
 }
 
 // Run waits for the Node cache, marks every existing node CIDR taken, then
 // allocates with workers goroutines until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	defer utilruntime.HandleCrash()
-	defer c.queue.ShutDown()
-	logger := klog.FromContext(ctx)
 	if c.err != nil {
-		logger.Error(c.err, "Node IPAM controller not started")
+		klog.FromContext(ctx).Error(c.err, "Node IPAM controller not started")
 		return
 	}
-	logger.Info("Starting node IPAM controller", "workers", workers)
-	defer logger.Info("Stopped node IPAM controller")
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
-		return
-	}
-	nodes, err := c.nodes.List(everything)
-	if err == nil {
-		for _, n := range nodes {
-			c.occupy(ctx, n)
-		}
-	}
-	var wg sync.WaitGroup
-	for range max(workers, 1) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			wait.UntilWithContext(ctx, c.worker, time.Second)
-		}()
-	}
-	<-ctx.Done()
-	c.queue.ShutDown()
-	wg.Wait()
+	c.loop.Run(ctx, workers)
 }
 
-func (c *Controller) worker(ctx context.Context) {
-	for {
-		key, quit := c.queue.Get()
-		if quit {
-			return
-		}
-		if err := c.sync(ctx, key); err != nil {
-			utilruntime.HandleErrorWithContext(ctx, err, "Allocating node pod CIDR", "node", key)
-			c.queue.AddRateLimited(key)
-		} else {
-			c.queue.Forget(key)
-		}
-		c.queue.Done(key)
+// occupyExisting marks the CIDRs of every Node in the cache taken, before
+// any is allocated.
+func (c *Controller) occupyExisting(ctx context.Context) error {
+	nodes, err := c.nodes.List(everything)
+	if err != nil {
+		return nil // each Node's sync occupies its CIDRs as well
 	}
+	for _, n := range nodes {
+		c.occupy(ctx, n)
+	}
+	return nil
+}
+
+// syncLogged is sync, reporting a failure, which the loop retries.
+func (c *Controller) syncLogged(ctx context.Context, name string) error {
+	err := c.sync(ctx, name)
+	if err != nil {
+		utilruntime.HandleErrorWithContext(ctx, err, "Allocating node pod CIDR", "node", name)
+	}
+	return err
 }
 
 // occupy records a node's existing CIDRs as taken.

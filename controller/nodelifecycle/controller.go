@@ -17,10 +17,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"portal.dev/portal/controller/internal/loop"
+	"portal.dev/portal/controller/internal/podutil"
 )
 
 const (
@@ -31,8 +32,6 @@ const (
 	// upstream's kube-controller-manager defaults.
 	DefaultNodeMonitorGracePeriod = 40 * time.Second
 	DefaultNodeMonitorPeriod      = 5 * time.Second
-
-	podNodeIndex = "portal.dev/nodelifecycle-pod-node"
 )
 
 // Options configure a Controller. The zero value is valid.
@@ -57,13 +56,11 @@ type Controller struct {
 	leaseInf   informers.SharedInformerFactory
 	nodes      corelisters.NodeLister
 	leases     coordinationlisters.LeaseNamespaceLister
-	pods       corelisters.PodLister
-	podsByNode cache.Indexer // nil: scan all Pods
-	synced     []cache.InformerSynced
+	podsByNode *podutil.ByNode
 
 	grace, period time.Duration
 	clock         clock.WithTicker
-	queue         workqueue.TypedRateLimitingInterface[string]
+	loop          *loop.Loop[string]
 	metrics       *metrics
 
 	mu     sync.Mutex
@@ -92,70 +89,46 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, o
 		leaseInf:   leaseFactory,
 		nodes:      nodeInf.Lister(),
 		leases:     leaseInf.Lister().Leases(LeaseNamespace),
-		pods:       podInf.Lister(),
-		podsByNode: addPodNodeIndex(podInf.Informer()),
-		synced:     []cache.InformerSynced{nodeInf.Informer().HasSynced, podInf.Informer().HasSynced, leaseInf.Informer().HasSynced},
+		podsByNode: podutil.NewByNode(podInf.Informer()),
 		grace:      opts.NodeMonitorGracePeriod,
 		period:     opts.NodeMonitorPeriod,
 		clock:      opts.Clock,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "node_lifecycle", Clock: opts.Clock}),
-		metrics: newMetrics(),
+		metrics:    newMetrics(),
 	}
-	c.metrics.register(opts.Registerer)
+	c.loop = loop.New(loop.Config[string]{
+		Name: "node_lifecycle",
+		// The next monitor pass queues a stale Node again; the retry with
+		// back-off only makes it sooner.
+		Sync:       c.markNotReady,
+		Clock:      opts.Clock,
+		Background: []func(context.Context){c.monitorLoop},
+	})
+	c.loop.WaitFor(nodeInf.Informer().HasSynced, podInf.Informer().HasSynced, leaseInf.Informer().HasSynced)
+	c.loop.Collect(opts.Registerer, c.metrics.collectors()...)
 	return c
 }
 
-func addPodNodeIndex(inf cache.SharedIndexInformer) cache.Indexer {
-	if _, ok := inf.GetIndexer().GetIndexers()[podNodeIndex]; ok {
-		return inf.GetIndexer()
-	}
-	err := inf.AddIndexers(cache.Indexers{podNodeIndex: func(obj any) ([]string, error) {
-		if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName != "" {
-			return []string{pod.Spec.NodeName}, nil
-		}
-		return nil, nil
-	}})
-	if err != nil {
-		utilruntime.HandleError(fmt.Errorf("add Pod index by node; marking a node's Pods will scan all Pods: %w", err))
-		return nil
-	}
-	return inf.GetIndexer()
-}
-
-// Run starts the informers that are not running yet, waits for their
-// caches, then checks every Node each NodeMonitorPeriod and marks the stale
-// ones with workers goroutines, until ctx ends. It returns after every
-// goroutine it started has stopped.
+// Run starts the informers that are not running yet, its Lease informer
+// among them, waits for their caches, then checks every Node each
+// NodeMonitorPeriod and marks the stale ones with workers goroutines, until
+// ctx ends. It returns after every goroutine it started has stopped.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	defer utilruntime.HandleCrash()
-	logger := klog.FromContext(ctx)
-	logger.Info("Starting node lifecycle controller", "workers", workers, "gracePeriod", c.grace)
-	defer logger.Info("Stopped node lifecycle controller")
-	defer c.queue.ShutDown()
-
 	c.factory.Start(ctx.Done())
 	c.leaseInf.Start(ctx.Done())
 	defer c.leaseInf.Shutdown()
-	if !cache.WaitForNamedCacheSync("nodelifecycle", ctx.Done(), c.synced...) {
-		return
-	}
-	var wg sync.WaitGroup
-	for range max(workers, 1) {
-		wg.Go(func() {
-			for c.processNext(ctx) {
-			}
-		})
-	}
+	c.loop.Run(ctx, workers)
+}
+
+// monitorLoop checks the Leases at once and then every NodeMonitorPeriod
+// until ctx ends.
+func (c *Controller) monitorLoop(ctx context.Context) {
+	klog.FromContext(ctx).Info("Monitoring node leases", "gracePeriod", c.grace, "period", c.period)
 	ticker := c.clock.NewTicker(c.period)
 	defer ticker.Stop()
 	for {
 		c.monitor(ctx)
 		select {
 		case <-ctx.Done():
-			c.queue.ShutDown()
-			wg.Wait()
 			return
 		case <-ticker.C():
 		}
@@ -191,25 +164,8 @@ func (c *Controller) monitor(ctx context.Context) {
 	c.metrics.setNodes(byStatus)
 	for _, name := range stale {
 		klog.FromContext(ctx).V(4).Info("Node lease is stale", "node", name)
-		c.queue.Add(name)
+		c.loop.Add(name)
 	}
-}
-
-func (c *Controller) processNext(ctx context.Context) bool {
-	name, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(name)
-	if err := c.markNotReady(ctx, name); err != nil {
-		// The next monitor pass queues the Node again; the rate-limited
-		// retry only makes it sooner.
-		klog.FromContext(ctx).V(2).Info("Marking node not ready failed, will retry", "node", name, "err", err)
-		c.queue.AddRateLimited(name)
-		return true
-	}
-	c.queue.Forget(name)
-	return true
 }
 
 // markNotReady sets Node name's Ready condition Unknown and its Pods' Ready
@@ -229,7 +185,7 @@ func (c *Controller) markNotReady(ctx context.Context, name string) error {
 		}
 		logger.Info("Node stopped posting status, marked Ready Unknown", "node", name)
 	}
-	pods, err := c.podsOn(name)
+	pods, err := c.podsByNode.On(name)
 	if err != nil {
 		return err
 	}
@@ -249,30 +205,4 @@ func (c *Controller) markNotReady(ctx context.Context, name string) error {
 		logger.V(2).Info("Marked pod not ready", "pod", klog.KObj(pod), "node", name)
 	}
 	return utilerrors.NewAggregate(errs)
-}
-
-// podsOn returns the Pods bound to node.
-func (c *Controller) podsOn(node string) ([]*corev1.Pod, error) {
-	if c.podsByNode != nil {
-		objs, err := c.podsByNode.ByIndex(podNodeIndex, node)
-		if err != nil {
-			return nil, err
-		}
-		pods := make([]*corev1.Pod, 0, len(objs))
-		for _, o := range objs {
-			pods = append(pods, o.(*corev1.Pod))
-		}
-		return pods, nil
-	}
-	all, err := c.pods.List(labels.Everything())
-	if err != nil {
-		return nil, err
-	}
-	var pods []*corev1.Pod
-	for _, p := range all {
-		if p.Spec.NodeName == node {
-			pods = append(pods, p)
-		}
-	}
-	return pods, nil
 }

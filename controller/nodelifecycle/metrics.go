@@ -3,7 +3,6 @@ package nodelifecycle
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/klog/v2"
 )
 
 const metricsSubsystem = "node_lifecycle_controller"
@@ -29,17 +28,8 @@ func newMetrics() *metrics {
 	}
 }
 
-// register adds the collectors to reg (nil: nowhere); a failure is logged
-// and the controller runs anyway.
-func (m *metrics) register(reg prometheus.Registerer) {
-	if reg == nil {
-		return
-	}
-	for _, c := range []prometheus.Collector{m.nodes, m.podsMarked} {
-		if err := reg.Register(c); err != nil {
-			klog.ErrorS(err, "Registering node lifecycle controller metric")
-		}
-	}
+func (m *metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.nodes, m.podsMarked}
 }
 
 func (m *metrics) setNodes(byStatus map[corev1.ConditionStatus]int) {

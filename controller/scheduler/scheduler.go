@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -12,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -20,11 +20,12 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+
+	"portal.dev/portal/controller/internal/loop"
+	"portal.dev/portal/controller/internal/podutil"
 )
 
 const (
-	// podNodeIndex indexes Pods by spec.nodeName; pending Pods under "".
-	podNodeIndex = "portal.dev/scheduler-pod-node"
 	// Upstream's pod backoff bounds.
 	initialBackoff = time.Second
 	maxBackoff     = 10 * time.Second
@@ -54,9 +55,8 @@ type Scheduler struct {
 	name     string
 	nodes    corelisters.NodeLister
 	pods     corelisters.PodLister
-	byNode   cache.Indexer
-	synced   []cache.InformerSynced
-	queue    workqueue.TypedRateLimitingInterface[string]
+	byNode   *podutil.ByNode
+	loop     *loop.Loop[string]
 	attempts *prometheus.CounterVec
 
 	// mu makes choosing a Node and assuming the bind one step, so that two
@@ -80,10 +80,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 		name:     opts.SchedulerName,
 		nodes:    nodeInf.Lister(),
 		pods:     podInf.Lister(),
-		synced:   []cache.InformerSynced{podInf.Informer().HasSynced, nodeInf.Informer().HasSynced},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](initialBackoff, maxBackoff),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "scheduler"}),
+		byNode:   podutil.NewByNode(podInf.Informer()),
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Subsystem: "scheduler",
 			Name:      "schedule_attempts_total",
@@ -91,23 +88,20 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 		}, []string{"result"}),
 		assumed: map[string]assumed{},
 	}
-	if opts.Registerer != nil {
-		if err := opts.Registerer.Register(s.attempts); err != nil {
-			klog.ErrorS(err, "Registering scheduler metric")
-		}
-	}
-	inf := podInf.Informer()
-	if err := inf.AddIndexers(cache.Indexers{podNodeIndex: indexByNode}); err != nil {
-		utilruntime.HandleError(fmt.Errorf("add Pod index by node; counting will scan all Pods: %w", err))
-	} else {
-		s.byNode = inf.GetIndexer()
-	}
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	s.loop = loop.New(loop.Config[string]{
+		Name: "scheduler",
+		Sync: s.sync,
+		// A Pod that fits nowhere is tried again with upstream's back-off,
+		// and at once when a Node changes.
+		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[string](initialBackoff, maxBackoff),
+	})
+	s.loop.Collect(opts.Registerer, s.attempts)
+	s.watch(podInf.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    s.onPod,
 		UpdateFunc: func(_, obj any) { s.onPod(obj) },
 		DeleteFunc: s.onPodDelete,
 	})
-	_, _ = nodeInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	s.watch(nodeInf.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { s.requeuePending() },
 		UpdateFunc: func(any, any) { s.requeuePending() },
 		DeleteFunc: func(any) { s.requeuePending() },
@@ -115,38 +109,19 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 	return s
 }
 
-func indexByNode(obj any) ([]string, error) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok || terminal(pod) {
-		return nil, nil
+func (s *Scheduler) watch(inf cache.SharedIndexInformer, h cache.ResourceEventHandler) {
+	if err := s.loop.Watch(inf, h); err != nil {
+		klog.ErrorS(err, "Scheduler not watching")
 	}
-	return []string{pod.Spec.NodeName}, nil
 }
 
 // Run starts the factory's informers that are not running yet, waits for
 // their caches and schedules with workers goroutines until ctx ends. It
 // returns after every worker has stopped.
 func (s *Scheduler) Run(ctx context.Context, workers int) {
-	defer utilruntime.HandleCrash()
-	logger := klog.FromContext(ctx)
-	logger.Info("Starting scheduler", "name", s.name, "workers", workers)
-	defer logger.Info("Stopped scheduler")
-	defer s.queue.ShutDown()
-
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("schedulerName", s.name))
 	s.factory.Start(ctx.Done())
-	if !cache.WaitForNamedCacheSync("scheduler", ctx.Done(), s.synced...) {
-		return
-	}
-	var wg sync.WaitGroup
-	for range max(workers, 1) {
-		wg.Go(func() {
-			for s.processNext(ctx) {
-			}
-		})
-	}
-	<-ctx.Done()
-	s.queue.ShutDown()
-	wg.Wait()
+	s.loop.Run(ctx, workers)
 }
 
 func (s *Scheduler) onPod(obj any) {
@@ -160,13 +135,12 @@ func (s *Scheduler) onPod(obj any) {
 		return
 	}
 	if responsible(pod, s.name) {
-		s.queue.Add(key)
+		s.loop.Add(key)
 	}
 }
 
 func (s *Scheduler) onPodDelete(obj any) {
-	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-	if err == nil {
+	if key, ok := loop.Key(obj); ok {
 		s.forget(key)
 	}
 }
@@ -179,41 +153,29 @@ func (s *Scheduler) forget(key string) {
 
 // requeuePending queues every pending Pod now: a Node change may make room.
 func (s *Scheduler) requeuePending() {
-	var objs []any
-	if s.byNode != nil {
-		objs, _ = s.byNode.ByIndex(podNodeIndex, "")
-	} else {
-		pods, _ := s.pods.List(labels.Everything())
-		for _, p := range pods {
-			objs = append(objs, p)
-		}
-	}
-	for _, o := range objs {
-		if pod := o.(*corev1.Pod); responsible(pod, s.name) {
+	pods, _ := s.byNode.On("")
+	for _, pod := range pods {
+		if responsible(pod, s.name) {
 			key, _ := cache.MetaNamespaceKeyFunc(pod)
-			s.queue.Add(key)
+			s.loop.Add(key)
 		}
 	}
 }
 
-func (s *Scheduler) processNext(ctx context.Context) bool {
-	key, quit := s.queue.Get()
-	if quit {
-		return false
-	}
-	defer s.queue.Done(key)
+// errUnschedulable retries a Pod that fits no Node after a back-off.
+var errUnschedulable = errors.New("pod fits no node")
+
+// sync schedules the Pod key names and counts an attempt that failed.
+func (s *Scheduler) sync(ctx context.Context, key string) error {
 	retry, err := s.schedule(ctx, key)
 	switch {
 	case err != nil:
 		s.attempts.WithLabelValues("error").Inc()
-		klog.FromContext(ctx).V(2).Info("Scheduling failed, will retry", "pod", key, "err", err)
-		s.queue.AddRateLimited(key)
+		return err
 	case retry:
-		s.queue.AddRateLimited(key)
-	default:
-		s.queue.Forget(key)
+		return errUnschedulable
 	}
-	return true
+	return nil
 }
 
 // schedule places one Pod. retry means it could not be placed and should
@@ -244,7 +206,7 @@ func (s *Scheduler) schedule(ctx context.Context, key string) (retry bool, err e
 		s.mu.Unlock()
 		return false, nil
 	}
-	node, msg := pick(pod, nodes, s.countLocked())
+	node, msg := pick(pod, nodes, s.countLocked(nodes))
 	if node != "" {
 		s.assumed[key] = assumed{uid: pod.UID, node: node}
 	}
@@ -274,23 +236,15 @@ func (s *Scheduler) schedule(ctx context.Context, key string) (retry bool, err e
 	return false, nil
 }
 
-// countLocked counts the non-terminal Pods bound to each Node, the binds
-// not yet in the cache included. s.mu must be held.
-func (s *Scheduler) countLocked() map[string]int {
+// countLocked counts the non-terminal Pods bound to each of nodes, the
+// binds not yet in the cache included. s.mu must be held.
+func (s *Scheduler) countLocked(nodes []*corev1.Node) map[string]int {
 	count := map[string]int{}
-	if s.byNode != nil {
-		for _, node := range s.byNode.ListIndexFuncValues(podNodeIndex) {
-			if node == "" {
-				continue
-			}
-			objs, _ := s.byNode.ByIndex(podNodeIndex, node)
-			count[node] = len(objs)
-		}
-	} else {
-		pods, _ := s.pods.List(labels.Everything())
+	for _, n := range nodes {
+		pods, _ := s.byNode.On(n.Name)
 		for _, p := range pods {
-			if p.Spec.NodeName != "" && !terminal(p) {
-				count[p.Spec.NodeName]++
+			if !terminal(p) {
+				count[n.Name]++
 			}
 		}
 	}

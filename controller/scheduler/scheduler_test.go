@@ -50,8 +50,9 @@ func mkPod(name string, opts ...podOpt) *corev1.Pod {
 	return p
 }
 
-func on(node string) podOpt         { return func(p *corev1.Pod) { p.Spec.NodeName = node } }
-func schedulerName(n string) podOpt { return func(p *corev1.Pod) { p.Spec.SchedulerName = n } }
+func on(node string) podOpt           { return func(p *corev1.Pod) { p.Spec.NodeName = node } }
+func phase(ph corev1.PodPhase) podOpt { return func(p *corev1.Pod) { p.Status.Phase = ph } }
+func schedulerName(n string) podOpt   { return func(p *corev1.Pod) { p.Spec.SchedulerName = n } }
 func selecting(k, v string) podOpt {
 	return func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{k: v} }
 }
@@ -171,6 +172,16 @@ func TestScheduler(t *testing.T) {
 				mkPod("x1", on("c")), mkPod("x2", on("c")), mkPod("p1"),
 			},
 			wantNodes: map[string]string{"p1": "c"},
+			wantBinds: 1,
+		},
+		{
+			name: "finished pods do not count towards a node's load",
+			objs: []runtime.Object{
+				mkNode("a"), mkNode("b"),
+				mkPod("x1", on("a"), phase(corev1.PodSucceeded)), mkPod("x2", on("a"), phase(corev1.PodFailed)),
+				mkPod("x3", on("b")), mkPod("p1"),
+			},
+			wantNodes: map[string]string{"p1": "a"},
 			wantBinds: 1,
 		},
 		{

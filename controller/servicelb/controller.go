@@ -26,14 +26,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+
+	"portal.dev/portal/controller/internal/loop"
 )
 
 const (
@@ -65,10 +65,9 @@ type Options struct {
 type Controller struct {
 	client   kubernetes.Interface
 	services corelisters.ServiceLister
-	synced   cache.InformerSynced
 	recorder record.EventRecorder
 	alloc    *Allocator
-	queue    workqueue.TypedRateLimitingInterface[string]
+	loop     *loop.Loop[string]
 
 	mu sync.Mutex
 	// pending are the Services refused their addresses, with the reason
@@ -92,15 +91,16 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 	c := &Controller{
 		client:   client,
 		services: inf.Lister(),
-		synced:   inf.Informer().HasSynced,
 		recorder: recorder,
 		alloc:    NewAllocator(opts.Pools),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "servicelb"}),
-		pending: map[string]string{},
+		pending:  map[string]string{},
 	}
-	_, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	c.loop = loop.New(loop.Config[string]{
+		Name:  "servicelb",
+		Sync:  c.sync,
+		Start: c.start,
+	})
+	err := c.loop.Watch(inf.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc: c.enqueueIfRelevant,
 		UpdateFunc: func(old, cur any) {
 			if relevant(old) || relevant(cur) {
@@ -119,34 +119,22 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 // synced, then reconciles with the given number of workers until ctx ends.
 // Every goroutine it starts has stopped when it returns.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	defer utilruntime.HandleCrash()
-	defer c.queue.ShutDown()
-	klog.InfoS("Starting service load balancer controller", "workers", workers)
-	defer klog.InfoS("Stopped service load balancer controller")
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
-		return
-	}
+	c.loop.Run(ctx, workers)
+}
+
+// start rebuilds the allocation, then reconciles every served Service once
+// in age order before the workers start, so that after a restart or a
+// failover the oldest waiting Services get the free addresses, not
+// whichever the informer listed first.
+func (c *Controller) start(ctx context.Context) error {
 	keys, err := c.rebuild()
 	if err != nil {
-		utilruntime.HandleErrorWithContext(ctx, err, "Rebuilding load balancer IP allocation")
-		return
+		return fmt.Errorf("rebuild load balancer IP allocation: %w", err)
 	}
-	// One pass in age order before the workers, so that after a restart or
-	// a failover the oldest waiting Services get the free addresses, not
-	// whichever the informer listed first.
 	for _, k := range keys {
-		c.handle(ctx, k)
+		c.loop.SyncNow(ctx, k)
 	}
-	var wg sync.WaitGroup
-	for range max(workers, 1) {
-		wg.Go(func() {
-			for c.processNext(ctx) {
-			}
-		})
-	}
-	<-ctx.Done()
-	c.queue.ShutDown()
-	wg.Wait()
+	return nil
 }
 
 // rebuild records the addresses in the status of every Service this
@@ -179,30 +167,19 @@ func (c *Controller) rebuild() ([]string, error) {
 	return keys, nil
 }
 
-func (c *Controller) processNext(ctx context.Context) bool {
-	k, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(k)
-	c.handle(ctx, k)
-	return true
-}
-
-// handle reconciles Service k, retrying later with backoff on error.
-func (c *Controller) handle(ctx context.Context, k string) {
-	if err := c.reconcile(ctx, k); err != nil {
+// sync reconciles Service k; the loop retries a failure with back-off.
+func (c *Controller) sync(ctx context.Context, k string) error {
+	err := c.reconcile(ctx, k)
+	switch {
+	case err == nil:
+	case apierrors.IsConflict(err):
 		// A conflict only means the informer has not caught up with a
 		// write; the retry sees the new version.
-		if apierrors.IsConflict(err) {
-			klog.V(2).InfoS("Assigning load balancer IPs: conflict; will retry", "service", k, "err", err)
-		} else {
-			klog.ErrorS(err, "Assigning load balancer IPs; will retry", "service", k)
-		}
-		c.queue.AddRateLimited(k)
-		return
+		klog.V(2).InfoS("Assigning load balancer IPs: conflict; will retry", "service", k, "err", err)
+	default:
+		klog.ErrorS(err, "Assigning load balancer IPs; will retry", "service", k)
 	}
-	c.queue.Forget(k)
+	return err
 }
 
 func (c *Controller) enqueueIfRelevant(obj any) {
@@ -212,12 +189,9 @@ func (c *Controller) enqueueIfRelevant(obj any) {
 }
 
 func (c *Controller) enqueue(obj any) {
-	k, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-	if err != nil {
-		utilruntime.HandleError(err)
-		return
+	if k, ok := loop.Key(obj); ok {
+		c.loop.Add(k)
 	}
-	c.queue.Add(k)
 }
 
 // setPending records that the Service k was refused its addresses for
@@ -244,7 +218,7 @@ func (c *Controller) wakePending() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k := range c.pending {
-		c.queue.Add(k)
+		c.loop.Add(k)
 	}
 }
 

@@ -102,6 +102,19 @@ func (l *Loop[K]) Add(key K) { l.queue.Add(key) }
 // AddAfter queues key for a sync once d has passed; d <= 0 queues it now.
 func (l *Loop[K]) AddAfter(key K, d time.Duration) { l.queue.AddAfter(key, d) }
 
+// SyncNow syncs key on the calling goroutine and treats a failure as a
+// worker would, queueing the key for a retry with back-off. It is for a
+// Config.Start that must sync some keys in a set order before the workers
+// start, such as the oldest Services first.
+func (l *Loop[K]) SyncNow(ctx context.Context, key K) {
+	start := l.clock.Now()
+	err := l.cfg.Sync(ctx, key)
+	if l.cfg.Observe != nil {
+		l.cfg.Observe(l.clock.Since(start), err)
+	}
+	l.handleErr(ctx, key, err)
+}
+
 // Len is the number of keys waiting for a worker.
 func (l *Loop[K]) Len() int { return l.queue.Len() }
 
@@ -235,12 +248,7 @@ func (l *Loop[K]) processNext(ctx context.Context) bool {
 	if ctx.Err() != nil {
 		return false
 	}
-	start := l.clock.Now()
-	err := l.cfg.Sync(ctx, key)
-	if l.cfg.Observe != nil {
-		l.cfg.Observe(l.clock.Since(start), err)
-	}
-	l.handleErr(ctx, key, err)
+	l.SyncNow(ctx, key)
 	return true
 }
 

@@ -294,3 +294,43 @@ func TestFromTombstone(t *testing.T) {
 		})
 	}
 }
+
+// TestSyncNowInStartKeepsOrderAndRetries pins what a Start pass relies
+// on: keys synced through SyncNow run in the order given, before any
+// worker, and a failed one is retried by the workers with back-off.
+func TestSyncNowInStartKeepsOrderAndRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var order []string
+		errBoom := errors.New("boom")
+		var l *Loop[string]
+		l = New(Config[string]{
+			Name:        "test",
+			RateLimiter: fastRetries(),
+			Sync: func(_ context.Context, key string) error {
+				mu.Lock()
+				defer mu.Unlock()
+				order = append(order, key)
+				return errIf(key == "b" && len(order) == 2, errBoom)
+			},
+			Start: func(ctx context.Context) error {
+				for _, k := range []string{"c", "b", "a"} {
+					l.SyncNow(ctx, k)
+				}
+				return nil
+			},
+		})
+		l.Add("queued")
+		defer start(l)()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if want := []string{"c", "b", "a"}; len(order) < 3 || !slices.Equal(order[:3], want) {
+			t.Errorf("first syncs %v, want %v before any worker", order, want)
+		}
+		if want := []string{"b", "queued"}; len(order) != 5 || !slices.Equal(slices.Sorted(slices.Values(order[3:])), want) {
+			t.Errorf("syncs %v, want %v synced by the workers after the Start pass", order, want)
+		}
+	})
+}
