@@ -166,7 +166,7 @@ type familyProxier struct {
 
 // writtenService is what one Service has in the tables: its rules in the
 // shared chains, and the hash of each of its own chains. The rules of its
-// own chains are not kept: at 10,000 Services they are 330,000 strings,
+// own chains are not kept: in a big cluster they are most of the memory,
 // and a partial sync only needs to know whether they changed.
 type writtenService struct {
 	rules  *serviceRules // natChains nil
@@ -193,9 +193,9 @@ var jumps = []jump{
 // maxChainsPerRestore bounds the per-Service chains one iptables-restore
 // creates or rewrites (leftovers removes chains in inputs of the same
 // bound). iptables-nft-restore --noflush (1.8.9) spends time
-// quadratic in the chains of one input: 16,000 new chains took 1.2 s of
-// CPU in one input and 0.2 s in eight inputs of 2,000, and a full sync at
-// 10,000 Services writes 110,000. Each chunk holds whole Services (their
+// quadratic in the chains of one input, so several small inputs cost
+// far less than one big one, and a full sync writes about eleven chains
+// per Service. Each chunk holds whole Services (their
 // chains only jump to each other and to the static PORTAL-MARK-* chains,
 // which the first chunk writes), and the last restore switches the
 // dispatch chains over and deletes stale chains, so the kernel is

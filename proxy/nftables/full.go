@@ -32,7 +32,7 @@ func (fp *familyProxier) full(tx txOps, snap *snapshot.Snapshot, leftovers map[s
 		tx.Flush(m)
 	}
 	// Chains that may exist get flushed before their rules are added;
-	// new ones need not be (10,000 fewer commands in a first sync).
+	// new ones need not be (a command per chain fewer in a first sync).
 	existing := map[string]struct{}{}
 	for _, c := range leftovers["chain"] {
 		existing[c] = struct{}{}

@@ -192,7 +192,7 @@ func (b *nlBatch) send() error {
 // nlSocket is a netlink socket kept open from one batch to the next.
 // Closing a netfilter socket waits for the kernel to free the last
 // transaction's objects (nf_tables flushes its destroy work, an RCU
-// grace period or more: 4-25 ms on a busy 2-core box), so a writer keeps
+// grace period or more), so a writer keeps
 // one for good. Its zero value has no socket yet.
 type nlSocket struct {
 	fd   int

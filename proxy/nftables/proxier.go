@@ -162,7 +162,7 @@ type familyProxier struct {
 	batch batchWriter
 	// forFullSync, if set, returns a client for one full sync nft has to
 	// write (netlink could not). knftables keeps the buffer of the largest
-	// transaction it ran for good (14 MiB of text at 10,000 Services):
+	// transaction it ran for good (megabytes of text in a big cluster):
 	// full syncs, rare, get a client of their own, which goes with its
 	// buffer; nft serves the small partial ones netlink cannot write.
 	forFullSync func() (knftables.Interface, error)
@@ -236,8 +236,8 @@ func (fp *familyProxier) sync(ctx context.Context, req snapshot.Request) (err er
 		}
 	}
 	listed := time.Now()
-	// Sized as the last full sync: growing it would copy 200,000
-	// operations several times.
+	// Sized as the last full sync: growing it would copy a big
+	// cluster's hundreds of thousands of operations several times.
 	rec := &recording{ops: make([]op, 0, fp.lastFullOps+fp.lastFullOps/8)}
 	commit := fp.full(rec, req.Snapshot, leftovers)
 	built := time.Now()

@@ -66,22 +66,20 @@ const (
 // with the chain's N endpoints the elements O..O+N-1 of a map shared with
 // other chains. So an endpoint change is a map element change, which the
 // kernel applies without re-validating the ruleset, and only a change in
-// the number of endpoints rewrites the rule. Measured with nft 1.0.6 on
-// kernel 6.18, 10,000 Services x 10 endpoints:
+// the number of endpoints rewrites the rule. The alternatives cost more
+// as Services grow:
 //
-//   - a cascade of one rule per endpoint (the earlier layout): every
-//     transaction that adds a rule re-validates every chain reachable
-//     from the hooks, ~100 ms per partial sync, and the full sync
-//     creates 110,000 rules.
+//   - a cascade of one rule per endpoint: every transaction that adds a
+//     rule re-validates every chain reachable from the hooks, and a full
+//     sync creates a rule per endpoint.
 //   - a map per Service (named or anonymous): the kernel keeps a table's
 //     sets in a list it searches by name (and allocates anonymous names
-//     by scanning it), O(n^2) in Services: 7-23 s.
+//     by scanning it), O(n^2) in Services.
 //   - one map for all Services: binding a map to a rule in a new chain
-//     walks all its elements, so 10,000 rules x 100,000 elements
-//     (minutes, as the earlier layout's one shared vmap).
-//   - shared maps of 64 chains each (1.9-2.6 s with 100-128 maps): both
-//     costs stay small. Rules are written before the elements: on an
-//     empty map a binding walks nothing.
+//     walks all its elements, so rules x elements.
+//   - shared maps of 64 chains each: both costs stay small. Rules are
+//     written before the elements: on an empty map a binding walks
+//     nothing.
 //
 // The key is the slot number; "numgen ... offset" adds the chain's first
 // slot. The value's typeof names the protocol (nft 1.0.6 refuses a "th
