@@ -9,7 +9,9 @@
 // that) or anything outside the kernel's nftables. knftables is injected,
 // so tests check the resulting ruleset against knftables' fake; full
 // and partial syncs go to the kernel as a netlink batch of the same
-// ruleset (nlwriter.go), falling back to knftables.
+// ruleset (nlwriter.go), falling back to knftables. The netlink writer
+// mirrors one nft release and is used only when that release is the one
+// running (nftversion.go).
 package nftables
 
 import (
@@ -69,8 +71,8 @@ func New(cfg Config) (*Proxier, error) {
 			family = knftables.IPv6Family
 		}
 		fp.forFullSync = func() (knftables.Interface, error) { return knftables.New(family, tableName) }
-		fp.batch = newNetlinkWriter(family, tableName)
 	}
+	p.useNetlink(nftVersion())
 	return p, nil
 }
 
