@@ -9,7 +9,7 @@
 // that) or anything outside the kernel's nftables. knftables is injected,
 // so tests check the resulting ruleset against knftables' fake; full
 // and partial syncs go to the kernel as a netlink batch of the same
-// ruleset (nlwriter.go), falling back to knftables. The netlink writer
+// ruleset (package netlink), falling back to knftables. The netlink writer
 // mirrors one nft release and is used only when that release is the one
 // running (nftversion.go).
 package nftables
@@ -29,6 +29,7 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/knftables"
 
+	"portal.dev/portal/proxy/nftables/netlink"
 	"portal.dev/portal/proxy/snapshot"
 )
 
@@ -72,7 +73,7 @@ func New(cfg Config) (*Proxier, error) {
 		}
 		fp.forFullSync = func() (knftables.Interface, error) { return knftables.New(family, tableName) }
 	}
-	p.useNetlink(nftVersion())
+	p.useNetlink(netlink.NFTVersion())
 	return p, nil
 }
 
@@ -136,7 +137,9 @@ func (p *Proxier) Cleanup(ctx context.Context) error {
 		}
 		if fp.batch != nil {
 			// The netlink writer forgets the table's sets with it.
-			fp.batch.Wrote(&recording{ops: []op{{opDelete, &knftables.Table{}}}})
+			var rec netlink.Recording
+			rec.Delete(&knftables.Table{})
+			fp.batch.Wrote(&rec)
 		}
 		fp.reset()
 	}
@@ -159,7 +162,7 @@ func DeleteTable(ctx context.Context, nft knftables.Interface) error {
 type familyProxier struct {
 	b   *builder
 	nft knftables.Interface
-	// batch, if set, writes syncs (see nlwriter.go); nft writes those
+	// batch, if set, writes syncs (see package netlink); nft writes those
 	// batch cannot encode or send.
 	batch batchWriter
 	// forFullSync, if set, returns a client for one full sync nft has to
@@ -217,7 +220,7 @@ func (fp *familyProxier) sync(ctx context.Context, req snapshot.Request) (err er
 	}()
 	full := req.Full || fp.written == nil
 	if !full {
-		rec := &recording{}
+		rec := &netlink.Recording{}
 		commit := fp.partial(rec, req.Snapshot, req.Changed)
 		if _, err := fp.write(ctx, rec, func() knftables.Interface { return fp.nft }); err != nil {
 			return err
@@ -240,7 +243,7 @@ func (fp *familyProxier) sync(ctx context.Context, req snapshot.Request) (err er
 	listed := time.Now()
 	// Sized as the last full sync: growing it would copy a big
 	// cluster's hundreds of thousands of operations several times.
-	rec := &recording{ops: make([]op, 0, fp.lastFullOps+fp.lastFullOps/8)}
+	rec := netlink.NewRecording(fp.lastFullOps + fp.lastFullOps/8)
 	commit := fp.full(rec, req.Snapshot, leftovers)
 	built := time.Now()
 	via, err := fp.writeFull(ctx, rec)
@@ -248,7 +251,7 @@ func (fp *familyProxier) sync(ctx context.Context, req snapshot.Request) (err er
 		return err
 	}
 	commit()
-	fp.lastFullOps = len(rec.ops)
+	fp.lastFullOps = rec.Len()
 	// Full syncs are rare (start, errors, once an hour) and slow: say
 	// where the time went.
 	klog.InfoS("Full sync", "family", fp.b.ip, "services", len(req.Snapshot.Services), "operations", rec.NumOperations(), "via", via,
@@ -258,7 +261,7 @@ func (fp *familyProxier) sync(ctx context.Context, req snapshot.Request) (err er
 
 // writeFull writes a full sync's operations, through netlink when it
 // can, else through nft, and says which.
-func (fp *familyProxier) writeFull(ctx context.Context, rec *recording) (string, error) {
+func (fp *familyProxier) writeFull(ctx context.Context, rec *netlink.Recording) (string, error) {
 	return fp.write(ctx, rec, func() knftables.Interface {
 		if fp.forFullSync != nil {
 			if n, err := fp.forFullSync(); err == nil {
@@ -271,10 +274,10 @@ func (fp *familyProxier) writeFull(ctx context.Context, rec *recording) (string,
 
 // write applies rec through netlink when it can, else through the nft
 // client nft returns, and says which.
-func (fp *familyProxier) write(ctx context.Context, rec *recording, nft func() knftables.Interface) (string, error) {
+func (fp *familyProxier) write(ctx context.Context, rec *netlink.Recording, nft func() knftables.Interface) (string, error) {
 	if fp.batch != nil {
 		err := fp.batch.Write(ctx, rec)
-		if !errors.Is(err, errNotEncodable) && !errors.Is(err, errNotSent) {
+		if !errors.Is(err, netlink.ErrNotEncodable) && !errors.Is(err, netlink.ErrNotSent) {
 			if err != nil {
 				return "", fmt.Errorf("%s %s netlink transaction (%d operations): %w", fp.b.ip, tableName, rec.NumOperations(), err)
 			}
@@ -284,7 +287,7 @@ func (fp *familyProxier) write(ctx context.Context, rec *recording, nft func() k
 	}
 	client := nft()
 	tx := client.NewTransaction()
-	rec.replay(tx)
+	rec.Replay(tx)
 	if err := fp.run(ctx, client, tx); err != nil {
 		return "", err
 	}
@@ -355,10 +358,7 @@ func (fp *familyProxier) endpointMap(name string) *knftables.Map {
 
 func (fp *familyProxier) hairpinElem(a netip.Addr) *knftables.Element { return hairpinElem(a) }
 
-func hairpinElem(a netip.Addr) *knftables.Element {
-	s := a.String()
-	return &knftables.Element{Set: hairpinSet, Key: []string{s, s}}
-}
+func hairpinElem(a netip.Addr) *knftables.Element { return netlink.AddrPairElement(hairpinSet, a) }
 
 func (e *elem) knft() *knftables.Element {
 	if e.isMap {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/knftables"
 
+	"portal.dev/portal/proxy/nftables/netlink"
 	"portal.dev/portal/proxy/snapshot"
 )
 
@@ -132,15 +133,15 @@ func slotOffset(id uint32) uint32 { return (id % chainsPerEndpointMap) * maxEndp
 
 func (r slotRange) mapName() string { return endpointMap(r.proto, r.id) }
 
+// slots returns r as the netlink writer takes it.
+func (r slotRange) slots() *netlink.Slots {
+	return &netlink.Slots{Map: r.mapName(), Chain: r.chain, First: slotOffset(r.id), Endpoints: r.eps}
+}
+
 // elem returns the map element of slot i of r.
 func (r slotRange) elem(i int) *knftables.Element {
-	var buf [64]byte
-	v := r.eps[i].Addr().AppendTo(buf[:0])
-	v = append(v, " . "...)
-	v = strconv.AppendUint(v, uint64(r.eps[i].Port()), 10)
-	// Key and value share one array: a full sync makes 100,000 of these.
-	kv := []string{strconv.FormatUint(uint64(slotOffset(r.id))+uint64(i), 10), string(v)}
-	return &knftables.Element{Map: r.mapName(), Key: kv[:1:1], Value: kv[1:]}
+	s := netlink.Slots{Map: r.mapName(), First: slotOffset(r.id), Endpoints: r.eps}
+	return s.Element(i)
 }
 
 // chainIDs gives each chain that selects endpoints through a shared map

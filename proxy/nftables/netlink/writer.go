@@ -1,6 +1,15 @@
 //go:build linux
 
-package nftables
+// Package netlink writes an nftables transaction to the kernel as one
+// netlink batch, encoded the way the nft release it mirrors encodes it
+// (MirroredNFT), so that the kernel holds what nft would have put there
+// and `nft list` prints the same text. The nftables proxy mode records
+// a sync's operations in a Recording and hands it to a Writer; what the
+// encoder does not know, or a batch the kernel never saw, is reported as
+// ErrNotEncodable or ErrNotSent, and the caller then replays the
+// Recording through nft, whole. It knows only the statements, sets and
+// maps the proxy mode writes, and touches one table of one family.
+package netlink
 
 import (
 	"context"
@@ -22,18 +31,9 @@ import (
 // command. So syncs go to the kernel as one netlink batch encoded here,
 // with the elements of a set in a few messages. Partial syncs, small, go
 // the same way: nft lists the whole table before it writes a single
-// element, where the batch goes straight to the kernel. The batch holds exactly what nft would have
-// written (see nlrule.go), so the two paths write the same ruleset and
-// either can follow the other. What the encoder does not know falls
-// back to nft, whole.
-
-// txOps is what a sync writes into: a knftables transaction, or a
-// recording the netlink writer encodes.
-type txOps interface {
-	Add(obj knftables.Object)
-	Flush(obj knftables.Object)
-	Delete(obj knftables.Object)
-}
+// element, where the batch goes straight to the kernel. The batch holds
+// exactly what nft would have written (see rule.go), so the two paths
+// write the same ruleset and either can follow the other.
 
 type opVerb uint8
 
@@ -44,51 +44,102 @@ const (
 )
 
 // op is one recorded operation. obj is a knftables.Object, or, for the
-// bulk of a full sync's elements, kept as values rather than text
-// (their text would be most of the garbage a full sync makes), a *slotRange (its endpoint map elements)
-// or hairpinAddrs (hairpin set elements).
+// bulk of a full sync's elements, kept as values rather than text (their
+// text would be most of the garbage a full sync makes), a *Slots (its
+// endpoint map elements) or addrPairs (address pair set elements).
 type op struct {
 	verb opVerb
 	obj  any
 }
 
-// hairpinAddrs are elements of the hairpin set.
-type hairpinAddrs []netip.Addr
+// Slots are the elements of consecutive slots of an endpoint map: slot
+// First+i maps to Endpoints[i] ("addr . port"). Chain, the chain whose
+// slots they are, only names them in errors.
+type Slots struct {
+	Map       string
+	Chain     string
+	First     uint32
+	Endpoints []netip.AddrPort
+}
 
-// recording keeps a transaction's operations, in order.
-type recording struct {
+// Element returns the map element of slot First+i.
+func (s *Slots) Element(i int) *knftables.Element {
+	var buf [64]byte
+	v := s.Endpoints[i].Addr().AppendTo(buf[:0])
+	v = append(v, " . "...)
+	v = strconv.AppendUint(v, uint64(s.Endpoints[i].Port()), 10)
+	// Key and value share one array: a big full sync makes hundreds of
+	// thousands of these.
+	kv := []string{strconv.FormatUint(uint64(s.First)+uint64(i), 10), string(v)}
+	return &knftables.Element{Map: s.Map, Key: kv[:1:1], Value: kv[1:]}
+}
+
+// addrPairs are elements "a . a" of set.
+type addrPairs struct {
+	set   string
+	addrs []netip.Addr
+}
+
+// AddrPairElement returns the element "a . a" of set.
+func AddrPairElement(set string, a netip.Addr) *knftables.Element {
+	s := a.String()
+	return &knftables.Element{Set: set, Key: []string{s, s}}
+}
+
+// Recording keeps a transaction's operations, in order. Its zero value
+// is empty and ready to use.
+type Recording struct {
 	ops []op
 	n   int // operations, counting each element of a bulk op
 }
 
-func (r *recording) Add(obj knftables.Object)    { r.ops = append(r.ops, op{opAdd, obj}); r.n++ }
-func (r *recording) Flush(obj knftables.Object)  { r.ops = append(r.ops, op{opFlush, obj}); r.n++ }
-func (r *recording) Delete(obj knftables.Object) { r.ops = append(r.ops, op{opDelete, obj}); r.n++ }
-
-func (r *recording) addSlots(s *slotRange) {
-	r.ops = append(r.ops, op{opAdd, s})
-	r.n += len(s.eps)
+// NewRecording returns an empty Recording with room for capacity
+// operations, bulk ones counting as one.
+func NewRecording(capacity int) *Recording {
+	return &Recording{ops: make([]op, 0, capacity)}
 }
 
-func (r *recording) addHairpins(addrs []netip.Addr) {
-	r.ops = append(r.ops, op{opAdd, hairpinAddrs(addrs)})
+// Add records adding obj.
+func (r *Recording) Add(obj knftables.Object) { r.ops = append(r.ops, op{opAdd, obj}); r.n++ }
+
+// Flush records flushing obj.
+func (r *Recording) Flush(obj knftables.Object) { r.ops = append(r.ops, op{opFlush, obj}); r.n++ }
+
+// Delete records deleting obj.
+func (r *Recording) Delete(obj knftables.Object) { r.ops = append(r.ops, op{opDelete, obj}); r.n++ }
+
+// AddSlots records adding the elements of s.
+func (r *Recording) AddSlots(s *Slots) {
+	r.ops = append(r.ops, op{opAdd, s})
+	r.n += len(s.Endpoints)
+}
+
+// AddAddrPairs records adding an element "a . a" to set for each a in
+// addrs.
+func (r *Recording) AddAddrPairs(set string, addrs []netip.Addr) {
+	r.ops = append(r.ops, op{opAdd, addrPairs{set, addrs}})
 	r.n += len(addrs)
 }
 
-// NumOperations is the number of operations recorded.
-func (r *recording) NumOperations() int { return r.n }
+// NumOperations is the number of operations recorded, each element of a
+// bulk operation counting as one.
+func (r *Recording) NumOperations() int { return r.n }
 
-// replay writes the recording into tx.
-func (r *recording) replay(tx *knftables.Transaction) {
+// Len is the number of operations recorded, a bulk one counting as one:
+// what NewRecording's capacity counts.
+func (r *Recording) Len() int { return len(r.ops) }
+
+// Replay writes the recording into tx.
+func (r *Recording) Replay(tx *knftables.Transaction) {
 	for _, o := range r.ops {
 		switch obj := o.obj.(type) {
-		case *slotRange:
-			for i := range obj.eps {
-				tx.Add(obj.elem(i))
+		case *Slots:
+			for i := range obj.Endpoints {
+				tx.Add(obj.Element(i))
 			}
-		case hairpinAddrs:
-			for _, a := range obj {
-				tx.Add(hairpinElem(a))
+		case addrPairs:
+			for _, a := range obj.addrs {
+				tx.Add(AddrPairElement(obj.set, a))
 			}
 		case knftables.Object:
 			switch o.verb {
@@ -103,52 +154,17 @@ func (r *recording) replay(tx *knftables.Transaction) {
 	}
 }
 
-// bulkWriter is a txOps that takes endpoint map and hairpin elements as
-// values.
-type bulkWriter interface {
-	addSlots(s *slotRange)
-	addHairpins(addrs []netip.Addr)
-}
-
-// addBulkElements adds the endpoint map elements of slots and the
-// hairpin elements of addrs.
-func addBulkElements(tx txOps, slots []slotRange, addrs []netip.Addr) {
-	if bw, ok := tx.(bulkWriter); ok {
-		for i := range slots {
-			bw.addSlots(&slots[i])
-		}
-		bw.addHairpins(addrs)
-		return
-	}
-	for _, r := range slots {
-		for i := range r.eps {
-			tx.Add(r.elem(i))
-		}
-	}
-	for _, a := range addrs {
-		tx.Add(hairpinElem(a))
-	}
-}
-
-// errNotEncodable means the recording holds something the netlink
+// ErrNotEncodable means the Recording holds something the netlink
 // encoder does not know; nft has to write it.
-var errNotEncodable = errors.New("not encodable as netlink")
+var ErrNotEncodable = errors.New("not encodable as netlink")
 
-// batchWriter writes a sync's recording in one transaction.
-type batchWriter interface {
-	// Write applies rec atomically; errNotEncodable or errNotSent
-	// (wrapped) mean it did nothing and rec must go through knftables.
-	Write(ctx context.Context, rec *recording) error
-	// Wrote says knftables applied rec instead.
-	Wrote(rec *recording)
-}
-
-// netlinkWriter is the batchWriter that talks netlink to the kernel of
-// the current network namespace.
-type netlinkWriter struct {
+// Writer writes Recordings to one table of one family through netlink,
+// in the kernel of the current network namespace. It is not safe for
+// concurrent use.
+type Writer struct {
 	fam   nfFamily
 	table string
-	// send is sock.send; tests replace it.
+	// send is sock.send.
 	send func(*nlBatch) error
 	sock nlSocket
 	// lastSize is the size of the last big batch (lastOps operations),
@@ -160,18 +176,32 @@ type netlinkWriter struct {
 	known map[string]*setInfo
 }
 
-func newNetlinkWriter(family knftables.Family, table string) *netlinkWriter {
+// NewWriter returns a Writer for table of family.
+func NewWriter(family knftables.Family, table string) *Writer {
 	fam := familyIPv4
 	if family == knftables.IPv6Family {
 		fam = familyIPv6
 	}
-	w := &netlinkWriter{fam: fam, table: table}
+	w := &Writer{fam: fam, table: table}
 	w.send = w.sock.send
 	return w
 }
 
-// Write implements batchWriter.
-func (w *netlinkWriter) Write(_ context.Context, rec *recording) error {
+// Encode encodes rec as Write would and returns the batch's size in
+// bytes, without sending it: ErrNotEncodable says Write would leave rec
+// to nft.
+func (w *Writer) Encode(rec *Recording) (int, error) {
+	b, err := w.encode(rec)
+	if err != nil {
+		return 0, err
+	}
+	return len(b.buf), nil
+}
+
+// Write applies rec in one transaction. ErrNotEncodable or ErrNotSent
+// (wrapped) mean it did nothing and rec must go through nft; after any
+// other error the table is uncertain until the next full sync.
+func (w *Writer) Write(_ context.Context, rec *Recording) error {
 	if len(rec.ops) == 0 {
 		return nil
 	}
@@ -183,7 +213,7 @@ func (w *netlinkWriter) Write(_ context.Context, rec *recording) error {
 		w.lastSize, w.lastOps = len(b.buf), n
 	}
 	if err := w.send(b); err != nil {
-		if !errors.Is(err, errNotSent) {
+		if !errors.Is(err, ErrNotSent) {
 			// Refused, or no answer: what the table holds now is not
 			// certain, so nothing is assumed until the next full sync.
 			w.known = nil
@@ -194,10 +224,10 @@ func (w *netlinkWriter) Write(_ context.Context, rec *recording) error {
 	return nil
 }
 
-// Wrote implements batchWriter: it learns the sets and maps rec declares
+// Wrote says nft applied rec instead: the writer learns the sets and maps rec declares
 // and deletes. Names are stable (a set's name says what it holds), but a
 // declaration the encoder does not know makes the set unknown.
-func (w *netlinkWriter) Wrote(rec *recording) {
+func (w *Writer) Wrote(rec *Recording) {
 	for _, o := range rec.ops {
 		var name string
 		var d setDecl
@@ -275,7 +305,7 @@ func (s *setInfo) ref(b *nlBatch, nameAttr, idAttr uint16) {
 }
 
 type encoder struct {
-	w *netlinkWriter
+	w *Writer
 	b *nlBatch
 	// sets are the sets and maps the batch declares, by name.
 	sets map[string]*setInfo
@@ -300,8 +330,8 @@ func (e *encoder) set(name string) (*setInfo, bool) {
 	return s, ok
 }
 
-// encode turns rec into a batch, or fails with errNotEncodable.
-func (w *netlinkWriter) encode(rec *recording) (*nlBatch, error) {
+// encode turns rec into a batch, or fails with ErrNotEncodable.
+func (w *Writer) encode(rec *Recording) (*nlBatch, error) {
 	size := 80*rec.NumOperations() + 4096 // about what the proxier's operations take
 	if w.lastSize > 0 && rec.NumOperations() >= w.lastOps/2 {
 		size = w.lastSize + w.lastSize/8
@@ -339,21 +369,21 @@ func isElementOp(o op) bool {
 	switch o.obj.(type) {
 	case *knftables.Element:
 		return o.verb != opFlush
-	case *slotRange, hairpinAddrs:
+	case *Slots, addrPairs:
 		return true
 	}
 	return false
 }
 
 func (e *encoder) notEncodable(o op, why string) error {
-	return fmt.Errorf("%w: %s: %s", errNotEncodable, describeOp(o), why)
+	return fmt.Errorf("%w: %s: %s", ErrNotEncodable, describeOp(o), why)
 }
 
 func (e *encoder) checkTable(family knftables.Family, table string) bool {
 	return e.w.checkTable(family, table)
 }
 
-func (w *netlinkWriter) checkTable(family knftables.Family, table string) bool {
+func (w *Writer) checkTable(family knftables.Family, table string) bool {
 	return (family == "" || string(family) == w.fam.ip) && (table == "" || table == w.table)
 }
 
@@ -544,7 +574,7 @@ func (e *encoder) setOp(o op, idx int32, family knftables.Family, table, name st
 	return nil
 }
 
-// Set userdata as nft 1.0.6 writes it (libnftnl's NFTNL_UDATA_SET_*
+// Set userdata as nft MirroredNFT writes it (libnftnl's NFTNL_UDATA_SET_*
 // TLVs), without the comment; `nft list` reads key byte order and
 // typeof expressions from it.
 var (
@@ -587,7 +617,7 @@ func udataComment(typ byte, c string) ([]byte, bool) {
 // describeSet works out the kernel attributes of a declaration the
 // proxier makes: the set types of static.go, affinity sets and the
 // endpoint maps.
-func (w *netlinkWriter) describeSet(name string, d setDecl) (*setInfo, uint32, []byte, error) {
+func (w *Writer) describeSet(name string, d setDecl) (*setInfo, uint32, []byte, error) {
 	info := &setInfo{name: name, isMap: d.isMap}
 	var flags uint32
 	if d.isMap {
@@ -659,7 +689,7 @@ func (w *netlinkWriter) describeSet(name string, d setDecl) (*setInfo, uint32, [
 	return info, flags, udata, nil
 }
 
-func (w *netlinkWriter) addrField() fieldType {
+func (w *Writer) addrField() fieldType {
 	if w.fam.addrLen == 16 {
 		return fieldIPv6
 	}
@@ -689,10 +719,10 @@ var hookNumbers = map[knftables.BaseChainHook]uint32{
 func describeOp(o op) string {
 	verb := [...]string{"add", "flush", "delete"}[o.verb]
 	switch obj := o.obj.(type) {
-	case *slotRange:
-		return fmt.Sprintf("%s elements of map %s (chain %s's %d endpoints)", verb, obj.mapName(), obj.chain, len(obj.eps))
-	case hairpinAddrs:
-		return fmt.Sprintf("%s %d elements of set %s", verb, len(obj), hairpinSet)
+	case *Slots:
+		return fmt.Sprintf("%s elements of map %s (chain %s's %d endpoints)", verb, obj.Map, obj.Chain, len(obj.Endpoints))
+	case addrPairs:
+		return fmt.Sprintf("%s %d elements of set %s", verb, len(obj.addrs), obj.set)
 	case *knftables.Table:
 		return verb + " table"
 	case *knftables.Chain:

@@ -1,6 +1,6 @@
 //go:build linux
 
-package nftables
+package netlink
 
 // This file encodes element operations: a run of them becomes a message
 // per set, each element keyed and valued as nft would encode it.
@@ -52,15 +52,15 @@ func (e *encoder) elements(run []op, first int32) error {
 				return e.notEncodable(o, "element attributes")
 			}
 			err = add(name, elemRef{int32(i), -1})
-		case *slotRange:
-			for j := range obj.eps {
-				if err = add(obj.mapName(), elemRef{int32(i), int32(j)}); err != nil {
+		case *Slots:
+			for j := range obj.Endpoints {
+				if err = add(obj.Map, elemRef{int32(i), int32(j)}); err != nil {
 					break
 				}
 			}
-		case hairpinAddrs:
-			for j := range obj {
-				if err = add(hairpinSet, elemRef{int32(i), int32(j)}); err != nil {
+		case addrPairs:
+			for j := range obj.addrs {
+				if err = add(obj.set, elemRef{int32(i), int32(j)}); err != nil {
 					break
 				}
 			}
@@ -120,7 +120,7 @@ func (e *encoder) elements(run []op, first int32) error {
 }
 
 // nftOrder puts refs, the additions of one run to one set, in the order
-// nft 1.0.6 sends them: it collapses consecutive "add element" commands
+// nft MirroredNFT sends them: it collapses consecutive "add element" commands
 // on a set into the first, which keeps its element first and gets the
 // others in reverse. `nft list` shows an interval set's elements in the
 // order they were added, so this order is part of the ruleset.
@@ -152,23 +152,23 @@ type elemEncoding struct {
 func (el *elemEncoding) encode(info *setInfo, o op, i int, withData bool) bool {
 	el.key, el.keyEnd, el.data, el.hasVerdict = el.key[:0], nil, nil, false
 	switch obj := o.obj.(type) {
-	case *slotRange:
+	case *Slots:
 		// Key: the slot number (host order); value: address . port.
 		if !info.isMap || len(info.key) != 1 || info.key[0] != fieldInteger || len(info.data) != 2 || info.data[0].len != el.fam.addrLen || info.data[1] != fieldService {
 			return false
 		}
-		ap := obj.eps[i]
+		ap := obj.Endpoints[i]
 		if ap.Addr().BitLen() != 8*el.fam.addrLen {
 			return false
 		}
-		el.key = binary.NativeEndian.AppendUint32(el.key, slotOffset(obj.id)+uint32(i))
+		el.key = binary.NativeEndian.AppendUint32(el.key, obj.First+uint32(i))
 		if withData {
 			el.data = appendAddr(el.data[:0], ap.Addr())
 			el.data = pad32(binary.BigEndian.AppendUint16(el.data, ap.Port()), 2)
 		}
 		return true
-	case hairpinAddrs:
-		a := obj[i]
+	case addrPairs:
+		a := obj.addrs[i]
 		if info.isMap || info.interval || len(info.key) != 2 || info.key[0].len != el.fam.addrLen || info.key[1] != info.key[0] || a.BitLen() != 8*el.fam.addrLen {
 			return false
 		}

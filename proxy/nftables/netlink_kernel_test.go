@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/knftables"
 
 	"portal.dev/portal/proxy/internal/netnstest"
+	"portal.dev/portal/proxy/nftables/netlink"
 	"portal.dev/portal/proxy/snapshot"
 )
 
@@ -25,18 +26,18 @@ import (
 // a sync fall back to nft, so a test cannot pass on nft's work.
 type strictBatch struct {
 	t *testing.T
-	w *netlinkWriter
+	w *netlink.Writer
 	// took is the time of the last Write.
 	took time.Duration
 	// wrote counts the batches written.
 	wrote int
 }
 
-func (s *strictBatch) Write(ctx context.Context, rec *recording) error {
+func (s *strictBatch) Write(ctx context.Context, rec *netlink.Recording) error {
 	start := time.Now()
 	err := s.w.Write(ctx, rec)
 	s.took = time.Since(start)
-	if errors.Is(err, errNotEncodable) {
+	if errors.Is(err, netlink.ErrNotEncodable) {
 		s.t.Errorf("sync fell back to nft: %v", err)
 	}
 	if err == nil {
@@ -45,7 +46,7 @@ func (s *strictBatch) Write(ctx context.Context, rec *recording) error {
 	return err
 }
 
-func (s *strictBatch) Wrote(rec *recording) { s.w.Wrote(rec) }
+func (s *strictBatch) Wrote(rec *netlink.Recording) { s.w.Wrote(rec) }
 
 // newKernelProxiers returns a proxier writing full syncs through netlink
 // and one writing everything through nft, for the same table.
@@ -75,7 +76,7 @@ func useNetlink(t *testing.T, p *Proxier) []*strictBatch {
 		if fp.b.ip == "ip6" {
 			family = knftables.IPv6Family
 		}
-		sb := &strictBatch{t: t, w: newNetlinkWriter(family, tableName)}
+		sb := &strictBatch{t: t, w: netlink.NewWriter(family, tableName)}
 		fp.batch = sb
 		batches = append(batches, sb)
 	}
@@ -157,20 +158,21 @@ func TestNetlinkScale(t *testing.T) {
 	fresh, _, _ := newKernelProxiers(t, withCIDR, false)
 	fp := fresh.families[0]
 	start = time.Now()
-	rec := &recording{}
+	rec := &netlink.Recording{}
 	fp.full(rec, w.snap, nil)
 	built := time.Since(start)
 	start = time.Now()
-	batch, err := newNetlinkWriter(knftables.IPv4Family, tableName).encode(rec)
+	nw := netlink.NewWriter(knftables.IPv4Family, tableName)
+	size, err := nw.Encode(rec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	encoded := time.Since(start)
 	start = time.Now()
-	if err := batch.send(); err != nil {
+	if err := nw.Write(context.Background(), rec); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("first full sync: building the objects %v, encoding %v (%d MiB), kernel %v", built, encoded, len(batch.buf)>>20, time.Since(start))
+	t.Logf("first full sync: building the objects %v, encoding %v (%d MiB), encoding again and the kernel %v", built, encoded, size>>20, time.Since(start))
 }
 
 // listingDiff returns the lines only in want ("- ") and only in got
