@@ -108,7 +108,7 @@ func BenchmarkPartialSyncNetlink10k(b *testing.B) {
 	w := bigWorld(10000, 10)
 	p, _ := newBenchProxier()
 	nw := &encodingWriter{w: netlink.NewWriter(knftables.IPv4Family, tableName)}
-	p.families[0].batch = nw
+	p.set.Families[0].batch = nw
 	if err := p.Sync(context.Background(), fullRequest(w.snap)); err != nil {
 		b.Fatal(err)
 	}

@@ -71,7 +71,7 @@ func newKernelProxiers(t *testing.T, cfg Config, ipv6 bool) (viaNetlink, viaNFT 
 // fail the test rather than fall back to nft.
 func useNetlink(t *testing.T, p *Proxier) []*strictBatch {
 	var batches []*strictBatch
-	for _, fp := range p.families {
+	for _, fp := range p.set.Families {
 		family := knftables.IPv4Family
 		if fp.b.ip == "ip6" {
 			family = knftables.IPv6Family
@@ -147,7 +147,7 @@ func TestNetlinkScale(t *testing.T) {
 	}
 	partials(viaNetlink, "netlink")
 	nftOnly, _, _ := newKernelProxiers(t, withCIDR, false)
-	nftOnly.families[0].batch = nil
+	nftOnly.set.Families[0].batch = nil
 	mustSync(t, nftOnly, fullRequest(w.snap))
 	partials(nftOnly, "nft")
 
@@ -156,7 +156,7 @@ func TestNetlinkScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	fresh, _, _ := newKernelProxiers(t, withCIDR, false)
-	fp := fresh.families[0]
+	fp := fresh.set.Families[0]
 	start = time.Now()
 	rec := &netlink.Recording{}
 	fp.full(rec, w.snap, nil)

@@ -30,7 +30,7 @@ func recordFull(t testing.TB, cfg Config, w *world, family knftables.Family) *ne
 	}
 	p := NewWithInterfaces(cfg, nft4, nft6)
 	rec := &netlink.Recording{}
-	p.families[0].full(rec, w.snap, nil)
+	p.set.Families[0].full(rec, w.snap, nil)
 	return rec
 }
 
@@ -144,7 +144,7 @@ func TestFullSyncFallsBackToNFT(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p, g4, g6 := newFakeProxier(withCIDR)
 			failing := &failingBatch{err: tc.err}
-			for _, fp := range p.families {
+			for _, fp := range p.set.Families {
 				fp.batch = failing
 			}
 			err := p.Sync(context.Background(), fullRequest(w.snap))
@@ -188,7 +188,7 @@ func TestPartialSyncFallsBackToNFT(t *testing.T) {
 			p, g4, g6 := newFakeProxier(withCIDR)
 			mustSync(t, p, fullRequest(w.snap))
 			failing := &failingBatch{err: tc.err}
-			for _, fp := range p.families {
+			for _, fp := range p.set.Families {
 				fp.batch = failing
 			}
 			w2 := &world{snap: w.snap}
@@ -254,7 +254,7 @@ func BenchmarkFullSyncNetlink10k(b *testing.B) {
 	var n, ops int
 	b.ResetTimer()
 	for b.Loop() {
-		fp := p.families[0]
+		fp := p.set.Families[0]
 		fp.reset()
 		rec := netlink.NewRecording(n + n/8)
 		fp.full(rec, w.snap, nil)()

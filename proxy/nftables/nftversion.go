@@ -21,11 +21,11 @@ func (p *Proxier) useNetlink(version string, err error) {
 		klog.InfoS("Netlink writer off; every sync goes through nft", "reason", err)
 		return
 	}
-	for _, fp := range p.families {
-		family := knftables.IPv4Family
+	for _, fp := range p.set.Families {
+		fam := knftables.IPv4Family
 		if fp.b.ip == "ip6" {
-			family = knftables.IPv6Family
+			fam = knftables.IPv6Family
 		}
-		fp.batch = netlink.NewWriter(family, tableName)
+		fp.batch = netlink.NewWriter(fam, tableName)
 	}
 }

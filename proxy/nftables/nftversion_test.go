@@ -24,7 +24,7 @@ func TestNetlinkOnlyWithMirroredNFT(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p, _, _ := newFakeProxier(withCIDR)
 			p.useNetlink(tc.out, tc.err)
-			for _, fp := range p.families {
+			for _, fp := range p.set.Families {
 				if got := fp.batch != nil; got != tc.netlink {
 					t.Errorf("%s: netlink writer %v, want %v", fp.b.ip, got, tc.netlink)
 				}

@@ -29,6 +29,7 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/knftables"
 
+	"portal.dev/portal/proxy/family"
 	"portal.dev/portal/proxy/nftables/netlink"
 	"portal.dev/portal/proxy/snapshot"
 )
@@ -48,9 +49,7 @@ type Config struct {
 // Proxier programs the portal tables. It is not safe for concurrent use;
 // the proxy core calls it from one goroutine.
 type Proxier struct {
-	cfg      Config
-	families []*familyProxier
-	started  bool
+	set family.Set[*familyProxier]
 }
 
 // New returns a Proxier using the nft binary for IPv4 and IPv6. An IPv6
@@ -66,12 +65,12 @@ func New(cfg Config) (*Proxier, error) {
 		nft6 = nil
 	}
 	p := NewWithInterfaces(cfg, nft4, nft6)
-	for _, fp := range p.families {
-		family := knftables.IPv4Family
+	for _, fp := range p.set.Families {
+		fam := knftables.IPv4Family
 		if fp.b.ip == "ip6" {
-			family = knftables.IPv6Family
+			fam = knftables.IPv6Family
 		}
-		fp.forFullSync = func() (knftables.Interface, error) { return knftables.New(family, tableName) }
+		fp.forFullSync = func() (knftables.Interface, error) { return knftables.New(fam, tableName) }
 	}
 	p.useNetlink(netlink.NFTVersion())
 	return p, nil
@@ -81,7 +80,7 @@ func New(cfg Config) (*Proxier, error) {
 // (either may be nil to leave that family out), which must be for table
 // "portal" of families ip and ip6.
 func NewWithInterfaces(cfg Config, ipv4, ipv6 knftables.Interface) *Proxier {
-	p := &Proxier{cfg: cfg}
+	p := &Proxier{set: family.Set[*familyProxier]{BeforeFirstSync: cfg.BeforeFirstSync}}
 	for _, f := range []struct {
 		nft    knftables.Interface
 		family snapshot.Family
@@ -89,13 +88,8 @@ func NewWithInterfaces(cfg Config, ipv4, ipv6 knftables.Interface) *Proxier {
 		if f.nft == nil {
 			continue
 		}
-		var cidr netip.Prefix
-		for _, c := range cfg.ClusterCIDRs {
-			if snapshot.FamilyOf(c.Addr()) == f.family {
-				cidr = c
-			}
-		}
-		p.families = append(p.families, &familyProxier{
+		cidr := family.ClusterCIDR(cfg.ClusterCIDRs, f.family)
+		p.set.Families = append(p.set.Families, &familyProxier{
 			b:   newBuilder(f.family, cidr, cfg.MasqueradeAll),
 			nft: f.nft,
 		})
@@ -107,43 +101,24 @@ func NewWithInterfaces(cfg Config, ipv4, ipv6 knftables.Interface) *Proxier {
 // call, else only the Services in req.Changed. Each family is one
 // transaction; a failed one leaves that table as it was.
 func (p *Proxier) Sync(ctx context.Context, req snapshot.Request) error {
-	if !p.started && p.cfg.BeforeFirstSync != nil {
-		start := time.Now()
-		err := p.cfg.BeforeFirstSync(ctx)
-		klog.V(2).InfoS("Looked for other proxy modes' rules", "took", time.Since(start).Round(time.Millisecond))
-		if err != nil {
-			// Other modes' leftovers shadow or duplicate our rules but do
-			// not stop ours from working: log, go on, retry next start.
-			klog.ErrorS(err, "Could not remove other proxy modes' rules")
-		}
-	}
-	p.started = true
-	var errs []error
-	for _, fp := range p.families {
-		if err := fp.sync(ctx, req); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+	return p.set.Sync(ctx, req)
 }
 
 // Cleanup deletes the portal tables. The Proxier forgets what it wrote, so
 // a later Sync starts over with a full one.
-func (p *Proxier) Cleanup(ctx context.Context) error {
-	var errs []error
-	for _, fp := range p.families {
-		if err := DeleteTable(ctx, fp.nft); err != nil {
-			errs = append(errs, err)
-		}
-		if fp.batch != nil {
-			// The netlink writer forgets the table's sets with it.
-			var rec netlink.Recording
-			rec.Delete(&knftables.Table{})
-			fp.batch.Wrote(&rec)
-		}
-		fp.reset()
+func (p *Proxier) Cleanup(ctx context.Context) error { return p.set.Cleanup(ctx) }
+
+// Cleanup deletes the family's table and forgets what it wrote.
+func (fp *familyProxier) Cleanup(ctx context.Context) error {
+	err := DeleteTable(ctx, fp.nft)
+	if fp.batch != nil {
+		// The netlink writer forgets the table's sets with it.
+		var rec netlink.Recording
+		rec.Delete(&knftables.Table{})
+		fp.batch.Wrote(&rec)
 	}
-	return errors.Join(errs...)
+	fp.reset()
+	return err
 }
 
 // DeleteTable deletes nft's table if it exists.
@@ -209,7 +184,8 @@ func (fp *familyProxier) reset() {
 	fp.ids, fp.endpointMaps = idAllocator{}, nil
 }
 
-func (fp *familyProxier) sync(ctx context.Context, req snapshot.Request) (err error) {
+// Sync programs req for the family in one transaction.
+func (fp *familyProxier) Sync(ctx context.Context, req snapshot.Request) (err error) {
 	defer func() {
 		if err != nil {
 			// The table may not be what this proxier thinks (a batch

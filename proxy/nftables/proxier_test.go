@@ -756,7 +756,7 @@ func partialEqualsFullRandom(t *testing.T, seed uint64) {
 	p, f4, f6 := newFakeProxier(withCIDR)
 	// Every sync is also encoded as netlink, as New's proxier would
 	// send it, and must not need nft; the fakes then apply it.
-	for _, fp := range p.families {
+	for _, fp := range p.set.Families {
 		family := knftables.IPv4Family
 		if fp.b.ip == "ip6" {
 			family = knftables.IPv6Family
