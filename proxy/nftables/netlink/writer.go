@@ -224,9 +224,10 @@ func (w *Writer) Write(_ context.Context, rec *Recording) error {
 	return nil
 }
 
-// Wrote says nft applied rec instead: the writer learns the sets and maps rec declares
-// and deletes. Names are stable (a set's name says what it holds), but a
-// declaration the encoder does not know makes the set unknown.
+// Wrote says nft applied rec instead: the writer learns the sets and
+// maps rec declares and deletes. Names are stable (a set's name says
+// what it holds), but a declaration the encoder does not know makes the
+// set unknown.
 func (w *Writer) Wrote(rec *Recording) {
 	for _, o := range rec.ops {
 		var name string
