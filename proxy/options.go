@@ -68,10 +68,9 @@ type Options struct {
 
 // DefaultMinSyncPeriod is the --min-sync-period of mode when the flag is
 // not given: kube-proxy's 1s, which spares the kernel modes a rewrite per
-// change, and 100ms for the userspace mode, whose sync swaps routes in
-// memory in a few milliseconds. Upstream sets the default per mode too
-// (0 for IPVS), and its old userspace mode applied endpoint changes at
-// once. At 1s a steady stream of changes (one a second is enough) makes
+// change, and 100ms for the userspace mode, whose sync only swaps routes
+// in memory. Upstream sets the default per mode too (0 for IPVS), and
+// its userspace mode applied endpoint changes at once. At 1s a steady stream of changes (one a second is enough) makes
 // every change wait for the next slot, so a backend that turns not-ready
 // could stay in rotation for more than a second.
 func DefaultMinSyncPeriod(mode string) time.Duration {

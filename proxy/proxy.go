@@ -405,9 +405,9 @@ func (p *Proxy) sync(ctx context.Context, periodic bool) error {
 		p.pendingTrigger[nn] = append(p.pendingTrigger[nn], tt...)
 	}
 	// The periodic sync (--sync-period) rewrites everything only once per
-	// FullSyncPeriod, as kube-proxy's nftables mode does: at 10,000
-	// Services a full rewrite costs seconds of CPU, and changes that
-	// arrive meanwhile wait for it.
+	// FullSyncPeriod, as kube-proxy's nftables mode does: in a big
+	// cluster a full rewrite is expensive, and changes that arrive
+	// meanwhile wait for it.
 	full := (periodic && time.Since(p.lastFull) >= FullSyncPeriod) || p.needFull || p.synced == nil || res.NodeChanged
 	if !full && len(p.pendingChanged) == 0 {
 		p.health.Updated()

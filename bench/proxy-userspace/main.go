@@ -61,11 +61,18 @@ func main() {
 	}
 }
 
+// results gathers what the connections measured.
+type results struct {
+	mu      sync.Mutex
+	samples []sample
+	errs    int
+}
+
+// run opens the connections, sends requests on the schedule and reports
+// their latency.
 func run() error {
 	due := make(chan time.Time, 1<<20)
-	var mu sync.Mutex
-	var samples []sample
-	var errs int
+	var res results
 	// Each connection tags its requests (?c=N, which nginx ignores for a
 	// file), so that a capture can pair the proxy's two sides by content.
 	var cs []net.Conn
@@ -87,41 +94,55 @@ func run() error {
 	var wg sync.WaitGroup
 	for i, c := range cs {
 		req := []byte(fmt.Sprintf("GET %s?c=%d HTTP/1.1\r\nHost: bench\r\n\r\n", *path, i))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			br := bufio.NewReaderSize(c, 64<<10)
-			var mine []sample
-			for d := range due {
-				sent := time.Now()
-				if _, err := c.Write(req); err != nil {
-					mu.Lock()
-					errs++
-					mu.Unlock()
-					return
-				}
-				if err := readResponse(br); err != nil {
-					mu.Lock()
-					errs++
-					mu.Unlock()
-					return
-				}
-				now := time.Now()
-				if !d.Before(countFrom) {
-					mine = append(mine, sample{now.Sub(d), now.Sub(sent)})
-				}
-			}
-			mu.Lock()
-			samples = append(samples, mine...)
-			mu.Unlock()
-		}()
+		wg.Go(func() { res.client(c, req, due, countFrom) })
 	}
-	// The schedule: request k is due at start + k/rate. The sender wakes
-	// on a kernel timer every 100 us (or every interval, if longer) and
-	// releases every request that is due. Go's own timers wake up to a
-	// millisecond late, which sent a millisecond's worth of requests at
-	// once; a wake-up per request would cost the client core a good part
-	// of what nginx needs.
+	err := schedule(due, start, end)
+	close(due)
+	wg.Wait()
+	if err != nil {
+		return err
+	}
+	return res.report()
+}
+
+// client sends req on c for every due time, until due closes or c fails,
+// and keeps the latencies of requests due from countFrom on.
+func (r *results) client(c net.Conn, req []byte, due <-chan time.Time, countFrom time.Time) {
+	br := bufio.NewReaderSize(c, 64<<10)
+	var mine []sample
+	for d := range due {
+		sent := time.Now()
+		if _, err := c.Write(req); err != nil {
+			r.failed()
+			return
+		}
+		if err := readResponse(br); err != nil {
+			r.failed()
+			return
+		}
+		now := time.Now()
+		if !d.Before(countFrom) {
+			mine = append(mine, sample{now.Sub(d), now.Sub(sent)})
+		}
+	}
+	r.mu.Lock()
+	r.samples = append(r.samples, mine...)
+	r.mu.Unlock()
+}
+
+func (r *results) failed() {
+	r.mu.Lock()
+	r.errs++
+	r.mu.Unlock()
+}
+
+// schedule sends request k's due time, start + k/rate, on due when it
+// comes, until end. The sender wakes on a kernel timer every 100 us (or
+// every interval, if longer) and releases every request that is due.
+// Go's own timers wake up to a millisecond late, which would send a
+// millisecond's worth of requests at once; a wake-up per request would
+// cost the client core a good part of what nginx needs.
+func schedule(due chan<- time.Time, start, end time.Time) error {
 	interval := time.Duration(float64(time.Second) / *rate)
 	tick, err := newTicker(max(interval, 100*time.Microsecond))
 	if err != nil {
@@ -142,23 +163,27 @@ func run() error {
 			next = next.Add(interval)
 		}
 	}
-	close(due)
-	wg.Wait()
-	if len(samples) == 0 {
-		return fmt.Errorf("no answers (%d errors)", errs)
+	return nil
+}
+
+// report prints the latency quantiles, from the due time and from the
+// send.
+func (r *results) report() error {
+	if len(r.samples) == 0 {
+		return fmt.Errorf("no answers (%d errors)", r.errs)
 	}
 	q := func(xs []time.Duration, p float64) string {
 		return fmt.Sprintf("%.0f", float64(xs[min(len(xs)-1, int(p*float64(len(xs))))].Microseconds()))
 	}
-	due2 := make([]time.Duration, len(samples))
-	send := make([]time.Duration, len(samples))
-	for i, s := range samples {
-		due2[i], send[i] = s.fromDue, s.fromSend
+	fromDue := make([]time.Duration, len(r.samples))
+	send := make([]time.Duration, len(r.samples))
+	for i, s := range r.samples {
+		fromDue[i], send[i] = s.fromDue, s.fromSend
 	}
-	slices.Sort(due2)
+	slices.Sort(fromDue)
 	slices.Sort(send)
 	fmt.Printf("RESULT latency %s rate=%.0f conns=%d n=%d errors=%d p50_us=%s p90_us=%s p99_us=%s p999_us=%s max_us=%s sendp50_us=%s sendp99_us=%s\n",
-		*name, *rate, *conns, len(samples), errs, q(due2, 0.5), q(due2, 0.9), q(due2, 0.99), q(due2, 0.999), q(due2, 1),
+		*name, *rate, *conns, len(r.samples), r.errs, q(fromDue, 0.5), q(fromDue, 0.9), q(fromDue, 0.99), q(fromDue, 0.999), q(fromDue, 1),
 		q(send, 0.5), q(send, 0.99))
 	return nil
 }

@@ -82,6 +82,9 @@ type bench struct {
 	procs  []*exec.Cmd
 }
 
+// run sets the namespace and the API server up, compares throughput
+// through a Service with the anchor, and reports the first full sync,
+// the partial syncs under churn and the proxy's memory.
 func run() error {
 	dir, err := os.MkdirTemp("", "portal-bench-proxy-")
 	if err != nil {
@@ -95,35 +98,12 @@ func run() error {
 	} else {
 		defer os.RemoveAll(dir)
 	}
-	for _, args := range [][]string{
-		{"ip", "link", "set", "lo", "up"},
-		{"ip", "link", "add", "bk0", "type", "bridge"}, // this kernel has no dummy links
-		{"ip", "addr", "add", backendIP + "/16", "dev", "bk0"},
-		{"ip", "link", "set", "bk0", "up"},
-		{"ip", "route", "add", "default", "dev", "bk0"},
-		{"sysctl", "-qw", "net.ipv4.ip_local_port_range=1024 65000", "net.ipv4.tcp_tw_reuse=1"},
-		// Connection-per-request runs leave ~50k conntrack entries in
-		// TIME_WAIT; their clashes with reused client ports made every
-		// later run slower than the one before, whatever the target.
-		{"sysctl", "-qw", "net.netfilter.nf_conntrack_tcp_timeout_time_wait=1", "net.ipv4.tcp_max_tw_buckets=1024"},
-	} {
-		if err := sh(args...); err != nil {
-			return err
-		}
-	}
-	if _, err := b.start("apiserver", *otherCore, *portal, "apiserver", "--data-dir", dir, "--secure-port", apiPort); err != nil {
+	if err := setupNetwork(); err != nil {
 		return err
 	}
-	if err := host.WaitHTTP("https://127.0.0.1:"+apiPort+"/readyz", 90*time.Second); err != nil {
+	if err := b.startAPIServer(); err != nil {
 		return err
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "admin.kubeconfig"))
-	if err != nil {
-		return err
-	}
-	cfg.QPS, cfg.Burst = 1e6, 1e6
-	cfg.ContentType = runtime.ContentTypeProtobuf
-	b.client = kubernetes.NewForConfigOrDie(cfg)
 	ctx := context.Background()
 
 	// web-0 is the Service the throughput runs go through.
@@ -152,42 +132,102 @@ func run() error {
 			return err
 		}
 	}
-
-	// Scale: fill with the proxy stopped, then time its first full sync.
 	b.stop(proxy)
+	if proxy, err = b.firstFullSync(ctx); err != nil {
+		return err
+	}
+	if err := b.partialSyncs(ctx, proxy); err != nil {
+		return err
+	}
+	if *throughput {
+		if err := b.compare(vip, *services); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setupNetwork brings up the namespace's loopback and the bridge the
+// backend listens on, and tunes the kernel for many short connections.
+func setupNetwork() error {
+	for _, args := range [][]string{
+		{"ip", "link", "set", "lo", "up"},
+		{"ip", "link", "add", "bk0", "type", "bridge"}, // this kernel has no dummy links
+		{"ip", "addr", "add", backendIP + "/16", "dev", "bk0"},
+		{"ip", "link", "set", "bk0", "up"},
+		{"ip", "route", "add", "default", "dev", "bk0"},
+		{"sysctl", "-qw", "net.ipv4.ip_local_port_range=1024 65000", "net.ipv4.tcp_tw_reuse=1"},
+		// Connection-per-request runs leave many conntrack entries in
+		// TIME_WAIT; their clashes with reused client ports would make
+		// every later run slower than the one before, whatever the target.
+		{"sysctl", "-qw", "net.netfilter.nf_conntrack_tcp_timeout_time_wait=1", "net.ipv4.tcp_max_tw_buckets=1024"},
+	} {
+		if err := sh(args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startAPIServer starts the API server and makes b's client for it.
+func (b *bench) startAPIServer() error {
+	if _, err := b.start("apiserver", *otherCore, *portal, "apiserver", "--data-dir", b.dir, "--secure-port", apiPort); err != nil {
+		return err
+	}
+	if err := host.WaitHTTP("https://127.0.0.1:"+apiPort+"/readyz", 90*time.Second); err != nil {
+		return err
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(b.dir, "admin.kubeconfig"))
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = 1e6, 1e6
+	cfg.ContentType = runtime.ContentTypeProtobuf
+	b.client = kubernetes.NewForConfigOrDie(cfg)
+	return nil
+}
+
+// firstFullSync fills the API with the proxy stopped, then starts it and
+// reports the time of its first full sync and its memory after it.
+func (b *bench) firstFullSync(ctx context.Context) (*exec.Cmd, error) {
 	t0 := time.Now()
 	if err := b.fill(ctx, 10, *services, *endpoints); err != nil {
-		return err
+		return nil, err
 	}
 	fmt.Printf("# created %d Services with %d endpoints each in %s\n", *services, *endpoints, time.Since(t0).Round(time.Second))
 	t0 = time.Now()
-	if proxy, err = b.startProxy(); err != nil {
-		return err
+	proxy, err := b.startProxy()
+	if err != nil {
+		return nil, err
 	}
 	// /healthz answers before the first sync; wait for the sync itself.
-	var m metricSet
 	var full hist
 	for {
-		if m, err = scrape(); err != nil {
-			return err
+		m, err := scrape()
+		if err != nil {
+			return nil, err
 		}
 		if full = m.histogram("kubeproxy_sync_full_proxy_rules_duration_seconds"); full.count > 0 {
 			break
 		}
-		// iptables mode takes far longer than nftables at 10,000
+		// iptables mode takes far longer than nftables with many
 		// Services, and the cores are shared.
 		if time.Since(t0) > 10*time.Minute {
-			return fmt.Errorf("no full sync within 10m of the proxy's start")
+			return nil, fmt.Errorf("no full sync within 10m of the proxy's start")
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	ready := time.Since(t0)
-	// One observation, so the histogram's sum is its exact duration (its
-	// buckets end at 16 s).
+	// One observation, so the histogram's sum is its exact duration.
 	fmt.Printf("RESULT %s full-sync services=%d endpoints=%d first_full_sync=%s synced_after_start=%s\n",
 		*mode, *services, *services**endpoints, secs(full.mean()), ready.Round(time.Millisecond))
 	fmt.Printf("RESULT %s rss services=%d endpoints=%d rss_mib=%.1f %s\n", *mode, *services, *services**endpoints, host.MiB(proxy.Process.Pid, "status")["VmRSS"], memDetail(proxy.Process.Pid))
+	return proxy, nil
+}
 
+// partialSyncs churns endpoints and reports the partial syncs, the
+// network programming latency and the proxy's memory after.
+func (b *bench) partialSyncs(ctx context.Context, proxy *exec.Cmd) error {
 	before, _ := scrape()
 	each, err := b.churn(ctx)
 	if err != nil {
@@ -214,11 +254,6 @@ func run() error {
 	// The Go runtime hands freed pages back to the OS over a minute or so.
 	time.Sleep(30 * time.Second)
 	fmt.Printf("RESULT %s rss-settled rss_mib=%.1f %s\n", *mode, host.MiB(proxy.Process.Pid, "status")["VmRSS"], memDetail(proxy.Process.Pid))
-	if *throughput {
-		if err := b.compare(vip, *services); err != nil {
-			return err
-		}
-	}
 	return nil
 }
 

@@ -33,6 +33,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"portal.dev/portal/proxy/family"
 	"portal.dev/portal/proxy/leftovers"
 	"portal.dev/portal/proxy/snapshot"
 )
@@ -67,9 +68,7 @@ var DefaultTools = []Tool{
 // Proxier programs the PORTAL-* chains. It is not safe for concurrent
 // use; the proxy core calls it from one goroutine.
 type Proxier struct {
-	cfg      Config
-	families []*familyProxier
-	started  bool
+	set family.Set[*familyProxier]
 }
 
 // New returns a Proxier for the families whose tools are installed; IPv4
@@ -94,15 +93,10 @@ func NewWithTools(cfg Config, tools []Tool) *Proxier {
 	if cfg.Run == nil {
 		cfg.Run = leftovers.ExecRunner
 	}
-	p := &Proxier{cfg: cfg}
+	p := &Proxier{set: family.Set[*familyProxier]{BeforeFirstSync: cfg.BeforeFirstSync}}
 	for _, t := range tools {
-		var cidr netip.Prefix
-		for _, c := range cfg.ClusterCIDRs {
-			if snapshot.FamilyOf(c.Addr()) == t.Family {
-				cidr = c
-			}
-		}
-		p.families = append(p.families, &familyProxier{tool: t, run: cfg.Run, b: newBuilder(t.Family, cidr, cfg.MasqueradeAll)})
+		cidr := family.ClusterCIDR(cfg.ClusterCIDRs, t.Family)
+		p.set.Families = append(p.set.Families, &familyProxier{tool: t, run: cfg.Run, b: newBuilder(t.Family, cidr, cfg.MasqueradeAll)})
 	}
 	return p
 }
@@ -112,41 +106,31 @@ func NewWithTools(cfg Config, tools []Tool) *Proxier {
 // which the kernel applies atomically, unless it writes more than
 // maxChainsPerRestore per-Service chains: see there.
 func (p *Proxier) Sync(ctx context.Context, req snapshot.Request) error {
-	if !p.started && p.cfg.BeforeFirstSync != nil {
-		if err := p.cfg.BeforeFirstSync(ctx); err != nil {
-			klog.ErrorS(err, "Could not remove other proxy modes' rules")
-		}
-	}
-	p.started = true
-	var errs []error
-	for _, fp := range p.families {
-		if err := fp.sync(ctx, req); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+	return p.set.Sync(ctx, req)
 }
 
 // Cleanup removes every PORTAL-* chain and the jumps to them. The Proxier
 // forgets what it wrote, so a later Sync is a full one.
-func (p *Proxier) Cleanup(ctx context.Context) error {
+func (p *Proxier) Cleanup(ctx context.Context) error { return p.set.Cleanup(ctx) }
+
+// Cleanup removes the family's PORTAL-* chains and the jumps to them, and
+// forgets what it wrote.
+func (fp *familyProxier) Cleanup(ctx context.Context) error {
 	var errs []error
-	for _, fp := range p.families {
-		for _, table := range []string{"nat", "filter"} {
-			save, err := fp.run(ctx, fp.tool.Save, []string{"-t", table}, "")
-			if err != nil {
+	for _, table := range []string{"nat", "filter"} {
+		save, err := fp.run(ctx, fp.tool.Save, []string{"-t", table}, "")
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, script := range leftovers.RestoreScripts(table, save) {
+			if _, err := fp.run(ctx, fp.tool.Restore, []string{"--noflush"}, script); err != nil {
 				errs = append(errs, err)
-				continue
-			}
-			for _, script := range leftovers.RestoreScripts(table, save) {
-				if _, err := fp.run(ctx, fp.tool.Restore, []string{"--noflush"}, script); err != nil {
-					errs = append(errs, err)
-					break
-				}
+				break
 			}
 		}
-		fp.written = nil
 	}
+	fp.written = nil
 	return errors.Join(errs...)
 }
 
@@ -166,7 +150,7 @@ type familyProxier struct {
 
 // writtenService is what one Service has in the tables: its rules in the
 // shared chains, and the hash of each of its own chains. The rules of its
-// own chains are not kept: at 10,000 Services they are 330,000 strings,
+// own chains are not kept: in a big cluster they are most of the memory,
 // and a partial sync only needs to know whether they changed.
 type writtenService struct {
 	rules  *serviceRules // natChains nil
@@ -193,9 +177,9 @@ var jumps = []jump{
 // maxChainsPerRestore bounds the per-Service chains one iptables-restore
 // creates or rewrites (leftovers removes chains in inputs of the same
 // bound). iptables-nft-restore --noflush (1.8.9) spends time
-// quadratic in the chains of one input: 16,000 new chains took 1.2 s of
-// CPU in one input and 0.2 s in eight inputs of 2,000, and a full sync at
-// 10,000 Services writes 110,000. Each chunk holds whole Services (their
+// quadratic in the chains of one input, so several small inputs cost
+// far less than one big one, and a full sync writes about eleven chains
+// per Service. Each chunk holds whole Services (their
 // chains only jump to each other and to the static PORTAL-MARK-* chains,
 // which the first chunk writes), and the last restore switches the
 // dispatch chains over and deletes stale chains, so the kernel is
@@ -205,7 +189,9 @@ var jumps = []jump{
 // Service owns.
 const maxChainsPerRestore = leftovers.MaxChainsPerRestore
 
-func (fp *familyProxier) sync(ctx context.Context, req snapshot.Request) error {
+// Sync programs req for the family: a full or partial restore, in
+// chunks of at most maxChainsPerRestore per-Service chains.
+func (fp *familyProxier) Sync(ctx context.Context, req snapshot.Request) error {
 	var plan *plan
 	if req.Full || fp.written == nil {
 		existing := map[string]*tableState{}

@@ -99,127 +99,186 @@ func (b *builder) service(svc *snapshot.Service, eps *snapshot.ServiceEndpoints,
 	return out
 }
 
+// portRules is one Service port being built: what every step of port
+// needs to know about it, and which endpoint chains the steps used.
+type portRules struct {
+	b             *builder
+	out           *serviceRules
+	svc           *snapshot.Service
+	p             snapshot.Port
+	id            string
+	proto         string
+	comment       string
+	nodePortMatch string
+	cip           netip.Addr
+	pol           snapshot.Policy
+	sel           snapshot.Selection
+
+	svcChain, svlChain, extChain, fwChain string
+	clusterUsed, localUsed                bool
+}
+
+// port appends to out the rules of one Service port: the filter rules
+// that refuse or drop traffic without endpoints, the nat rules that send
+// traffic to its chains, and those chains.
 func (b *builder) port(out *serviceRules, svc *snapshot.Service, p snapshot.Port, cip netip.Addr, eps []*snapshot.Endpoint, node *snapshot.Node) {
 	id := portID(svc.Name, p)
 	proto := strings.ToLower(string(p.Protocol))
-	match := func(a netip.Addr) string {
-		return "-d " + b.host(a) + " -p " + proto + " -m " + proto + " --dport " + strconv.Itoa(int(p.Port))
-	}
-	nodePortMatch := "-p " + proto + " -m " + proto + " --dport " + strconv.Itoa(int(p.NodePort))
-	comment := "-m comment --comment \"" + svc.Name.String() + ":" + p.Name + "\" "
 	pol := snapshot.PolicyOf(svc, p, b.family)
-	sel := snapshot.Select(eps, pol, node)
-	externals := append(svc.ExternalIPsOf(b.family), svc.LoadBalancerVIPsOf(b.family)...)
-
-	filterAll := func(verdict string, addrs []netip.Addr, nodePort bool) {
-		for _, a := range addrs {
-			out.filterServices = append(out.filterServices, comment+match(a)+" -j "+verdict)
-		}
-		if nodePort && p.NodePort != 0 {
-			out.filterNodePorts = append(out.filterNodePorts, comment+nodePortMatch+" -j "+verdict)
-		}
+	pr := &portRules{
+		b: b, out: out, svc: svc, p: p, id: id, proto: proto, cip: cip, pol: pol,
+		comment:       "-m comment --comment \"" + svc.Name.String() + ":" + p.Name + "\" ",
+		nodePortMatch: "-p " + proto + " -m " + proto + " --dport " + strconv.Itoa(int(p.NodePort)),
+		sel:           snapshot.Select(eps, pol, node),
+		svcChain:      chainName("PORTAL-SVC-", id),
+		svlChain:      chainName("PORTAL-SVL-", id),
+		extChain:      chainName("PORTAL-EXT-", id),
+		fwChain:       chainName("PORTAL-FW-", id),
 	}
-	if !sel.HasAny {
+	if !pr.sel.HasAny {
 		// Nothing anywhere: refuse at once (ICMP port unreachable, which
 		// a TCP client sees as "connection refused") rather than time out.
-		filterAll("REJECT", append([]netip.Addr{cip}, externals...), true)
+		pr.filterAll("REJECT", append([]netip.Addr{cip}, pr.externals()...), true)
 		return
 	}
-
-	svcChain := chainName("PORTAL-SVC-", id)
-	svlChain := chainName("PORTAL-SVL-", id)
-	extChain := chainName("PORTAL-EXT-", id)
-	fwChain := chainName("PORTAL-FW-", id)
-	affinity := svc.AffinityTimeout
-	var clusterUsed, localUsed bool
-
-	if internal := sel.Internal(pol); len(internal) > 0 {
-		target := svcChain
-		if pol.InternalLocal {
-			target = svlChain
-		}
-		out.natServices = append(out.natServices, comment+match(cip)+" -j "+target)
-		clusterUsed, localUsed = clusterUsed || !pol.InternalLocal, localUsed || pol.InternalLocal
-	} else {
-		// internalTrafficPolicy Local and nothing on this node.
-		filterAll("DROP", []netip.Addr{cip}, false)
-	}
-
+	pr.internal()
 	if pol.ExternallyAccessible {
-		ext := chain{name: extChain}
-		if !pol.ExternalLocal {
-			// The endpoint may be on another node, whose reply must come
-			// back through us: masquerade.
-			ext.rules = append(ext.rules, "-j "+markMasqChain, "-j "+svcChain)
-			clusterUsed = true
-		} else {
-			if len(sel.Cluster) > 0 {
-				// Pods and the node itself reach an external address of a
-				// Local Service like its cluster IP (kube-proxy's
-				// short-circuit): Cluster endpoints, nothing to preserve.
-				if b.clusterCIDR.IsValid() {
-					ext.rules = append(ext.rules, "-s "+b.clusterCIDR.String()+" -j "+svcChain)
-				}
-				ext.rules = append(ext.rules, "-m addrtype --src-type LOCAL -j "+markMasqChain, "-m addrtype --src-type LOCAL -j "+svcChain)
-				clusterUsed = true
-			}
-			// Everyone else only reaches this node's endpoints; with none,
-			// the packet falls through and the filter table drops it.
-			ext.rules = append(ext.rules, "-j "+svlChain)
-			localUsed = true
-		}
-		out.natChains = append(out.natChains, ext)
+		pr.external()
+	}
+	pr.endpointChains()
+}
 
-		for _, a := range svc.ExternalIPsOf(b.family) {
-			out.natServices = append(out.natServices, comment+match(a)+" -j "+extChain)
-		}
-		vips := svc.LoadBalancerVIPsOf(b.family)
-		if len(svc.SourceRanges) > 0 && len(vips) > 0 {
-			// Ranges of the other family allow nobody here: a dual-stack
-			// load balancer restricted to IPv4 clients must not be open
-			// over IPv6. A node that owns the VIP reaches it from the VIP.
-			fw := chain{name: fwChain}
-			for _, r := range svc.SourceRangesOf(b.family) {
-				fw.rules = append(fw.rules, "-s "+r.String()+" -j "+extChain)
-			}
-			for _, v := range vips {
-				fw.rules = append(fw.rules, "-s "+b.host(v)+" -j "+extChain)
-			}
-			fw.rules = append(fw.rules, "-j "+markDropChain)
-			out.natChains = append(out.natChains, fw)
-			for _, v := range vips {
-				out.natServices = append(out.natServices, comment+match(v)+" -j "+fwChain)
-			}
-		} else {
-			for _, v := range vips {
-				out.natServices = append(out.natServices, comment+match(v)+" -j "+extChain)
-			}
-		}
-		if p.NodePort != 0 {
-			out.natNodePorts = append(out.natNodePorts, comment+nodePortMatch+" -j "+extChain)
-		}
-		if len(sel.External(pol)) == 0 {
-			filterAll("DROP", externals, true)
+// externals returns the Service's external IPs and load balancer VIPs of
+// the builder's family.
+func (pr *portRules) externals() []netip.Addr {
+	return append(pr.svc.ExternalIPsOf(pr.b.family), pr.svc.LoadBalancerVIPsOf(pr.b.family)...)
+}
+
+// match returns the rule match for traffic to a on the Service port.
+func (pr *portRules) match(a netip.Addr) string {
+	return "-d " + pr.b.host(a) + " -p " + pr.proto + " -m " + pr.proto + " --dport " + strconv.Itoa(int(pr.p.Port))
+}
+
+// filterAll gives traffic to addrs, and to the NodePort if nodePort,
+// verdict in the filter table.
+func (pr *portRules) filterAll(verdict string, addrs []netip.Addr, nodePort bool) {
+	for _, a := range addrs {
+		pr.out.filterServices = append(pr.out.filterServices, pr.comment+pr.match(a)+" -j "+verdict)
+	}
+	if nodePort && pr.p.NodePort != 0 {
+		pr.out.filterNodePorts = append(pr.out.filterNodePorts, pr.comment+pr.nodePortMatch+" -j "+verdict)
+	}
+}
+
+// internal sends traffic to the cluster IP to the chain its policy picks,
+// or drops it when there is no endpoint to pick.
+func (pr *portRules) internal() {
+	if len(pr.sel.Internal(pr.pol)) == 0 {
+		// internalTrafficPolicy Local and nothing on this node.
+		pr.filterAll("DROP", []netip.Addr{pr.cip}, false)
+		return
+	}
+	target := pr.svcChain
+	if pr.pol.InternalLocal {
+		target = pr.svlChain
+	}
+	pr.out.natServices = append(pr.out.natServices, pr.comment+pr.match(pr.cip)+" -j "+target)
+	pr.clusterUsed, pr.localUsed = pr.clusterUsed || !pr.pol.InternalLocal, pr.localUsed || pr.pol.InternalLocal
+}
+
+// external writes the chain for external traffic and sends the external
+// IPs, VIPs (through their firewall) and NodePort to it.
+func (pr *portRules) external() {
+	pr.externalChain()
+	for _, a := range pr.svc.ExternalIPsOf(pr.b.family) {
+		pr.out.natServices = append(pr.out.natServices, pr.comment+pr.match(a)+" -j "+pr.extChain)
+	}
+	vips := pr.svc.LoadBalancerVIPsOf(pr.b.family)
+	if len(pr.svc.SourceRanges) > 0 && len(vips) > 0 {
+		pr.firewall(vips)
+	} else {
+		for _, v := range vips {
+			pr.out.natServices = append(pr.out.natServices, pr.comment+pr.match(v)+" -j "+pr.extChain)
 		}
 	}
+	if pr.p.NodePort != 0 {
+		pr.out.natNodePorts = append(pr.out.natNodePorts, pr.comment+pr.nodePortMatch+" -j "+pr.extChain)
+	}
+	if len(pr.sel.External(pr.pol)) == 0 {
+		pr.filterAll("DROP", pr.externals(), true)
+	}
+}
 
-	if clusterUsed {
-		c := chain{name: svcChain}
-		if r := b.masqueradeClusterIP(cip, proto, p.Port); r != "" {
+// externalChain writes the chain external traffic goes through, which
+// picks the endpoint chain its policy wants.
+func (pr *portRules) externalChain() {
+	b := pr.b
+	ext := chain{name: pr.extChain}
+	if !pr.pol.ExternalLocal {
+		// The endpoint may be on another node, whose reply must come
+		// back through us: masquerade.
+		ext.rules = append(ext.rules, "-j "+markMasqChain, "-j "+pr.svcChain)
+		pr.clusterUsed = true
+	} else {
+		if len(pr.sel.Cluster) > 0 {
+			// Pods and the node itself reach an external address of a
+			// Local Service like its cluster IP (kube-proxy's
+			// short-circuit): Cluster endpoints, nothing to preserve.
+			if b.clusterCIDR.IsValid() {
+				ext.rules = append(ext.rules, "-s "+b.clusterCIDR.String()+" -j "+pr.svcChain)
+			}
+			ext.rules = append(ext.rules, "-m addrtype --src-type LOCAL -j "+markMasqChain, "-m addrtype --src-type LOCAL -j "+pr.svcChain)
+			pr.clusterUsed = true
+		}
+		// Everyone else only reaches this node's endpoints; with none,
+		// the packet falls through and the filter table drops it.
+		ext.rules = append(ext.rules, "-j "+pr.svlChain)
+		pr.localUsed = true
+	}
+	pr.out.natChains = append(pr.out.natChains, ext)
+}
+
+// firewall sends traffic to vips through a chain that lets only the
+// source ranges on. Ranges of the other family allow nobody here: a
+// dual-stack load balancer restricted to IPv4 clients must not be open
+// over IPv6. A node that owns the VIP reaches it from the VIP.
+func (pr *portRules) firewall(vips []netip.Addr) {
+	fw := chain{name: pr.fwChain}
+	for _, r := range pr.svc.SourceRangesOf(pr.b.family) {
+		fw.rules = append(fw.rules, "-s "+r.String()+" -j "+pr.extChain)
+	}
+	for _, v := range vips {
+		fw.rules = append(fw.rules, "-s "+pr.b.host(v)+" -j "+pr.extChain)
+	}
+	fw.rules = append(fw.rules, "-j "+markDropChain)
+	pr.out.natChains = append(pr.out.natChains, fw)
+	for _, v := range vips {
+		pr.out.natServices = append(pr.out.natServices, pr.comment+pr.match(v)+" -j "+pr.fwChain)
+	}
+}
+
+// endpointChains writes the cluster-wide and node-local endpoint chains
+// the other steps sent traffic to.
+func (pr *portRules) endpointChains() {
+	b := pr.b
+	affinity := pr.svc.AffinityTimeout
+	if pr.clusterUsed {
+		c := chain{name: pr.svcChain}
+		if r := b.masqueradeClusterIP(pr.cip, pr.proto, pr.p.Port); r != "" {
 			c.rules = append(c.rules, r)
 		}
-		b.cascade(out, &c, id, proto, sel.Cluster, affinity)
-		out.natChains = append(out.natChains, c)
+		b.cascade(pr.out, &c, pr.id, pr.proto, pr.sel.Cluster, affinity)
+		pr.out.natChains = append(pr.out.natChains, c)
 	}
-	if localUsed {
-		c := chain{name: svlChain}
-		if pol.InternalLocal {
-			if r := b.masqueradeClusterIP(cip, proto, p.Port); r != "" {
+	if pr.localUsed {
+		c := chain{name: pr.svlChain}
+		if pr.pol.InternalLocal {
+			if r := b.masqueradeClusterIP(pr.cip, pr.proto, pr.p.Port); r != "" {
 				c.rules = append(c.rules, r)
 			}
 		}
-		b.cascade(out, &c, id, proto, sel.Local, affinity)
-		out.natChains = append(out.natChains, c)
+		b.cascade(pr.out, &c, pr.id, pr.proto, pr.sel.Local, affinity)
+		pr.out.natChains = append(pr.out.natChains, c)
 	}
 }
 

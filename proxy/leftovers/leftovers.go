@@ -73,8 +73,8 @@ func DeleteIPTables(ctx context.Context, run Runner) error {
 
 // MaxChainsPerRestore bounds the chains one iptables-restore input
 // flushes or deletes: iptables-nft-restore (1.8.9) spends time quadratic
-// in the chains of one input, and the iptables mode owns 110,000 chains
-// at 10,000 Services, which took minutes to remove in one input.
+// in the chains of one input, and the iptables mode owns about eleven
+// chains per Service.
 const MaxChainsPerRestore = 2000
 
 // RestoreScripts returns the iptables-restore --noflush inputs, to run in

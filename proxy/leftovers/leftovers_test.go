@@ -42,8 +42,8 @@ COMMIT
 	}
 }
 
-// TestRestoreScriptsInChunks: 110,000 chains in one input took
-// iptables-nft-restore minutes; past MaxChainsPerRestore the removal is
+// TestRestoreScriptsInChunks: iptables-nft-restore is quadratic in the
+// chains of one input; past MaxChainsPerRestore the removal is
 // several inputs: the jumps first, every chain flushed before any is
 // deleted (they jump to each other), no input past the bound.
 func TestRestoreScriptsInChunks(t *testing.T) {

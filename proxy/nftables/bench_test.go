@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/knftables"
 
 	"portal.dev/portal/proxy/internal/netnstest"
+	"portal.dev/portal/proxy/nftables/netlink"
 	"portal.dev/portal/proxy/snapshot"
 )
 
@@ -106,10 +107,8 @@ func BenchmarkPartialSync10k(b *testing.B) {
 func BenchmarkPartialSyncNetlink10k(b *testing.B) {
 	w := bigWorld(10000, 10)
 	p, _ := newBenchProxier()
-	nw := newNetlinkWriter(knftables.IPv4Family, tableName)
-	var size int
-	nw.send = func(batch *nlBatch) error { size = len(batch.buf); return nil }
-	p.families[0].batch = nw
+	nw := &encodingWriter{w: netlink.NewWriter(knftables.IPv4Family, tableName)}
+	p.set.Families[0].batch = nw
 	if err := p.Sync(context.Background(), fullRequest(w.snap)); err != nil {
 		b.Fatal(err)
 	}
@@ -129,7 +128,7 @@ func BenchmarkPartialSyncNetlink10k(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(size), "bytes/tx")
+	b.ReportMetric(float64(nw.size), "bytes/tx")
 }
 
 func cloneWith(m map[types.NamespacedName]*snapshot.ServiceEndpoints, nn types.NamespacedName, v *snapshot.ServiceEndpoints) map[types.NamespacedName]*snapshot.ServiceEndpoints {

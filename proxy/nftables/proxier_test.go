@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/knftables"
 
+	"portal.dev/portal/proxy/nftables/netlink"
 	"portal.dev/portal/proxy/snapshot"
 )
 
@@ -755,12 +756,12 @@ func partialEqualsFullRandom(t *testing.T, seed uint64) {
 	p, f4, f6 := newFakeProxier(withCIDR)
 	// Every sync is also encoded as netlink, as New's proxier would
 	// send it, and must not need nft; the fakes then apply it.
-	for _, fp := range p.families {
+	for _, fp := range p.set.Families {
 		family := knftables.IPv4Family
 		if fp.b.ip == "ip6" {
 			family = knftables.IPv6Family
 		}
-		fp.batch = &encodeOnly{t: t, w: newNetlinkWriter(family, tableName)}
+		fp.batch = &encodeOnly{t: t, w: netlink.NewWriter(family, tableName)}
 	}
 	w := newWorld()
 	mustSync(t, p, fullRequest(w.snap))
@@ -796,19 +797,43 @@ func partialEqualsFullRandom(t *testing.T, seed uint64) {
 // test if it cannot, and sends nothing, so knftables (a fake) applies it.
 type encodeOnly struct {
 	t *testing.T
-	w *netlinkWriter
+	w *netlink.Writer
 }
 
-func (e *encodeOnly) Write(ctx context.Context, rec *recording) error {
-	e.w.send = func(*nlBatch) error { return errNotSent }
-	err := e.w.Write(ctx, rec)
-	if errors.Is(err, errNotEncodable) {
-		e.t.Errorf("sync not encodable as netlink: %v", err)
+func (e *encodeOnly) Write(_ context.Context, rec *netlink.Recording) error {
+	if rec.Len() == 0 {
+		return nil
 	}
-	return err
+	if _, err := e.w.Encode(rec); err != nil {
+		e.t.Errorf("sync not encodable as netlink: %v", err)
+		return err
+	}
+	return fmt.Errorf("%w: encode only", netlink.ErrNotSent)
 }
 
-func (e *encodeOnly) Wrote(rec *recording) { e.w.Wrote(rec) }
+func (e *encodeOnly) Wrote(rec *netlink.Recording) { e.w.Wrote(rec) }
+
+// encodingWriter is a batchWriter that encodes a sync as netlink and, as
+// if the kernel took it, sends nothing; size is the last batch's size.
+type encodingWriter struct {
+	w    *netlink.Writer
+	size int
+}
+
+func (e *encodingWriter) Write(_ context.Context, rec *netlink.Recording) error {
+	if rec.Len() == 0 {
+		return nil
+	}
+	size, err := e.w.Encode(rec)
+	if err != nil {
+		return err
+	}
+	e.size = size
+	e.w.Wrote(rec)
+	return nil
+}
+
+func (e *encodingWriter) Wrote(rec *netlink.Recording) { e.w.Wrote(rec) }
 
 func newFakeProxierSynced(t *testing.T, s *snapshot.Snapshot) (*Proxier, *knftables.Fake, *knftables.Fake) {
 	p, f4, f6 := newFakeProxier(withCIDR)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/knftables"
 
+	"portal.dev/portal/proxy/nftables/netlink"
 	"portal.dev/portal/proxy/snapshot"
 )
 
@@ -66,22 +67,20 @@ const (
 // with the chain's N endpoints the elements O..O+N-1 of a map shared with
 // other chains. So an endpoint change is a map element change, which the
 // kernel applies without re-validating the ruleset, and only a change in
-// the number of endpoints rewrites the rule. Measured with nft 1.0.6 on
-// kernel 6.18, 10,000 Services x 10 endpoints:
+// the number of endpoints rewrites the rule. The alternatives cost more
+// as Services grow:
 //
-//   - a cascade of one rule per endpoint (the earlier layout): every
-//     transaction that adds a rule re-validates every chain reachable
-//     from the hooks, ~100 ms per partial sync, and the full sync
-//     creates 110,000 rules.
+//   - a cascade of one rule per endpoint: every transaction that adds a
+//     rule re-validates every chain reachable from the hooks, and a full
+//     sync creates a rule per endpoint.
 //   - a map per Service (named or anonymous): the kernel keeps a table's
 //     sets in a list it searches by name (and allocates anonymous names
-//     by scanning it), O(n^2) in Services: 7-23 s.
+//     by scanning it), O(n^2) in Services.
 //   - one map for all Services: binding a map to a rule in a new chain
-//     walks all its elements, so 10,000 rules x 100,000 elements
-//     (minutes, as the earlier layout's one shared vmap).
-//   - shared maps of 64 chains each (1.9-2.6 s with 100-128 maps): both
-//     costs stay small. Rules are written before the elements: on an
-//     empty map a binding walks nothing.
+//     walks all its elements, so rules x elements.
+//   - shared maps of 64 chains each: both costs stay small. Rules are
+//     written before the elements: on an empty map a binding walks
+//     nothing.
 //
 // The key is the slot number; "numgen ... offset" adds the chain's first
 // slot. The value's typeof names the protocol (nft 1.0.6 refuses a "th
@@ -134,15 +133,15 @@ func slotOffset(id uint32) uint32 { return (id % chainsPerEndpointMap) * maxEndp
 
 func (r slotRange) mapName() string { return endpointMap(r.proto, r.id) }
 
+// slots returns r as the netlink writer takes it.
+func (r slotRange) slots() *netlink.Slots {
+	return &netlink.Slots{Map: r.mapName(), Chain: r.chain, First: slotOffset(r.id), Endpoints: r.eps}
+}
+
 // elem returns the map element of slot i of r.
 func (r slotRange) elem(i int) *knftables.Element {
-	var buf [64]byte
-	v := r.eps[i].Addr().AppendTo(buf[:0])
-	v = append(v, " . "...)
-	v = strconv.AppendUint(v, uint64(r.eps[i].Port()), 10)
-	// Key and value share one array: a full sync makes 100,000 of these.
-	kv := []string{strconv.FormatUint(uint64(slotOffset(r.id))+uint64(i), 10), string(v)}
-	return &knftables.Element{Map: r.mapName(), Key: kv[:1:1], Value: kv[1:]}
+	s := netlink.Slots{Map: r.mapName(), First: slotOffset(r.id), Endpoints: r.eps}
+	return s.Element(i)
 }
 
 // chainIDs gives each chain that selects endpoints through a shared map
@@ -214,79 +213,126 @@ func (b *builder) service(svc *snapshot.Service, eps *snapshot.ServiceEndpoints,
 	return out
 }
 
+// portObjects is one Service port being built: what every step of port
+// needs to know about it.
+type portObjects struct {
+	b         *builder
+	out       *serviceObjects
+	p         snapshot.Port
+	key       string
+	proto     string
+	port      string
+	cip       netip.Addr
+	externals []netip.Addr
+	pol       snapshot.Policy
+	sel       snapshot.Selection
+	affinity  time.Duration
+	hairpin   map[netip.Addr]struct{}
+	ids       chainIDs
+}
+
+// port appends to out the objects of one Service port: its firewall, the
+// chains that choose an endpoint for internal and external traffic, and
+// the map elements that send traffic to them or refuse it.
 func (b *builder) port(out *serviceObjects, svc *snapshot.Service, p snapshot.Port, cip netip.Addr, eps []*snapshot.Endpoint, node *snapshot.Node, hairpin map[netip.Addr]struct{}, ids chainIDs) {
-	key := portKey(svc.Name, p)
-	proto := strings.ToLower(string(p.Protocol))
-	port := strconv.Itoa(int(p.Port))
 	pol := snapshot.PolicyOf(svc, p, b.family)
-	sel := snapshot.Select(eps, pol, node)
-	var externals []netip.Addr
-	externals = append(externals, svc.ExternalIPsOf(b.family)...)
+	po := &portObjects{
+		b: b, out: out, p: p,
+		key:      portKey(svc.Name, p),
+		proto:    strings.ToLower(string(p.Protocol)),
+		port:     strconv.Itoa(int(p.Port)),
+		cip:      cip,
+		pol:      pol,
+		sel:      snapshot.Select(eps, pol, node),
+		affinity: svc.AffinityTimeout,
+		hairpin:  hairpin,
+		ids:      ids,
+	}
 	vips := svc.LoadBalancerVIPsOf(b.family)
-	externals = append(externals, vips...)
+	po.externals = append(append(po.externals, svc.ExternalIPsOf(b.family)...), vips...)
 
 	// loadBalancerSourceRanges apply to the VIPs whether or not there are
-	// endpoints. Ranges of the other family allow nobody here: a dual-stack
-	// load balancer restricted to IPv4 clients must not be open over IPv6.
+	// endpoints.
 	if len(svc.SourceRanges) > 0 {
-		ranges := outermostRanges(svc.SourceRangesOf(b.family))
-		for _, vip := range vips {
-			v := vip.String()
-			out.elems = append(out.elems, elem{container: firewallIPsSet, key: []string{v, proto, port}})
-			for _, r := range ranges {
-				out.elems = append(out.elems, elem{container: firewallAllowSet, key: []string{v, proto, port, r.String()}})
-			}
-			// A node that owns the VIP reaches it from the VIP itself.
-			if !slices.ContainsFunc(ranges, func(r netip.Prefix) bool { return r.Contains(vip) }) {
-				out.elems = append(out.elems, elem{container: firewallAllowSet, key: []string{v, proto, port, v}})
-			}
-		}
+		po.firewall(vips, svc.SourceRangesOf(b.family))
 	}
-
-	noEndpoints := func(verdict string, addrs []netip.Addr, nodePort bool) {
-		for _, a := range addrs {
-			out.elems = append(out.elems, elem{container: noEndpointServices, isMap: true, key: []string{a.String(), proto, port}, value: []string{verdict}})
-		}
-		if nodePort && p.NodePort != 0 {
-			out.elems = append(out.elems, elem{container: noEndpointNodePort, isMap: true, key: []string{proto, strconv.Itoa(int(p.NodePort))}, value: []string{verdict}})
-		}
-	}
-	if !sel.HasAny {
+	if !po.sel.HasAny {
 		// Nothing anywhere: refuse at once (ICMP port unreachable, TCP
 		// reset) rather than let clients time out.
-		noEndpoints("goto "+rejectChain, append([]netip.Addr{cip}, externals...), true)
+		po.noEndpoints("goto "+rejectChain, append([]netip.Addr{cip}, po.externals...), true)
 		return
 	}
-
-	affinity := svc.AffinityTimeout
-	clusterChain := ""
-	if internal := sel.Internal(pol); len(internal) > 0 {
-		name := "service-" + key
-		c := chain{name: name}
-		if rule := b.masqueradeClusterIP(cip); rule != "" {
-			c.rules = append(c.rules, rule)
-		}
-		b.choose(out, &c, key, proto, internal, affinity, hairpin, ids)
-		out.chains = append(out.chains, c)
-		out.elems = append(out.elems, elem{container: serviceIPsMap, isMap: true, key: []string{cip.String(), proto, port}, value: []string{"goto " + name}})
-		if !pol.InternalLocal {
-			clusterChain = name
-		}
-	} else {
-		// internalTrafficPolicy Local and nothing on this node.
-		noEndpoints("drop", []netip.Addr{cip}, false)
-	}
+	clusterChain := po.internal()
 	if !pol.ExternallyAccessible {
 		return
 	}
-	if clusterChain == "" && len(sel.Cluster) > 0 {
-		clusterChain = "cluster-" + key
-		c := chain{name: clusterChain}
-		b.choose(out, &c, key, proto, sel.Cluster, affinity, hairpin, ids)
-		out.chains = append(out.chains, c)
+	po.external(clusterChain)
+}
+
+// firewall lets only ranges reach vips. Ranges of the other family allow
+// nobody here: a dual-stack load balancer restricted to IPv4 clients must
+// not be open over IPv6.
+func (po *portObjects) firewall(vips []netip.Addr, ranges []netip.Prefix) {
+	ranges = outermostRanges(ranges)
+	for _, vip := range vips {
+		v := vip.String()
+		po.out.elems = append(po.out.elems, elem{container: firewallIPsSet, key: []string{v, po.proto, po.port}})
+		for _, r := range ranges {
+			po.out.elems = append(po.out.elems, elem{container: firewallAllowSet, key: []string{v, po.proto, po.port, r.String()}})
+		}
+		// A node that owns the VIP reaches it from the VIP itself.
+		if !slices.ContainsFunc(ranges, func(r netip.Prefix) bool { return r.Contains(vip) }) {
+			po.out.elems = append(po.out.elems, elem{container: firewallAllowSet, key: []string{v, po.proto, po.port, v}})
+		}
 	}
-	ext := chain{name: "external-" + key}
-	if !pol.ExternalLocal {
+}
+
+// noEndpoints gives traffic to addrs, and to the NodePort if nodePort,
+// verdict instead of an endpoint.
+func (po *portObjects) noEndpoints(verdict string, addrs []netip.Addr, nodePort bool) {
+	for _, a := range addrs {
+		po.out.elems = append(po.out.elems, elem{container: noEndpointServices, isMap: true, key: []string{a.String(), po.proto, po.port}, value: []string{verdict}})
+	}
+	if nodePort && po.p.NodePort != 0 {
+		po.out.elems = append(po.out.elems, elem{container: noEndpointNodePort, isMap: true, key: []string{po.proto, strconv.Itoa(int(po.p.NodePort))}, value: []string{verdict}})
+	}
+}
+
+// internal writes the chain for traffic to the cluster IP and returns its
+// name if external traffic can use it too (Cluster policy), else "".
+func (po *portObjects) internal() (clusterChain string) {
+	internal := po.sel.Internal(po.pol)
+	if len(internal) == 0 {
+		// internalTrafficPolicy Local and nothing on this node.
+		po.noEndpoints("drop", []netip.Addr{po.cip}, false)
+		return ""
+	}
+	name := "service-" + po.key
+	c := chain{name: name}
+	if rule := po.b.masqueradeClusterIP(po.cip); rule != "" {
+		c.rules = append(c.rules, rule)
+	}
+	po.b.choose(po.out, &c, po.key, po.proto, internal, po.affinity, po.hairpin, po.ids)
+	po.out.chains = append(po.out.chains, c)
+	po.out.elems = append(po.out.elems, elem{container: serviceIPsMap, isMap: true, key: []string{po.cip.String(), po.proto, po.port}, value: []string{"goto " + name}})
+	if po.pol.InternalLocal {
+		return ""
+	}
+	return name
+}
+
+// external writes the chain for traffic to the external IPs, VIPs and
+// NodePort, and the map elements that send that traffic to it.
+func (po *portObjects) external(clusterChain string) {
+	b := po.b
+	if clusterChain == "" && len(po.sel.Cluster) > 0 {
+		clusterChain = "cluster-" + po.key
+		c := chain{name: clusterChain}
+		b.choose(po.out, &c, po.key, po.proto, po.sel.Cluster, po.affinity, po.hairpin, po.ids)
+		po.out.chains = append(po.out.chains, c)
+	}
+	ext := chain{name: "external-" + po.key}
+	if !po.pol.ExternalLocal {
 		// The endpoint may be on another node, whose reply must come back
 		// through us: masquerade.
 		ext.rules = append(ext.rules, "meta mark set meta mark | "+masqueradeMark+" goto "+clusterChain)
@@ -303,17 +349,17 @@ func (b *builder) port(out *serviceObjects, svc *snapshot.Service, p snapshot.Po
 		// Everyone else only reaches this node's endpoints, with the
 		// client's address preserved; with none, the packet falls
 		// through and endpoints-check drops it.
-		b.choose(out, &ext, key, proto, sel.Local, affinity, hairpin, ids)
+		b.choose(po.out, &ext, po.key, po.proto, po.sel.Local, po.affinity, po.hairpin, po.ids)
 	}
-	out.chains = append(out.chains, ext)
-	for _, a := range externals {
-		out.elems = append(out.elems, elem{container: serviceIPsMap, isMap: true, key: []string{a.String(), proto, port}, value: []string{"goto " + ext.name}})
+	po.out.chains = append(po.out.chains, ext)
+	for _, a := range po.externals {
+		po.out.elems = append(po.out.elems, elem{container: serviceIPsMap, isMap: true, key: []string{a.String(), po.proto, po.port}, value: []string{"goto " + ext.name}})
 	}
-	if p.NodePort != 0 {
-		out.elems = append(out.elems, elem{container: serviceNodePorts, isMap: true, key: []string{proto, strconv.Itoa(int(p.NodePort))}, value: []string{"goto " + ext.name}})
+	if po.p.NodePort != 0 {
+		po.out.elems = append(po.out.elems, elem{container: serviceNodePorts, isMap: true, key: []string{po.proto, strconv.Itoa(int(po.p.NodePort))}, value: []string{"goto " + ext.name}})
 	}
-	if len(sel.External(pol)) == 0 {
-		noEndpoints("drop", externals, true)
+	if len(po.sel.External(po.pol)) == 0 {
+		po.noEndpoints("drop", po.externals, true)
 	}
 }
 

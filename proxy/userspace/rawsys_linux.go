@@ -14,7 +14,7 @@ import (
 // non-blocking, so they go through RawSyscall: a plain Syscall tells the
 // scheduler the goroutine may block, and the system monitor then hands
 // the loop's P to another thread whenever a call (a connect with its
-// handshake, a close with its FIN) outlasts its 20 µs tick, which cost
+// handshake, a close with its FIN) outlasts the monitor's tick, which costs
 // a thread wake-up per connection or so. The wrappers also build and
 // parse the socket addresses in place: x/sys's Accept4 asks each accepted
 // socket its protocol (one getsockopt more) and allocates the address.

@@ -1,15 +1,22 @@
 //go:build linux
 
-package nftables
+// Package netlink writes an nftables transaction to the kernel as one
+// netlink batch, encoded the way the nft release it mirrors encodes it
+// (MirroredNFT), so that the kernel holds what nft would have put there
+// and `nft list` prints the same text. The nftables proxy mode records
+// a sync's operations in a Recording and hands it to a Writer; what the
+// encoder does not know, or a batch the kernel never saw, is reported as
+// ErrNotEncodable or ErrNotSent, and the caller then replays the
+// Recording through nft, whole. It knows only the statements, sets and
+// maps the proxy mode writes, and touches one table of one family.
+package netlink
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/netip"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,26 +25,15 @@ import (
 	"sigs.k8s.io/knftables"
 )
 
-// A full sync of 10,000 Services is 140,000 nft commands; nft spends
+// A full sync is about fourteen nft commands per Service; nft spends
 // more time parsing and evaluating them than the kernel spends applying
 // them, and the kernel looks a set up by name for every "add element"
 // command. So syncs go to the kernel as one netlink batch encoded here,
 // with the elements of a set in a few messages. Partial syncs, small, go
-// the same way: nft 1.0.6 lists the whole table (11,000 chains at 10,000
-// Services) before it writes a single element, 30-50 ms, where the batch
-// takes 0.2 ms (6 ms when it has rules: the kernel then checks the whole
-// table for loops). The batch holds exactly what nft would have
-// written (see nlrule.go), so the two paths write the same ruleset and
-// either can follow the other. What the encoder does not know falls
-// back to nft, whole.
-
-// txOps is what a sync writes into: a knftables transaction, or a
-// recording the netlink writer encodes.
-type txOps interface {
-	Add(obj knftables.Object)
-	Flush(obj knftables.Object)
-	Delete(obj knftables.Object)
-}
+// the same way: nft lists the whole table before it writes a single
+// element, where the batch goes straight to the kernel. The batch holds
+// exactly what nft would have written (see rule.go), so the two paths
+// write the same ruleset and either can follow the other.
 
 type opVerb uint8
 
@@ -48,52 +44,102 @@ const (
 )
 
 // op is one recorded operation. obj is a knftables.Object, or, for the
-// bulk of a full sync's elements, kept as values rather than text
-// (200,000 elements at 10,000 Services: their text is most of the
-// garbage a full sync makes), a *slotRange (its endpoint map elements)
-// or hairpinAddrs (hairpin set elements).
+// bulk of a full sync's elements, kept as values rather than text (their
+// text would be most of the garbage a full sync makes), a *Slots (its
+// endpoint map elements) or addrPairs (address pair set elements).
 type op struct {
 	verb opVerb
 	obj  any
 }
 
-// hairpinAddrs are elements of the hairpin set.
-type hairpinAddrs []netip.Addr
+// Slots are the elements of consecutive slots of an endpoint map: slot
+// First+i maps to Endpoints[i] ("addr . port"). Chain, the chain whose
+// slots they are, only names them in errors.
+type Slots struct {
+	Map       string
+	Chain     string
+	First     uint32
+	Endpoints []netip.AddrPort
+}
 
-// recording keeps a transaction's operations, in order.
-type recording struct {
+// Element returns the map element of slot First+i.
+func (s *Slots) Element(i int) *knftables.Element {
+	var buf [64]byte
+	v := s.Endpoints[i].Addr().AppendTo(buf[:0])
+	v = append(v, " . "...)
+	v = strconv.AppendUint(v, uint64(s.Endpoints[i].Port()), 10)
+	// Key and value share one array: a big full sync makes hundreds of
+	// thousands of these.
+	kv := []string{strconv.FormatUint(uint64(s.First)+uint64(i), 10), string(v)}
+	return &knftables.Element{Map: s.Map, Key: kv[:1:1], Value: kv[1:]}
+}
+
+// addrPairs are elements "a . a" of set.
+type addrPairs struct {
+	set   string
+	addrs []netip.Addr
+}
+
+// AddrPairElement returns the element "a . a" of set.
+func AddrPairElement(set string, a netip.Addr) *knftables.Element {
+	s := a.String()
+	return &knftables.Element{Set: set, Key: []string{s, s}}
+}
+
+// Recording keeps a transaction's operations, in order. Its zero value
+// is empty and ready to use.
+type Recording struct {
 	ops []op
 	n   int // operations, counting each element of a bulk op
 }
 
-func (r *recording) Add(obj knftables.Object)    { r.ops = append(r.ops, op{opAdd, obj}); r.n++ }
-func (r *recording) Flush(obj knftables.Object)  { r.ops = append(r.ops, op{opFlush, obj}); r.n++ }
-func (r *recording) Delete(obj knftables.Object) { r.ops = append(r.ops, op{opDelete, obj}); r.n++ }
-
-func (r *recording) addSlots(s *slotRange) {
-	r.ops = append(r.ops, op{opAdd, s})
-	r.n += len(s.eps)
+// NewRecording returns an empty Recording with room for capacity
+// operations, bulk ones counting as one.
+func NewRecording(capacity int) *Recording {
+	return &Recording{ops: make([]op, 0, capacity)}
 }
 
-func (r *recording) addHairpins(addrs []netip.Addr) {
-	r.ops = append(r.ops, op{opAdd, hairpinAddrs(addrs)})
+// Add records adding obj.
+func (r *Recording) Add(obj knftables.Object) { r.ops = append(r.ops, op{opAdd, obj}); r.n++ }
+
+// Flush records flushing obj.
+func (r *Recording) Flush(obj knftables.Object) { r.ops = append(r.ops, op{opFlush, obj}); r.n++ }
+
+// Delete records deleting obj.
+func (r *Recording) Delete(obj knftables.Object) { r.ops = append(r.ops, op{opDelete, obj}); r.n++ }
+
+// AddSlots records adding the elements of s.
+func (r *Recording) AddSlots(s *Slots) {
+	r.ops = append(r.ops, op{opAdd, s})
+	r.n += len(s.Endpoints)
+}
+
+// AddAddrPairs records adding an element "a . a" to set for each a in
+// addrs.
+func (r *Recording) AddAddrPairs(set string, addrs []netip.Addr) {
+	r.ops = append(r.ops, op{opAdd, addrPairs{set, addrs}})
 	r.n += len(addrs)
 }
 
-// NumOperations is the number of operations recorded.
-func (r *recording) NumOperations() int { return r.n }
+// NumOperations is the number of operations recorded, each element of a
+// bulk operation counting as one.
+func (r *Recording) NumOperations() int { return r.n }
 
-// replay writes the recording into tx.
-func (r *recording) replay(tx *knftables.Transaction) {
+// Len is the number of operations recorded, a bulk one counting as one:
+// what NewRecording's capacity counts.
+func (r *Recording) Len() int { return len(r.ops) }
+
+// Replay writes the recording into tx.
+func (r *Recording) Replay(tx *knftables.Transaction) {
 	for _, o := range r.ops {
 		switch obj := o.obj.(type) {
-		case *slotRange:
-			for i := range obj.eps {
-				tx.Add(obj.elem(i))
+		case *Slots:
+			for i := range obj.Endpoints {
+				tx.Add(obj.Element(i))
 			}
-		case hairpinAddrs:
-			for _, a := range obj {
-				tx.Add(hairpinElem(a))
+		case addrPairs:
+			for _, a := range obj.addrs {
+				tx.Add(AddrPairElement(obj.set, a))
 			}
 		case knftables.Object:
 			switch o.verb {
@@ -108,52 +154,17 @@ func (r *recording) replay(tx *knftables.Transaction) {
 	}
 }
 
-// bulkWriter is a txOps that takes endpoint map and hairpin elements as
-// values.
-type bulkWriter interface {
-	addSlots(s *slotRange)
-	addHairpins(addrs []netip.Addr)
-}
-
-// addBulkElements adds the endpoint map elements of slots and the
-// hairpin elements of addrs.
-func addBulkElements(tx txOps, slots []slotRange, addrs []netip.Addr) {
-	if bw, ok := tx.(bulkWriter); ok {
-		for i := range slots {
-			bw.addSlots(&slots[i])
-		}
-		bw.addHairpins(addrs)
-		return
-	}
-	for _, r := range slots {
-		for i := range r.eps {
-			tx.Add(r.elem(i))
-		}
-	}
-	for _, a := range addrs {
-		tx.Add(hairpinElem(a))
-	}
-}
-
-// errNotEncodable means the recording holds something the netlink
+// ErrNotEncodable means the Recording holds something the netlink
 // encoder does not know; nft has to write it.
-var errNotEncodable = errors.New("not encodable as netlink")
+var ErrNotEncodable = errors.New("not encodable as netlink")
 
-// batchWriter writes a sync's recording in one transaction.
-type batchWriter interface {
-	// Write applies rec atomically; errNotEncodable or errNotSent
-	// (wrapped) mean it did nothing and rec must go through knftables.
-	Write(ctx context.Context, rec *recording) error
-	// Wrote says knftables applied rec instead.
-	Wrote(rec *recording)
-}
-
-// netlinkWriter is the batchWriter that talks netlink to the kernel of
-// the current network namespace.
-type netlinkWriter struct {
+// Writer writes Recordings to one table of one family through netlink,
+// in the kernel of the current network namespace. It is not safe for
+// concurrent use.
+type Writer struct {
 	fam   nfFamily
 	table string
-	// send is sock.send; tests replace it.
+	// send is sock.send.
 	send func(*nlBatch) error
 	sock nlSocket
 	// lastSize is the size of the last big batch (lastOps operations),
@@ -165,18 +176,32 @@ type netlinkWriter struct {
 	known map[string]*setInfo
 }
 
-func newNetlinkWriter(family knftables.Family, table string) *netlinkWriter {
+// NewWriter returns a Writer for table of family.
+func NewWriter(family knftables.Family, table string) *Writer {
 	fam := familyIPv4
 	if family == knftables.IPv6Family {
 		fam = familyIPv6
 	}
-	w := &netlinkWriter{fam: fam, table: table}
+	w := &Writer{fam: fam, table: table}
 	w.send = w.sock.send
 	return w
 }
 
-// Write implements batchWriter.
-func (w *netlinkWriter) Write(_ context.Context, rec *recording) error {
+// Encode encodes rec as Write would and returns the batch's size in
+// bytes, without sending it: ErrNotEncodable says Write would leave rec
+// to nft.
+func (w *Writer) Encode(rec *Recording) (int, error) {
+	b, err := w.encode(rec)
+	if err != nil {
+		return 0, err
+	}
+	return len(b.buf), nil
+}
+
+// Write applies rec in one transaction. ErrNotEncodable or ErrNotSent
+// (wrapped) mean it did nothing and rec must go through nft; after any
+// other error the table is uncertain until the next full sync.
+func (w *Writer) Write(_ context.Context, rec *Recording) error {
 	if len(rec.ops) == 0 {
 		return nil
 	}
@@ -188,7 +213,7 @@ func (w *netlinkWriter) Write(_ context.Context, rec *recording) error {
 		w.lastSize, w.lastOps = len(b.buf), n
 	}
 	if err := w.send(b); err != nil {
-		if !errors.Is(err, errNotSent) {
+		if !errors.Is(err, ErrNotSent) {
 			// Refused, or no answer: what the table holds now is not
 			// certain, so nothing is assumed until the next full sync.
 			w.known = nil
@@ -199,10 +224,11 @@ func (w *netlinkWriter) Write(_ context.Context, rec *recording) error {
 	return nil
 }
 
-// Wrote implements batchWriter: it learns the sets and maps rec declares
-// and deletes. Names are stable (a set's name says what it holds), but a
-// declaration the encoder does not know makes the set unknown.
-func (w *netlinkWriter) Wrote(rec *recording) {
+// Wrote says nft applied rec instead: the writer learns the sets and
+// maps rec declares and deletes. Names are stable (a set's name says
+// what it holds), but a declaration the encoder does not know makes the
+// set unknown.
+func (w *Writer) Wrote(rec *Recording) {
 	for _, o := range rec.ops {
 		var name string
 		var d setDecl
@@ -280,7 +306,7 @@ func (s *setInfo) ref(b *nlBatch, nameAttr, idAttr uint16) {
 }
 
 type encoder struct {
-	w *netlinkWriter
+	w *Writer
 	b *nlBatch
 	// sets are the sets and maps the batch declares, by name.
 	sets map[string]*setInfo
@@ -305,8 +331,8 @@ func (e *encoder) set(name string) (*setInfo, bool) {
 	return s, ok
 }
 
-// encode turns rec into a batch, or fails with errNotEncodable.
-func (w *netlinkWriter) encode(rec *recording) (*nlBatch, error) {
+// encode turns rec into a batch, or fails with ErrNotEncodable.
+func (w *Writer) encode(rec *Recording) (*nlBatch, error) {
 	size := 80*rec.NumOperations() + 4096 // about what the proxier's operations take
 	if w.lastSize > 0 && rec.NumOperations() >= w.lastOps/2 {
 		size = w.lastSize + w.lastSize/8
@@ -344,21 +370,21 @@ func isElementOp(o op) bool {
 	switch o.obj.(type) {
 	case *knftables.Element:
 		return o.verb != opFlush
-	case *slotRange, hairpinAddrs:
+	case *Slots, addrPairs:
 		return true
 	}
 	return false
 }
 
 func (e *encoder) notEncodable(o op, why string) error {
-	return fmt.Errorf("%w: %s: %s", errNotEncodable, describeOp(o), why)
+	return fmt.Errorf("%w: %s: %s", ErrNotEncodable, describeOp(o), why)
 }
 
 func (e *encoder) checkTable(family knftables.Family, table string) bool {
 	return e.w.checkTable(family, table)
 }
 
-func (w *netlinkWriter) checkTable(family knftables.Family, table string) bool {
+func (w *Writer) checkTable(family knftables.Family, table string) bool {
 	return (family == "" || string(family) == w.fam.ip) && (table == "" || table == w.table)
 }
 
@@ -549,7 +575,7 @@ func (e *encoder) setOp(o op, idx int32, family knftables.Family, table, name st
 	return nil
 }
 
-// Set userdata as nft 1.0.6 writes it (libnftnl's NFTNL_UDATA_SET_*
+// Set userdata as nft MirroredNFT writes it (libnftnl's NFTNL_UDATA_SET_*
 // TLVs), without the comment; `nft list` reads key byte order and
 // typeof expressions from it.
 var (
@@ -592,7 +618,7 @@ func udataComment(typ byte, c string) ([]byte, bool) {
 // describeSet works out the kernel attributes of a declaration the
 // proxier makes: the set types of static.go, affinity sets and the
 // endpoint maps.
-func (w *netlinkWriter) describeSet(name string, d setDecl) (*setInfo, uint32, []byte, error) {
+func (w *Writer) describeSet(name string, d setDecl) (*setInfo, uint32, []byte, error) {
 	info := &setInfo{name: name, isMap: d.isMap}
 	var flags uint32
 	if d.isMap {
@@ -664,7 +690,7 @@ func (w *netlinkWriter) describeSet(name string, d setDecl) (*setInfo, uint32, [
 	return info, flags, udata, nil
 }
 
-func (w *netlinkWriter) addrField() fieldType {
+func (w *Writer) addrField() fieldType {
 	if w.fam.addrLen == 16 {
 		return fieldIPv6
 	}
@@ -691,315 +717,13 @@ var hookNumbers = map[knftables.BaseChainHook]uint32{
 	knftables.PostroutingHook: unix.NF_INET_POST_ROUTING,
 }
 
-// maxElementsBytes keeps a message's element list under netlink's
-// 64 KiB attribute limit.
-const maxElementsBytes = 60000
-
-// elemRef is one element of a run: ops[op], element i of it when the op
-// is a bulk one.
-type elemRef struct{ op, i int32 }
-
-// elements writes a run of element operations of one verb, grouped by
-// set, a message per set (more for big ones).
-func (e *encoder) elements(run []op, first int32) error {
-	var order []string
-	bySet := map[string][]elemRef{}
-	add := func(name string, ref elemRef) error {
-		if _, ok := e.set(name); !ok {
-			return e.notEncodable(run[ref.op], "set neither declared in this transaction nor known")
-		}
-		refs, ok := bySet[name]
-		if !ok {
-			order = append(order, name)
-		}
-		bySet[name] = append(refs, ref)
-		return nil
-	}
-	for i, o := range run {
-		var err error
-		switch obj := o.obj.(type) {
-		case *knftables.Element:
-			name := obj.Set
-			if obj.Map != "" {
-				name = obj.Map
-			}
-			if !e.checkTable(obj.Family, obj.Table) || (obj.Set != "" && obj.Map != "") || obj.Comment != nil {
-				return e.notEncodable(o, "element attributes")
-			}
-			err = add(name, elemRef{int32(i), -1})
-		case *slotRange:
-			for j := range obj.eps {
-				if err = add(obj.mapName(), elemRef{int32(i), int32(j)}); err != nil {
-					break
-				}
-			}
-		case hairpinAddrs:
-			for j := range obj {
-				if err = add(hairpinSet, elemRef{int32(i), int32(j)}); err != nil {
-					break
-				}
-			}
-		}
-		if err != nil {
-			return err
-		}
-	}
-	typ, flags := uint16(unix.NFT_MSG_NEWSETELEM), uint16(unix.NLM_F_CREATE)
-	if run[0].verb == opDelete {
-		typ, flags = unix.NFT_MSG_DELSETELEM, 0
-	}
-	b := e.b
-	el := elemEncoding{fam: e.w.fam}
-	for _, name := range order {
-		info, _ := e.set(name)
-		if info.interval && run[0].verb == opAdd {
-			nftOrder(bySet[name])
-		}
-		open := false
-		for _, ref := range bySet[name] {
-			o := run[ref.op]
-			if !el.encode(info, o, int(ref.i), run[0].verb == opAdd) {
-				return e.notEncodable(o, "element key or value")
-			}
-			if open && len(b.buf)-b.nest[len(b.nest)-1] > maxElementsBytes {
-				b.close()
-				b.end()
-				open = false
-			}
-			if !open {
-				b.msg(typ, flags, first+ref.op)
-				b.str(unix.NFTA_SET_ELEM_LIST_TABLE, e.w.table)
-				info.ref(b, unix.NFTA_SET_ELEM_LIST_SET, unix.NFTA_SET_ELEM_LIST_SET_ID)
-				b.open(unix.NFTA_SET_ELEM_LIST_ELEMENTS)
-				open = true
-			}
-			b.open(unix.NFTA_LIST_ELEM)
-			b.dataValue(unix.NFTA_SET_ELEM_KEY, el.key)
-			if el.keyEnd != nil {
-				b.dataValue(nftaSetElemKeyEnd, el.keyEnd)
-			}
-			switch {
-			case el.hasVerdict:
-				b.verdict(unix.NFTA_SET_ELEM_DATA, el.verdict)
-			case el.data != nil:
-				b.dataValue(unix.NFTA_SET_ELEM_DATA, el.data)
-			}
-			b.close()
-		}
-		if open {
-			b.close()
-			b.end()
-		}
-	}
-	return nil
-}
-
-// nftOrder puts refs, the additions of one run to one set, in the order
-// nft 1.0.6 sends them: it collapses consecutive "add element" commands
-// on a set into the first, which keeps its element first and gets the
-// others in reverse. `nft list` shows an interval set's elements in the
-// order they were added, so this order is part of the ruleset.
-func nftOrder(refs []elemRef) {
-	for i := 0; i < len(refs); {
-		j := i + 1
-		for j < len(refs) && refs[j].op == refs[j-1].op+1 {
-			j++
-		}
-		slices.Reverse(refs[i+1 : j])
-		i = j
-	}
-}
-
-// elemEncoding is one element's encoding, its buffers reused from one
-// element to the next.
-type elemEncoding struct {
-	fam         nfFamily
-	key, keyEnd []byte
-	keyEndBuf   []byte
-	data        []byte
-	verdict     verdict
-	hasVerdict  bool
-	parts       []string
-}
-
-// encode encodes element i of o (a knftables element when i is -1) of
-// the set info; withData says whether a map element carries its value.
-func (el *elemEncoding) encode(info *setInfo, o op, i int, withData bool) bool {
-	el.key, el.keyEnd, el.data, el.hasVerdict = el.key[:0], nil, nil, false
-	switch obj := o.obj.(type) {
-	case *slotRange:
-		// Key: the slot number (host order); value: address . port.
-		if !info.isMap || len(info.key) != 1 || info.key[0] != fieldInteger || len(info.data) != 2 || info.data[0].len != el.fam.addrLen || info.data[1] != fieldService {
-			return false
-		}
-		ap := obj.eps[i]
-		if ap.Addr().BitLen() != 8*el.fam.addrLen {
-			return false
-		}
-		el.key = binary.NativeEndian.AppendUint32(el.key, slotOffset(obj.id)+uint32(i))
-		if withData {
-			el.data = appendAddr(el.data[:0], ap.Addr())
-			el.data = pad32(binary.BigEndian.AppendUint16(el.data, ap.Port()), 2)
-		}
-		return true
-	case hairpinAddrs:
-		a := obj[i]
-		if info.isMap || info.interval || len(info.key) != 2 || info.key[0].len != el.fam.addrLen || info.key[1] != info.key[0] || a.BitLen() != 8*el.fam.addrLen {
-			return false
-		}
-		el.key = appendAddr(appendAddr(el.key, a), a)
-		return true
-	case *knftables.Element:
-		var ok bool
-		var keyEnd []byte
-		el.key, keyEnd, el.parts, ok = encodeKey(info, obj.Key, el.key, el.keyEndBuf[:0], el.parts)
-		if !ok {
-			return false
-		}
-		if keyEnd != nil {
-			el.keyEnd, el.keyEndBuf = keyEnd, keyEnd
-		}
-		if !info.isMap || !withData {
-			return true
-		}
-		if info.data == nil {
-			el.verdict, ok = parseVerdict(strings.Fields(strings.Join(obj.Value, " ")))
-			el.hasVerdict = ok
-			return ok
-		}
-		el.parts = splitFields(obj.Value, el.parts[:0])
-		el.data, ok = encodeFields(info.data, el.parts, el.data[:0])
-		return ok
-	}
-	return false
-}
-
-// encodeKey encodes an element key; for an interval set also the end of
-// its range (a prefix in the last field). parts is scratch space.
-func encodeKey(info *setInfo, words []string, key, keyEnd []byte, parts []string) ([]byte, []byte, []string, bool) {
-	parts = splitFields(words, parts[:0])
-	if len(parts) != len(info.key) {
-		return nil, nil, parts, false
-	}
-	if !info.interval {
-		k, ok := encodeFields(info.key, parts, key)
-		return k, nil, parts, ok
-	}
-	if len(info.key) < 2 {
-		return nil, nil, parts, false // non-concatenated intervals: not used
-	}
-	for i, f := range info.key {
-		var ok bool
-		if key, keyEnd, ok = appendFieldRange(f, parts[i], key, keyEnd); !ok {
-			return nil, nil, parts, false
-		}
-	}
-	return key, keyEnd, parts, true
-}
-
-// splitFields appends to parts the values of words, which knftables
-// gives either one per field or joined by " . ".
-func splitFields(words []string, parts []string) []string {
-	for _, w := range words {
-		for {
-			p, rest, found := strings.Cut(w, " . ")
-			parts = append(parts, strings.TrimSpace(p))
-			if !found {
-				break
-			}
-			w = rest
-		}
-	}
-	return parts
-}
-
-// encodeFields appends a concatenation of values, each padded to 32 bits.
-func encodeFields(fs []fieldType, parts []string, out []byte) ([]byte, bool) {
-	if len(parts) != len(fs) {
-		return nil, false
-	}
-	for i, f := range fs {
-		var ok bool
-		if out, ok = appendFieldValue(out, f, parts[i]); !ok {
-			return nil, false
-		}
-		if len(fs) > 1 {
-			out = pad32(out, f.len)
-		}
-	}
-	return out, true
-}
-
-// pad32 pads the value of n bytes just appended to out to 32 bits.
-func pad32(out []byte, n int) []byte {
-	for ; n%4 != 0; n++ {
-		out = append(out, 0)
-	}
-	return out
-}
-
-func appendFieldValue(out []byte, f fieldType, s string) ([]byte, bool) {
-	switch f {
-	case fieldIPv4, fieldIPv6:
-		a, err := netip.ParseAddr(s)
-		if err != nil || a.BitLen() != 8*f.len || a.Zone() != "" {
-			return nil, false
-		}
-		return appendAddr(out, a), true
-	case fieldProto:
-		p, ok := protoNumber(s)
-		return append(out, p), ok
-	case fieldService:
-		p, err := strconv.ParseUint(s, 10, 16)
-		return binary.BigEndian.AppendUint16(out, uint16(p)), err == nil
-	case fieldInteger:
-		v, err := strconv.ParseUint(s, 10, 32)
-		return binary.NativeEndian.AppendUint32(out, uint32(v)), err == nil
-	}
-	return nil, false
-}
-
-func appendAddr(out []byte, a netip.Addr) []byte {
-	if a.Is4() {
-		b := a.As4()
-		return append(out, b[:]...)
-	}
-	b := a.As16()
-	return append(out, b[:]...)
-}
-
-// appendFieldRange appends the first and last value of a field of an
-// interval key, padded: an address prefix, or a single value.
-func appendFieldRange(f fieldType, s string, start, end []byte) ([]byte, []byte, bool) {
-	if (f == fieldIPv4 || f == fieldIPv6) && strings.Contains(s, "/") {
-		p, err := netip.ParsePrefix(s)
-		if err != nil || p.Addr().BitLen() != 8*f.len || p != p.Masked() {
-			return nil, nil, false
-		}
-		n := len(end)
-		start = appendAddr(start, p.Addr())
-		end = appendAddr(end, p.Addr())
-		for i := p.Bits(); i < 8*f.len; i++ {
-			end[n+i/8] |= 0x80 >> (i % 8)
-		}
-		return pad32(start, f.len), pad32(end, f.len), true
-	}
-	var ok bool
-	n := len(start)
-	if start, ok = appendFieldValue(start, f, s); !ok {
-		return nil, nil, false
-	}
-	end = append(end, start[n:]...)
-	return pad32(start, f.len), pad32(end, f.len), true
-}
-
 func describeOp(o op) string {
 	verb := [...]string{"add", "flush", "delete"}[o.verb]
 	switch obj := o.obj.(type) {
-	case *slotRange:
-		return fmt.Sprintf("%s elements of map %s (chain %s's %d endpoints)", verb, obj.mapName(), obj.chain, len(obj.eps))
-	case hairpinAddrs:
-		return fmt.Sprintf("%s %d elements of set %s", verb, len(obj), hairpinSet)
+	case *Slots:
+		return fmt.Sprintf("%s elements of map %s (chain %s's %d endpoints)", verb, obj.Map, obj.Chain, len(obj.Endpoints))
+	case addrPairs:
+		return fmt.Sprintf("%s %d elements of set %s", verb, len(obj.addrs), obj.set)
 	case *knftables.Table:
 		return verb + " table"
 	case *knftables.Chain:

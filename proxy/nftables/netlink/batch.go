@@ -1,6 +1,6 @@
 //go:build linux
 
-package nftables
+package netlink
 
 import (
 	"encoding/binary"
@@ -177,9 +177,9 @@ func parseVerdict(words []string) (verdict, bool) {
 	return verdict{}, false
 }
 
-// errNotSent means the kernel did not see the batch at all (no socket,
+// ErrNotSent means the kernel did not see the batch at all (no socket,
 // a batch bigger than the socket may send), so nft may still write it.
-var errNotSent = errors.New("netlink batch not sent")
+var ErrNotSent = errors.New("netlink batch not sent")
 
 // send writes the batch through a netlink socket of its own, closed
 // afterwards; see nlSocket.send.
@@ -192,7 +192,7 @@ func (b *nlBatch) send() error {
 // nlSocket is a netlink socket kept open from one batch to the next.
 // Closing a netfilter socket waits for the kernel to free the last
 // transaction's objects (nf_tables flushes its destroy work, an RCU
-// grace period or more: 4-25 ms on a busy 2-core box), so a writer keeps
+// grace period or more), so a writer keeps
 // one for good. Its zero value has no socket yet.
 type nlSocket struct {
 	fd   int
@@ -225,11 +225,11 @@ func (s *nlSocket) send(b *nlBatch) (err error) {
 	if !s.open {
 		fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_NETFILTER)
 		if err != nil {
-			return fmt.Errorf("%w: open netlink socket: %w", errNotSent, err)
+			return fmt.Errorf("%w: open netlink socket: %w", ErrNotSent, err)
 		}
 		s.fd, s.open = fd, true
 		if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-			return fmt.Errorf("%w: bind netlink socket: %w", errNotSent, err)
+			return fmt.Errorf("%w: bind netlink socket: %w", ErrNotSent, err)
 		}
 		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 4<<20)
 		// Errors without a copy of the failed message: an element
@@ -247,7 +247,7 @@ func (s *nlSocket) send(b *nlBatch) (err error) {
 	if err := unix.Sendto(fd, b.buf, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		// The kernel processes a batch inside sendmsg; an error of
 		// sendmsg itself means it did not get it.
-		return fmt.Errorf("%w: send netlink batch of %d bytes: %w", errNotSent, len(b.buf), err)
+		return fmt.Errorf("%w: send netlink batch of %d bytes: %w", ErrNotSent, len(b.buf), err)
 	}
 	var errs []error
 	rb := make([]byte, 1<<16)

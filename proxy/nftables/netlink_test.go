@@ -15,11 +15,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/knftables"
 
+	"portal.dev/portal/proxy/nftables/netlink"
 	"portal.dev/portal/proxy/snapshot"
 )
 
 // recordFull returns what a first full sync of w writes for family.
-func recordFull(t testing.TB, cfg Config, w *world, family knftables.Family) *recording {
+func recordFull(t testing.TB, cfg Config, w *world, family knftables.Family) *netlink.Recording {
 	t.Helper()
 	var nft4, nft6 knftables.Interface
 	if family == knftables.IPv6Family {
@@ -28,8 +29,8 @@ func recordFull(t testing.TB, cfg Config, w *world, family knftables.Family) *re
 		nft4 = knftables.NewFake(family, tableName)
 	}
 	p := NewWithInterfaces(cfg, nft4, nft6)
-	rec := &recording{}
-	p.families[0].full(rec, w.snap, nil)
+	rec := &netlink.Recording{}
+	p.set.Families[0].full(rec, w.snap, nil)
 	return rec
 }
 
@@ -59,7 +60,7 @@ func TestNetlinkEncodesEveryShape(t *testing.T) {
 					w.snap.Node = tc.node
 				}
 				rec := recordFull(t, tc.cfg, w, family)
-				if _, err := newNetlinkWriter(family, tableName).encode(rec); err != nil {
+				if _, err := netlink.NewWriter(family, tableName).Encode(rec); err != nil {
 					t.Errorf("got %v, want a netlink batch", err)
 				}
 			})
@@ -94,16 +95,13 @@ func TestNetlinkRefusesUnknown(t *testing.T) {
 		{"chain policy", &knftables.Chain{Name: "c", Type: knftables.PtrTo(knftables.FilterType), Hook: knftables.PtrTo(knftables.InputHook), Priority: knftables.PtrTo(knftables.BaseChainPriority("0")), Policy: knftables.PtrTo(knftables.DropPolicy)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := &recording{}
+			rec := &netlink.Recording{}
 			rec.Add(&knftables.Table{})
 			rec.Add(&knftables.Chain{Name: "services"})
 			rec.Add(tc.obj)
-			sent := false
-			w := newNetlinkWriter(knftables.IPv4Family, tableName)
-			w.send = func(*nlBatch) error { sent = true; return nil }
-			err := w.Write(context.Background(), rec)
-			if !errors.Is(err, errNotEncodable) || sent {
-				t.Errorf("got error %v (sent %v), want errNotEncodable and nothing sent", err, sent)
+			w := netlink.NewWriter(knftables.IPv4Family, tableName)
+			if _, err := w.Encode(rec); !errors.Is(err, netlink.ErrNotEncodable) {
+				t.Errorf("got error %v, want ErrNotEncodable", err)
 			}
 		})
 	}
@@ -115,12 +113,12 @@ type failingBatch struct {
 	calls int
 }
 
-func (f *failingBatch) Write(context.Context, *recording) error {
+func (f *failingBatch) Write(context.Context, *netlink.Recording) error {
 	f.calls++
 	return f.err
 }
 
-func (f *failingBatch) Wrote(*recording) {}
+func (f *failingBatch) Wrote(*netlink.Recording) {}
 
 // writeFailures are the netlink writer's three ways to fail, and whether
 // the sync then goes through nft.
@@ -129,8 +127,8 @@ var writeFailures = []struct {
 	err      error
 	fallback bool
 }{
-	{"not encodable", fmt.Errorf("%w: test", errNotEncodable), true},
-	{"not sent", fmt.Errorf("%w: test", errNotSent), true},
+	{"not encodable", fmt.Errorf("%w: test", netlink.ErrNotEncodable), true},
+	{"not sent", fmt.Errorf("%w: test", netlink.ErrNotSent), true},
 	{"refused by the kernel", errors.New("commit: invalid argument"), false},
 }
 
@@ -146,7 +144,7 @@ func TestFullSyncFallsBackToNFT(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p, g4, g6 := newFakeProxier(withCIDR)
 			failing := &failingBatch{err: tc.err}
-			for _, fp := range p.families {
+			for _, fp := range p.set.Families {
 				fp.batch = failing
 			}
 			err := p.Sync(context.Background(), fullRequest(w.snap))
@@ -190,7 +188,7 @@ func TestPartialSyncFallsBackToNFT(t *testing.T) {
 			p, g4, g6 := newFakeProxier(withCIDR)
 			mustSync(t, p, fullRequest(w.snap))
 			failing := &failingBatch{err: tc.err}
-			for _, fp := range p.families {
+			for _, fp := range p.set.Families {
 				fp.batch = failing
 			}
 			w2 := &world{snap: w.snap}
@@ -224,15 +222,14 @@ func TestPartialSyncFallsBackToNFT(t *testing.T) {
 func BenchmarkNetlinkEncode10k(b *testing.B) {
 	w := bigWorld(10000, 10)
 	rec := recordFull(b, withCIDR, w, knftables.IPv4Family)
-	nw := newNetlinkWriter(knftables.IPv4Family, tableName)
+	nw := netlink.NewWriter(knftables.IPv4Family, tableName)
 	var size int
 	b.ResetTimer()
 	for b.Loop() {
-		batch, err := nw.encode(rec)
-		if err != nil {
+		var err error
+		if size, err = nw.Encode(rec); err != nil {
 			b.Fatal(err)
 		}
-		size = len(batch.buf)
 	}
 	b.ReportMetric(float64(rec.NumOperations()), "ops/tx")
 	b.ReportMetric(float64(size)/(1<<20), "MiB/tx")
@@ -253,20 +250,18 @@ func BenchmarkFullSyncNetlink10k(b *testing.B) {
 		}
 	}
 	p := NewWithInterfaces(withCIDR, knftables.NewFake(knftables.IPv4Family, tableName), nil)
-	nw := newNetlinkWriter(knftables.IPv4Family, tableName)
+	nw := netlink.NewWriter(knftables.IPv4Family, tableName)
 	var n, ops int
 	b.ResetTimer()
 	for b.Loop() {
-		fp := p.families[0]
+		fp := p.set.Families[0]
 		fp.reset()
-		rec := &recording{ops: make([]op, 0, n+n/8)}
+		rec := netlink.NewRecording(n + n/8)
 		fp.full(rec, w.snap, nil)()
-		batch, err := nw.encode(rec)
-		if err != nil {
+		if _, err := nw.Encode(rec); err != nil {
 			b.Fatal(err)
 		}
-		nw.lastSize = len(batch.buf)
-		n, ops = len(rec.ops), rec.NumOperations()
+		n, ops = rec.Len(), rec.NumOperations()
 	}
 	b.ReportMetric(float64(ops), "ops/tx")
 }

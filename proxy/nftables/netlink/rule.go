@@ -1,6 +1,6 @@
 //go:build linux
 
-package nftables
+package netlink
 
 import (
 	"encoding/binary"
@@ -12,7 +12,7 @@ import (
 )
 
 // This file compiles the rules the proxier writes, nft text, into
-// nf_tables expressions, the way nft 1.0.6 does (same expressions, same
+// nf_tables expressions, the way nft MirroredNFT does (same expressions, same
 // registers), so the kernel holds what nft would have put there and
 // `nft list` prints the same text. It knows only the statements the
 // proxier uses; anything else makes compile fail and the sync falls back

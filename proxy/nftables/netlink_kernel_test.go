@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/knftables"
 
 	"portal.dev/portal/proxy/internal/netnstest"
+	"portal.dev/portal/proxy/nftables/netlink"
 	"portal.dev/portal/proxy/snapshot"
 )
 
@@ -25,18 +26,18 @@ import (
 // a sync fall back to nft, so a test cannot pass on nft's work.
 type strictBatch struct {
 	t *testing.T
-	w *netlinkWriter
+	w *netlink.Writer
 	// took is the time of the last Write.
 	took time.Duration
 	// wrote counts the batches written.
 	wrote int
 }
 
-func (s *strictBatch) Write(ctx context.Context, rec *recording) error {
+func (s *strictBatch) Write(ctx context.Context, rec *netlink.Recording) error {
 	start := time.Now()
 	err := s.w.Write(ctx, rec)
 	s.took = time.Since(start)
-	if errors.Is(err, errNotEncodable) {
+	if errors.Is(err, netlink.ErrNotEncodable) {
 		s.t.Errorf("sync fell back to nft: %v", err)
 	}
 	if err == nil {
@@ -45,7 +46,7 @@ func (s *strictBatch) Write(ctx context.Context, rec *recording) error {
 	return err
 }
 
-func (s *strictBatch) Wrote(rec *recording) { s.w.Wrote(rec) }
+func (s *strictBatch) Wrote(rec *netlink.Recording) { s.w.Wrote(rec) }
 
 // newKernelProxiers returns a proxier writing full syncs through netlink
 // and one writing everything through nft, for the same table.
@@ -70,12 +71,12 @@ func newKernelProxiers(t *testing.T, cfg Config, ipv6 bool) (viaNetlink, viaNFT 
 // fail the test rather than fall back to nft.
 func useNetlink(t *testing.T, p *Proxier) []*strictBatch {
 	var batches []*strictBatch
-	for _, fp := range p.families {
+	for _, fp := range p.set.Families {
 		family := knftables.IPv4Family
 		if fp.b.ip == "ip6" {
 			family = knftables.IPv6Family
 		}
-		sb := &strictBatch{t: t, w: newNetlinkWriter(family, tableName)}
+		sb := &strictBatch{t: t, w: netlink.NewWriter(family, tableName)}
 		fp.batch = sb
 		batches = append(batches, sb)
 	}
@@ -146,7 +147,7 @@ func TestNetlinkScale(t *testing.T) {
 	}
 	partials(viaNetlink, "netlink")
 	nftOnly, _, _ := newKernelProxiers(t, withCIDR, false)
-	nftOnly.families[0].batch = nil
+	nftOnly.set.Families[0].batch = nil
 	mustSync(t, nftOnly, fullRequest(w.snap))
 	partials(nftOnly, "nft")
 
@@ -155,22 +156,23 @@ func TestNetlinkScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	fresh, _, _ := newKernelProxiers(t, withCIDR, false)
-	fp := fresh.families[0]
+	fp := fresh.set.Families[0]
 	start = time.Now()
-	rec := &recording{}
+	rec := &netlink.Recording{}
 	fp.full(rec, w.snap, nil)
 	built := time.Since(start)
 	start = time.Now()
-	batch, err := newNetlinkWriter(knftables.IPv4Family, tableName).encode(rec)
+	nw := netlink.NewWriter(knftables.IPv4Family, tableName)
+	size, err := nw.Encode(rec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	encoded := time.Since(start)
 	start = time.Now()
-	if err := batch.send(); err != nil {
+	if err := nw.Write(context.Background(), rec); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("first full sync: building the objects %v, encoding %v (%d MiB), kernel %v", built, encoded, len(batch.buf)>>20, time.Since(start))
+	t.Logf("first full sync: building the objects %v, encoding %v (%d MiB), encoding again and the kernel %v", built, encoded, size>>20, time.Since(start))
 }
 
 // listingDiff returns the lines only in want ("- ") and only in got
