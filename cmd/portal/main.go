@@ -24,6 +24,10 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first signal starts an orderly shutdown, which waits for every
+	// component; a second one ends the process at once, as in
+	// Kubernetes' components.
+	context.AfterFunc(ctx, stop)
 	root := newRootCommand()
 	root.SetContext(ctx)
 	os.Exit(cli.Run(root))
