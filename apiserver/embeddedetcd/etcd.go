@@ -17,6 +17,7 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"k8s.io/klog/v2"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
@@ -34,6 +35,8 @@ type Server struct {
 }
 
 // Start starts etcd in dataDir/etcd and returns once it serves clients.
+// etcd logs its warnings and errors through ctx's logger (klog's when ctx
+// has none).
 // Certificates come from dataDir/pki (a CA of their own, separate from the
 // API's, so an API client certificate can never open etcd).
 func Start(ctx context.Context, dataDir string) (*Server, error) {
@@ -75,7 +78,7 @@ func Start(ctx context.Context, dataDir string) (*Server, error) {
 	// The watch cache relies on progress notifications.
 	cfg.WatchProgressNotifyInterval = 5 * time.Second
 	cfg.QuotaBackendBytes = 8 << 30
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(QuietLogger(zapcore.WarnLevel))
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(newLogger(klog.FromContext(ctx), zapcore.WarnLevel))
 
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
@@ -157,16 +160,9 @@ func loadPorts(path string) ([2]int, error) {
 	return ports, nil
 }
 
-// QuietLogger is a zap logger for etcd's server and client libraries that
-// writes only records at level or above to stderr: their info logs are
-// noise in Portal's.
+// QuietLogger is a zap logger for etcd's client library that writes only
+// records at level or above, through klog: its info logs are noise in
+// Portal's.
 func QuietLogger(level zapcore.Level) *zap.Logger {
-	cfg := zap.NewProductionConfig()
-	cfg.Level = zap.NewAtomicLevelAt(level)
-	cfg.OutputPaths, cfg.ErrorOutputPaths = []string{"stderr"}, []string{"stderr"}
-	l, err := cfg.Build()
-	if err != nil {
-		return zap.NewNop()
-	}
-	return l
+	return newLogger(klog.Background(), level)
 }

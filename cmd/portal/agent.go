@@ -91,7 +91,7 @@ func newAgentCommand() *cobra.Command {
 			return a.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the API server (e.g. from `portal kubeconfig --user system:node:NAME --group system:nodes`)")
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the API server (for example one written by: portal kubeconfig --user system:node:NAME --group system:nodes)")
 	addAgentFlags(cmd.Flags(), &o)
 	cmd.AddCommand(newAgentInitCommand())
 	return cmd

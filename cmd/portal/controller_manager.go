@@ -59,7 +59,7 @@ func newControllerManagerCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&metricsAddr, "metrics-bind-address", metricsAddr, "address for /metrics and /healthz (plain HTTP; empty disables)")
-	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the API server (e.g. from `portal kubeconfig --user system:kube-controller-manager`)")
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the API server (for example one written by: portal kubeconfig --user system:kube-controller-manager)")
 	addControllerFlags(cmd.Flags(), &o)
 	return cmd
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/component-base/cli"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	_ "k8s.io/component-base/logs/json/register" // --logging-format json
 	"k8s.io/klog/v2"
 )
 
@@ -22,12 +24,17 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first signal starts an orderly shutdown, which waits for every
+	// component; a second one ends the process at once, as in
+	// Kubernetes' components.
+	context.AfterFunc(ctx, stop)
 	root := newRootCommand()
 	root.SetContext(ctx)
 	os.Exit(cli.Run(root))
 }
 
 func newRootCommand() *cobra.Command {
+	logging := logsapi.NewLoggingConfiguration()
 	root := &cobra.Command{
 		Use:   "portal",
 		Short: "Kubernetes Service networking: API server, controllers, DNS, proxy and node agent",
@@ -35,12 +42,21 @@ func newRootCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cmd.Help()
 		},
-		// Loggers passed down in contexts keep their values (which pod,
-		// which Service), as in Kubernetes' own components since 1.30.
-		// Here, not in main: cli.Run turns it off first.
-		PersistentPreRun: func(*cobra.Command, []string) { klog.EnableContextualLogging(true) },
-		SilenceUsage:     true,
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			if err := logsapi.ValidateAndApply(logging, nil); err != nil {
+				return err
+			}
+			// Loggers passed down in contexts keep their values (which
+			// pod, which Service), as in Kubernetes' own components
+			// since 1.30. Here, not in main: cli.Run turns it off first.
+			klog.EnableContextualLogging(true)
+			return nil
+		},
+		SilenceUsage: true,
 	}
+	// --logging-format (text or json), -v and --vmodule for every
+	// component, as Kubernetes' own components have them.
+	logsapi.AddFlags(logging, root.PersistentFlags())
 	root.AddCommand(
 		newServerCommand(),
 		newAPIServerCommand(),

@@ -142,106 +142,157 @@ type serverOptions struct {
 
 // runServer runs the API server and, each with its own client as if on
 // another machine, the enabled components; /readyz waits for all of them.
+// It returns when ctx ends or a component stops, once every component has
+// stopped, in the order of the stages.
 func runServer(ctx context.Context, so serverOptions, enabled func(string) bool) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	o, mo := so.api, so.controllers
-	errs := make(chan error, 8)
-	if enabled("dns") {
-		if err := so.dns.Validate(); err != nil {
-			return err
-		}
-		cfg, err := apiserver.ComponentConfig(o, "system:kube-dns")
-		if err != nil {
-			return err
-		}
-		client, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			return err
-		}
-		srv, err := dns.New(client, so.dns)
-		if err != nil {
-			return err
-		}
-		o.ExtraReadyChecks = append(o.ExtraReadyChecks, readyCheck("dns", srv.Ready))
-		go func() { errs <- srv.Run(ctx) }()
-		if so.publishDNS != nil {
-			po := *so.publishDNS
-			po.Ready = srv.Ready
-			pub := publish.New(client, po)
-			go func() {
-				if err := pub.Run(ctx); err != nil {
-					errs <- err
-				}
-			}()
+	var start []starter
+	for _, c := range []struct {
+		name  string
+		start starter
+	}{
+		{"dns", startDNS},
+		{"proxy", startProxy},
+		{"agent", startAgent},
+		{"controllers", startControllers},
+	} {
+		if enabled(c.name) {
+			start = append(start, c.start)
 		}
 	}
-	if enabled("proxy") {
-		if err := so.proxy.Validate(); err != nil {
+	return runComponents(ctx, so, start)
+}
+
+// A starter builds one component of `portal server`, adds its check to
+// the API server's /readyz and starts it in its stage.
+type starter func(*stages, serverOptions, *apiserver.Options) error
+
+// runComponents starts the components, then the API server, and waits
+// as runServer does.
+func runComponents(ctx context.Context, so serverOptions, start []starter) error {
+	s := newStages(ctx)
+	o := so.api
+	for _, start := range start {
+		if err := start(s, so, &o); err != nil {
+			s.stop()
 			return err
 		}
-		cfg, err := apiserver.ComponentConfig(o, "system:kube-proxy")
-		if err != nil {
-			return err
-		}
-		client, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			return err
-		}
-		p, err := proxy.New(client, so.proxy)
-		if err != nil {
-			return err
-		}
-		o.ExtraReadyChecks = append(o.ExtraReadyChecks, readyCheck("proxy", p.Ready))
-		go func() { errs <- p.Run(ctx) }()
 	}
-	if enabled("agent") && agentPossible() {
-		ao := so.agent
-		if err := ao.Validate(); err != nil {
-			return err
-		}
-		cfg, err := apiserver.ComponentConfig(o, "system:node:"+ao.NodeName)
-		if err != nil {
-			return err
-		}
-		ao.ClientCAData = cfg.TLSClientConfig.CAData
-		cfg.QPS, cfg.Burst = ao.KubeAPIQPS, ao.KubeAPIBurst
-		client, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			return err
-		}
-		if ao.EventClient, err = eventClient(cfg); err != nil {
-			return err
-		}
-		a, err := agent.New(client, ao)
-		if err != nil {
-			return err
-		}
-		o.ExtraReadyChecks = append(o.ExtraReadyChecks, readyCheck("agent", a.Ready))
-		go func() { errs <- a.Run(ctx) }()
+	s.run(apiStage, func(ctx context.Context) error { return apiserver.Run(ctx, o) })
+	return s.wait(ctx)
+}
+
+// startDNS starts the cluster DNS and, when asked, its publisher of the
+// kube-dns endpoint.
+func startDNS(s *stages, so serverOptions, o *apiserver.Options) error {
+	if err := so.dns.Validate(); err != nil {
+		return err
 	}
-	if enabled("controllers") {
-		if err := mo.Validate(); err != nil {
-			return err
-		}
-		cfg, err := apiserver.ComponentConfig(o, "system:kube-controller-manager")
-		if err != nil {
-			return err
-		}
-		if mo.Identity == "" {
-			// Stable across restarts of this server, so it takes its Lease
-			// back at once instead of waiting for the old one to expire.
-			host, _ := os.Hostname()
-			mo.Identity = fmt.Sprintf("%s_%x", host, sha256.Sum256([]byte(o.DataDir)))[:len(host)+17]
-		}
-		mgr := manager.New(cfg, mo)
-		o.ExtraReadyChecks = append(o.ExtraReadyChecks, readyCheck("controllers", mgr.Ready))
-		go func() { errs <- mgr.Run(ctx) }()
+	client, err := serverClient(*o, "system:kube-dns")
+	if err != nil {
+		return err
 	}
-	go func() { errs <- apiserver.Run(ctx, o) }()
-	err := <-errs
-	cancel()
-	return err
+	srv, err := dns.New(client, so.dns)
+	if err != nil {
+		return err
+	}
+	o.ExtraReadyChecks = append(o.ExtraReadyChecks, readyCheck("dns", srv.Ready))
+	s.run(nodeStage, srv.Run)
+	if so.publishDNS != nil {
+		po := *so.publishDNS
+		po.Ready = srv.Ready
+		pub := publish.New(client, po)
+		s.run(nodeStage, func(ctx context.Context) error {
+			// Publishing may end early (another DNS serves kube-dns);
+			// only its errors stop the server.
+			if err := pub.Run(ctx); err != nil {
+				return err
+			}
+			<-ctx.Done()
+			return nil
+		})
+	}
+	return nil
+}
+
+// startProxy starts the service proxy of this node.
+func startProxy(s *stages, so serverOptions, o *apiserver.Options) error {
+	if err := so.proxy.Validate(); err != nil {
+		return err
+	}
+	client, err := serverClient(*o, "system:kube-proxy")
+	if err != nil {
+		return err
+	}
+	p, err := proxy.New(client, so.proxy)
+	if err != nil {
+		return err
+	}
+	o.ExtraReadyChecks = append(o.ExtraReadyChecks, readyCheck("proxy", p.Ready))
+	s.run(nodeStage, p.Run)
+	return nil
+}
+
+// startAgent starts the node agent where this process can run pods.
+func startAgent(s *stages, so serverOptions, o *apiserver.Options) error {
+	if !agentPossible() {
+		return nil
+	}
+	ao := so.agent
+	if err := ao.Validate(); err != nil {
+		return err
+	}
+	cfg, err := apiserver.ComponentConfig(*o, "system:node:"+ao.NodeName)
+	if err != nil {
+		return err
+	}
+	ao.ClientCAData = cfg.TLSClientConfig.CAData
+	cfg.QPS, cfg.Burst = ao.KubeAPIQPS, ao.KubeAPIBurst
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	if ao.EventClient, err = eventClient(cfg); err != nil {
+		return err
+	}
+	a, err := agent.New(client, ao)
+	if err != nil {
+		return err
+	}
+	o.ExtraReadyChecks = append(o.ExtraReadyChecks, readyCheck("agent", a.Ready))
+	s.run(nodeStage, a.Run)
+	return nil
+}
+
+// startControllers starts the controller manager.
+func startControllers(s *stages, so serverOptions, o *apiserver.Options) error {
+	mo := so.controllers
+	if err := mo.Validate(); err != nil {
+		return err
+	}
+	cfg, err := apiserver.ComponentConfig(*o, "system:kube-controller-manager")
+	if err != nil {
+		return err
+	}
+	if mo.Identity == "" {
+		// Stable across restarts of this server, so it takes its Lease
+		// back at once instead of waiting for the old one to expire.
+		host, _ := os.Hostname()
+		mo.Identity = fmt.Sprintf("%s_%x", host, sha256.Sum256([]byte(o.DataDir)))[:len(host)+17]
+	}
+	mgr := manager.New(cfg, mo)
+	o.ExtraReadyChecks = append(o.ExtraReadyChecks, readyCheck("controllers", mgr.Ready))
+	s.run(controllerStage, mgr.Run)
+	return nil
+}
+
+// serverClient is a clientset of the API server o describes, for a
+// component of `portal server` acting as user.
+func serverClient(o apiserver.Options, user string) (kubernetes.Interface, error) {
+	cfg, err := apiserver.ComponentConfig(o, user)
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(cfg)
 }
 
 // agentPossible says whether this process can run pods: the agent needs
