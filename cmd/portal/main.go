@@ -37,9 +37,13 @@ func newRootCommand() *cobra.Command {
 		},
 		// Loggers passed down in contexts keep their values (which pod,
 		// which Service), as in Kubernetes' own components since 1.30.
-		// Here, not in main: cli.Run turns it off first.
-		PersistentPreRun: func(*cobra.Command, []string) { klog.EnableContextualLogging(true) },
-		SilenceUsage:     true,
+		// Here, not in main: cli.Run turns it off first. The
+		// command's --config file fills the flags not given first.
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			klog.EnableContextualLogging(true)
+			return applyConfigFile(cmd)
+		},
+		SilenceUsage: true,
 	}
 	root.AddCommand(
 		newServerCommand(),
@@ -59,6 +63,7 @@ func newRootCommand() *cobra.Command {
 			},
 		},
 	)
+	addConfigFlags(root)
 	return root
 }
 
