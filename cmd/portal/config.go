@@ -22,15 +22,20 @@ import (
 const defaultServerConfig = "/etc/portal/config.yaml"
 
 // configFormatAnnotation, on a command's --config flag, says how the file
-// reads: configFlagNames.
+// reads: configFlagNames or configKubeProxy.
 const configFormatAnnotation = "portal.dev/config-format"
 
-// configFlagNames is a YAML mapping whose keys are the command's flag
-// names, as k3s's config.yaml.
-const configFlagNames = "flag-names"
+const (
+	// configFlagNames is a YAML mapping whose keys are the command's flag
+	// names, as k3s's config.yaml.
+	configFlagNames = "flag-names"
+	// configKubeProxy is kube-proxy's KubeProxyConfiguration.
+	configKubeProxy = "kube-proxy"
+)
 
-// addConfigFlags gives the commands that run components a --config flag
-// whose keys are their own flag names.
+// addConfigFlags gives the commands that run components a --config flag.
+// The proxy's file is kube-proxy's, so a kube-proxy configuration serves
+// it unchanged; the others take their own flag names as keys.
 func addConfigFlags(root *cobra.Command) {
 	for _, c := range root.Commands() {
 		switch c.Name() {
@@ -38,6 +43,8 @@ func addConfigFlags(root *cobra.Command) {
 			addConfigFlag(c, configFlagNames, defaultServerConfig)
 		case "apiserver", "controller-manager", "dns", "agent":
 			addConfigFlag(c, configFlagNames, "")
+		case "proxy":
+			addConfigFlag(c, configKubeProxy, "")
 		}
 	}
 }
@@ -46,6 +53,9 @@ func addConfigFlags(root *cobra.Command) {
 // defaultPath is read only when the file exists.
 func addConfigFlag(cmd *cobra.Command, format, defaultPath string) {
 	usage := "YAML file of flag values, the flag names as keys (data-dir: /var/lib/portal; a list for a flag that takes several: disable: [proxy, dns]); flags on the command line override it"
+	if format == configKubeProxy {
+		usage = "kube-proxy's configuration file (apiVersion kubeproxy.config.k8s.io/v1alpha1, kind KubeProxyConfiguration); fields Portal does not support are refused by name; flags on the command line override it"
+	}
 	if defaultPath != "" {
 		usage += "; the default is read only when it exists"
 	}
@@ -71,7 +81,12 @@ func applyConfigFile(cmd *cobra.Command) error {
 	if err != nil {
 		return fmt.Errorf("--config: %w", err)
 	}
-	settings, err := flagFileSettings(data, flags, cmd.CommandPath())
+	var settings []flagSetting
+	if f.Annotations[configFormatAnnotation][0] == configKubeProxy {
+		settings, err = kubeProxySettings(data, flags)
+	} else {
+		settings, err = flagFileSettings(data, flags, cmd.CommandPath())
+	}
 	if err == nil {
 		err = applySettings(flags, settings)
 	}
