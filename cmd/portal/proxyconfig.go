@@ -280,7 +280,7 @@ func loggingSettings(l logsapi.LoggingConfiguration, flags *pflag.FlagSet, refus
 	}
 	var out []flagSetting
 	for _, f := range []struct{ field, flag, value string }{
-		{"format", "logging-format", l.Format},
+		{"format", "logging-format", nonZero(l.Format, logsapi.DefaultLogFormat)},
 		{"flushFrequency", "log-flush-frequency", duration(l.FlushFrequency.Duration)},
 		{"verbosity", "v", nonZero(fmt.Sprint(l.Verbosity), "0")},
 		{"vmodule", "vmodule", strings.Join(vmodule, ",")},

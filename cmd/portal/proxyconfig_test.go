@@ -86,7 +86,7 @@ winkernel: {enableDSR: false, forwardHealthCheckVip: false, networkName: "", roo
 		},
 		{
 			name: "values Portal behaves as are accepted",
-			file: kubeProxyHeader + "detectLocalMode: ClusterCIDR\nnftables: {masqueradeBit: 14}\nconntrack: {maxPerCore: 0}\nclientConnection: {qps: 5, burst: 10}\n",
+			file: kubeProxyHeader + "detectLocalMode: ClusterCIDR\nnftables: {masqueradeBit: 14}\nconntrack: {maxPerCore: 0}\nclientConnection: {qps: 5, burst: 10}\nlogging: {format: text}\n",
 			want: map[string]string{"proxy-mode": "nftables"},
 		},
 		{
