@@ -42,7 +42,12 @@ func newRootCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cmd.Help()
 		},
-		PersistentPreRunE: func(*cobra.Command, []string) error {
+		// The command's --config file fills the flags not given first, so
+		// that its logging keys count too.
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyConfigFile(cmd); err != nil {
+				return err
+			}
 			if err := logsapi.ValidateAndApply(logging, nil); err != nil {
 				return err
 			}
@@ -75,6 +80,7 @@ func newRootCommand() *cobra.Command {
 			},
 		},
 	)
+	addConfigFlags(root)
 	return root
 }
 
