@@ -34,6 +34,9 @@ func main() {
 }
 
 func newRootCommand() *cobra.Command {
+	// A process applies its logging configuration once; applying the same
+	// one again (tests run several commands in one process) is no change.
+	logsapi.ReapplyHandling = logsapi.ReapplyHandlingIgnoreUnchanged
 	logging := logsapi.NewLoggingConfiguration()
 	root := &cobra.Command{
 		Use:   "portal",
