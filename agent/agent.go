@@ -79,7 +79,8 @@ type Agent struct {
 	services   corelisters.ServiceLister
 	pods       corelisters.PodLister
 
-	net      *podnet.Network
+	runtime  Runtime
+	net      Network // nil until the pod CIDRs are known
 	podCIDRs []netip.Prefix
 	dnsNode  resolvconf.File
 
@@ -102,7 +103,10 @@ func New(client kubernetes.Interface, opts Options) (*Agent, error) {
 		return nil, err
 	}
 	a := &Agent{client: client, opts: opts, nodeIPs: opts.NodeIPs, workers: map[types.UID]*podWorker{},
-		readyCh: make(chan struct{})}
+		readyCh: make(chan struct{}), runtime: opts.Runtime}
+	if a.runtime == nil {
+		a.runtime = processRuntime{}
+	}
 	if len(a.nodeIPs) == 0 {
 		a.nodeIPs = DefaultNodeIPs()
 	}
@@ -184,7 +188,11 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	a.podCIDRs = cidrs
-	a.net = podnet.New(podnet.Config{PodCIDRs: cidrs, ClusterCIDRs: a.opts.ClusterCIDRs, StateDir: filepath.Join(a.opts.RootDir, "ipam")})
+	newNetwork := a.opts.NewNetwork
+	if newNetwork == nil {
+		newNetwork = newPodNetwork
+	}
+	a.net = newNetwork(NetworkConfig{PodCIDRs: cidrs, ClusterCIDRs: a.opts.ClusterCIDRs, StateDir: filepath.Join(a.opts.RootDir, "ipam")})
 	if err := a.net.Setup(ctx); err != nil {
 		return fmt.Errorf("pod network: %w", err)
 	}

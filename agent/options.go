@@ -65,6 +65,12 @@ type Options struct {
 	// queue its status writes for a minute.
 	KubeAPIQPS   float32
 	KubeAPIBurst int
+	// Runtime runs the pods' processes; nil: agent/container's processes
+	// in Linux namespaces. Tests of the pod loop give a fake.
+	Runtime Runtime
+	// NewNetwork makes the node's pod network once its pod CIDRs are
+	// known; nil: agent/podnet's bridge and veths.
+	NewNetwork func(NetworkConfig) Network
 }
 
 // DefaultOptions returns kubelet's defaults.

@@ -296,20 +296,19 @@ func (a *Agent) startSandbox(ctx context.Context, pod *corev1.Pod, rt *podRuntim
 		if err != nil {
 			return err
 		}
-		sb, err := container.Start(container.Spec{Init: a.opts.InitPath, Pause: true, Hostname: hostname,
+		sb, err := a.runtime.Start(container.Spec{Init: a.opts.InitPath, Pause: true, Hostname: hostname,
 			NewNamespaces: syscall.CLONE_NEWNET | syscall.CLONE_NEWUTS | syscall.CLONE_NEWIPC,
 			Stdout:        devnull, Stderr: devnull})
 		devnull.Close()
 		if err != nil {
 			return fmt.Errorf("start sandbox: %w", err)
 		}
-		waitPaused(sb)
 		rt.sandbox = sb
-		rt.st.SandboxPid, rt.st.SandboxStart = sb.Pid, sb.StartTime
+		rt.st.SandboxPid, rt.st.SandboxStart = sb.ID()
 		if err := rt.save(); err != nil {
 			return err
 		}
-		ips, err := a.net.Attach(ctx, string(pod.UID), sb.Pid)
+		ips, err := a.net.Attach(ctx, string(pod.UID), rt.st.SandboxPid)
 		if err != nil {
 			sb.Signal(syscall.SIGKILL)
 			return err
@@ -343,27 +342,12 @@ func (a *Agent) startSandbox(ctx context.Context, pod *corev1.Pod, rt *podRuntim
 	return rt.save()
 }
 
-// waitPaused waits (briefly) until the sandbox's init helper has set the
-// host name and become `sleep`, so containers see the pod's host name.
-func waitPaused(sb *container.Process) {
-	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
-		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", sb.Pid))
-		if strings.TrimSpace(string(comm)) == "sleep" {
-			return
-		}
-		select {
-		case <-sb.Done():
-			return
-		default:
-		}
-	}
-}
-
 func (rt *podRuntime) namespaces() container.Namespaces {
 	if rt.st.HostNetwork || rt.sandbox == nil {
 		return container.Namespaces{}
 	}
-	return container.Of(rt.sandbox.Pid)
+	pid, _ := rt.sandbox.ID()
+	return container.Of(pid)
 }
 
 // syncContainer notices a container's exit, restarts it when policy and
@@ -381,7 +365,7 @@ func (a *Agent) syncContainer(ctx context.Context, w *podWorker, pod *corev1.Pod
 				// Adopted from an earlier agent: probe it again, from
 				// the results it had, and notice its exit.
 				a.startProbes(ctx, w, pod, rt, c, cr)
-				go func(proc *container.Process) { <-proc.Done(); w.kick() }(cr.proc)
+				go func(proc Process) { <-proc.Done(); w.kick() }(cr.proc)
 			}
 			if why, _ := cr.liveFailed.Load().(string); why != "" && !cr.killing {
 				klog.FromContext(ctx).Info("Restarting container", "container", c.Name, "reason", why)
@@ -468,7 +452,7 @@ func (a *Agent) startContainer(ctx context.Context, w *podWorker, pod *corev1.Po
 	st.ID = ctrID(pod.UID, c.Name, st.RestartCount)
 	st.StartedAt = now
 	path, err := container.LookPath(argv[0], lookupEnv(cr.env, "PATH"), c.WorkingDir)
-	var proc *container.Process
+	var proc Process
 	if err == nil {
 		proc, err = a.spawn(rt, pod, c, cr, path, argv)
 	}
@@ -481,10 +465,10 @@ func (a *Agent) startContainer(ctx context.Context, w *podWorker, pod *corev1.Po
 		return
 	}
 	cr.proc = proc
-	st.Pid, st.Start = proc.Pid, proc.StartTime
+	st.Pid, st.Start = proc.ID()
 	cr.started.Store(c.StartupProbe == nil)
 	cr.ready.Store(false)
-	logger.V(2).Info("Started container", "pid", proc.Pid, "restartCount", st.RestartCount)
+	logger.V(2).Info("Started container", "pid", st.Pid, "restartCount", st.RestartCount)
 	a.event(pod, corev1.EventTypeNormal, "Created", "Created container %s", c.Name)
 	a.event(pod, corev1.EventTypeNormal, "Started", "Started container %s", c.Name)
 	a.startProbes(ctx, w, pod, rt, c, cr)
@@ -492,7 +476,7 @@ func (a *Agent) startContainer(ctx context.Context, w *podWorker, pod *corev1.Po
 }
 
 // spawn starts the process with its log file.
-func (a *Agent) spawn(rt *podRuntime, pod *corev1.Pod, c *corev1.Container, cr *ctrRuntime, path string, argv []string) (*container.Process, error) {
+func (a *Agent) spawn(rt *podRuntime, pod *corev1.Pod, c *corev1.Container, cr *ctrRuntime, path string, argv []string) (Process, error) {
 	logDir := filepath.Join(rt.dir, "logs", c.Name)
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, err
@@ -521,7 +505,7 @@ func (a *Agent) spawn(rt *podRuntime, pod *corev1.Pod, c *corev1.Container, cr *
 			spec.GID = psc.RunAsGroup
 		}
 	}
-	return container.Start(spec)
+	return a.runtime.Start(spec)
 }
 
 // containerEnv is the container's environment as kubelet makes it.
@@ -657,7 +641,7 @@ func (a *Agent) startProbes(ctx context.Context, w *podWorker, pod *corev1.Pod, 
 // included, as `kubectl exec` would: nsenter costs about a millisecond.
 // Otherwise it goes through the init helper, which costs a start of this
 // whole binary (~50 ms of CPU), once per probe period per pod.
-func (a *Agent) execIn(ctx context.Context, proc *container.Process, env []string, ns container.Namespaces, mounts []container.Mount, cmd []string) (int, []byte, error) {
+func (a *Agent) execIn(ctx context.Context, proc Process, env []string, ns container.Namespaces, mounts []container.Mount, cmd []string) (int, []byte, error) {
 	if len(cmd) == 0 {
 		return 0, nil, fmt.Errorf("empty command")
 	}
@@ -666,17 +650,21 @@ func (a *Agent) execIn(ctx context.Context, proc *container.Process, env []strin
 		return 0, nil, err
 	}
 	if nsenter := nsenterPath(); nsenter != "" && running(proc) {
-		args := append([]string{"nsenter", "--target", strconv.Itoa(proc.Pid), "--mount", "--uts", "--ipc", "--net", "--", path}, cmd[1:]...)
-		return container.Run(ctx, container.Spec{Path: nsenter, Args: args, Env: env}, nil)
+		pid, _ := proc.ID()
+		args := append([]string{"nsenter", "--target", strconv.Itoa(pid), "--mount", "--uts", "--ipc", "--net", "--", path}, cmd[1:]...)
+		return a.runtime.Run(ctx, container.Spec{Path: nsenter, Args: args, Env: env}, nil)
 	}
-	return container.Run(ctx, container.Spec{Path: path, Args: cmd, Env: env, Namespaces: ns, Mounts: mounts, Init: a.opts.InitPath}, nil)
+	return a.runtime.Run(ctx, container.Spec{Path: path, Args: cmd, Env: env, Namespaces: ns, Mounts: mounts, Init: a.opts.InitPath}, nil)
 }
 
 // running reports whether proc has not been seen to exit. nsenter must not
 // target the PID of a container that is gone: the PID may belong to
 // another process by now.
-func running(proc *container.Process) bool {
-	if proc == nil || proc.Pid <= 0 {
+func running(proc Process) bool {
+	if proc == nil {
+		return false
+	}
+	if pid, _ := proc.ID(); pid <= 0 {
 		return false
 	}
 	select {

@@ -64,7 +64,7 @@ type ctrState struct {
 type podRuntime struct {
 	dir         string
 	st          podState
-	sandbox     *container.Process
+	sandbox     Process
 	ctrs        map[string]*ctrRuntime
 	sandboxUp   bool
 	cleaned     bool
@@ -79,7 +79,7 @@ func (rt *podRuntime) key() string { return rt.st.Namespace + "/" + rt.st.Name }
 // ctrRuntime is one container's live state.
 type ctrRuntime struct {
 	st          *ctrState
-	proc        *container.Process
+	proc        Process
 	cancel      context.CancelFunc
 	started     atomic.Bool
 	ready       atomic.Bool
@@ -162,7 +162,7 @@ func (a *Agent) loadStates(ctx context.Context) map[types.UID]*podRuntime {
 		}
 		sandboxAlive := rt.st.HostNetwork
 		if !rt.st.HostNetwork && rt.st.SandboxPid > 0 {
-			if p, ok := container.Adopt(rt.st.SandboxPid, rt.st.SandboxStart); ok {
+			if p, ok := a.runtime.Adopt(rt.st.SandboxPid, rt.st.SandboxStart); ok {
 				rt.sandbox, rt.sandboxUp, sandboxAlive = p, true, true
 			}
 		}
@@ -175,7 +175,7 @@ func (a *Agent) loadStates(ctx context.Context) map[types.UID]*podRuntime {
 			if cs.Pid == 0 {
 				continue
 			}
-			p, ok := container.Adopt(cs.Pid, cs.Start)
+			p, ok := a.runtime.Adopt(cs.Pid, cs.Start)
 			switch {
 			case ok && sandboxAlive:
 				c.proc = p

@@ -248,6 +248,9 @@ func (p *Process) exit(code int, sure bool) {
 	close(p.done)
 }
 
+// ID is the process's PID and start time.
+func (p *Process) ID() (pid int, start uint64) { return p.Pid, p.StartTime }
+
 // Done is closed when the process has exited.
 func (p *Process) Done() <-chan struct{} { return p.done }
 
