@@ -201,6 +201,29 @@ func (a *Agent) Run(ctx context.Context) error {
 	go func() { defer a.wg.Done(); a.syncPeersLoop(ctx) }()
 
 	a.startEvents(ctx)
+	defer a.podFactory.Shutdown()
+	if !a.runPods(ctx) {
+		return nil
+	}
+	if a.opts.Port != 0 {
+		if err := a.serveLogs(ctx); err != nil {
+			logger.Error(err, "Log endpoint not served")
+		}
+	}
+	a.mu.Lock()
+	pods := len(a.workers)
+	a.mu.Unlock()
+	a.ready.Store(true)
+	close(a.readyCh)
+	logger.Info("Node agent ready", "pods", pods)
+	<-ctx.Done()
+	return nil
+}
+
+// runPods adopts the pods an earlier agent ran, starts watching this
+// node's pods, and stops the adopted pods that are gone from the API. It
+// returns false when ctx ended before the pods were listed.
+func (a *Agent) runPods(ctx context.Context) bool {
 	adopted := a.loadStates(ctx)
 	podInf := a.podFactory.Core().V1().Pods().Informer()
 	podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -209,9 +232,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		DeleteFunc: func(obj any) { a.podEvent(ctx, obj) },
 	})
 	a.podFactory.Start(ctx.Done())
-	defer a.podFactory.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), podInf.HasSynced) {
-		return nil
+		return false
 	}
 	// Pods an earlier agent ran that are gone from the API: stop them.
 	for uid, rt := range adopted {
@@ -219,21 +241,12 @@ func (a *Agent) Run(ctx context.Context) error {
 		_, known := a.workers[uid]
 		a.mu.Unlock()
 		if !known {
-			logger.Info("Pod of an earlier run is gone; stopping it", "pod", rt.key(), "uid", uid)
+			klog.FromContext(ctx).Info("Pod of an earlier run is gone; stopping it", "pod", rt.key(), "uid", uid)
 			a.startWorker(ctx, uid, rt)
 		}
 	}
 	a.cleanOrphanAddresses(ctx)
-	if a.opts.Port != 0 {
-		if err := a.serveLogs(ctx); err != nil {
-			logger.Error(err, "Log endpoint not served")
-		}
-	}
-	a.ready.Store(true)
-	close(a.readyCh)
-	logger.Info("Node agent ready", "pods", len(a.workers))
-	<-ctx.Done()
-	return nil
+	return true
 }
 
 // waitPodCIDRs returns --pod-cidr, else waits for spec.podCIDRs.

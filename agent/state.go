@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sync"
@@ -194,8 +195,10 @@ func (a *Agent) loadStates(ctx context.Context) map[types.UID]*podRuntime {
 		logger.Info("Adopted pod from an earlier run", "pod", rt.key(), "uid", rt.st.UID, "sandbox", sandboxAlive, "containers", adopted)
 		out[rt.st.UID] = rt
 	}
+	// Pod events take runtimes out of a.adopted while the caller still
+	// reads what it got: each has a map of its own.
 	a.mu.Lock()
-	a.adopted = out
+	a.adopted = maps.Clone(out)
 	a.mu.Unlock()
 	return out
 }
