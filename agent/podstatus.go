@@ -114,9 +114,8 @@ func (a *Agent) writeStatus(ctx context.Context, pod *corev1.Pod, rt *podRuntime
 // statusBase is the newest copy of the pod the agent has: the informer's,
 // or the one its last status write returned while the informer has not
 // caught up with that write yet. Writing from the informer's copy then
-// would only conflict and cost a GET and a second write; with a probe
-// result arriving right after the container started, that was the common
-// case.
+// would only conflict and cost a GET and a second write, as it would
+// whenever a probe result arrives right after the container started.
 func (rt *podRuntime) statusBase(pod *corev1.Pod) *corev1.Pod {
 	last := rt.lastPod
 	if last == nil || last.UID != pod.UID {
