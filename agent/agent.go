@@ -79,7 +79,8 @@ type Agent struct {
 	services   corelisters.ServiceLister
 	pods       corelisters.PodLister
 
-	net      *podnet.Network
+	runtime  Runtime
+	net      Network // nil until the pod CIDRs are known
 	podCIDRs []netip.Prefix
 	dnsNode  resolvconf.File
 
@@ -102,7 +103,10 @@ func New(client kubernetes.Interface, opts Options) (*Agent, error) {
 		return nil, err
 	}
 	a := &Agent{client: client, opts: opts, nodeIPs: opts.NodeIPs, workers: map[types.UID]*podWorker{},
-		readyCh: make(chan struct{})}
+		readyCh: make(chan struct{}), runtime: opts.Runtime}
+	if a.runtime == nil {
+		a.runtime = processRuntime{}
+	}
 	if len(a.nodeIPs) == 0 {
 		a.nodeIPs = DefaultNodeIPs()
 	}
@@ -184,7 +188,11 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	a.podCIDRs = cidrs
-	a.net = podnet.New(podnet.Config{PodCIDRs: cidrs, ClusterCIDRs: a.opts.ClusterCIDRs, StateDir: filepath.Join(a.opts.RootDir, "ipam")})
+	newNetwork := a.opts.NewNetwork
+	if newNetwork == nil {
+		newNetwork = newPodNetwork
+	}
+	a.net = newNetwork(NetworkConfig{PodCIDRs: cidrs, ClusterCIDRs: a.opts.ClusterCIDRs, StateDir: filepath.Join(a.opts.RootDir, "ipam")})
 	if err := a.net.Setup(ctx); err != nil {
 		return fmt.Errorf("pod network: %w", err)
 	}
@@ -193,6 +201,29 @@ func (a *Agent) Run(ctx context.Context) error {
 	go func() { defer a.wg.Done(); a.syncPeersLoop(ctx) }()
 
 	a.startEvents(ctx)
+	defer a.podFactory.Shutdown()
+	if !a.runPods(ctx) {
+		return nil
+	}
+	if a.opts.Port != 0 {
+		if err := a.serveLogs(ctx); err != nil {
+			logger.Error(err, "Log endpoint not served")
+		}
+	}
+	a.mu.Lock()
+	pods := len(a.workers)
+	a.mu.Unlock()
+	a.ready.Store(true)
+	close(a.readyCh)
+	logger.Info("Node agent ready", "pods", pods)
+	<-ctx.Done()
+	return nil
+}
+
+// runPods adopts the pods an earlier agent ran, starts watching this
+// node's pods, and stops the adopted pods that are gone from the API. It
+// returns false when ctx ended before the pods were listed.
+func (a *Agent) runPods(ctx context.Context) bool {
 	adopted := a.loadStates(ctx)
 	podInf := a.podFactory.Core().V1().Pods().Informer()
 	podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -201,9 +232,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		DeleteFunc: func(obj any) { a.podEvent(ctx, obj) },
 	})
 	a.podFactory.Start(ctx.Done())
-	defer a.podFactory.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), podInf.HasSynced) {
-		return nil
+		return false
 	}
 	// Pods an earlier agent ran that are gone from the API: stop them.
 	for uid, rt := range adopted {
@@ -211,21 +241,12 @@ func (a *Agent) Run(ctx context.Context) error {
 		_, known := a.workers[uid]
 		a.mu.Unlock()
 		if !known {
-			logger.Info("Pod of an earlier run is gone; stopping it", "pod", rt.key(), "uid", uid)
+			klog.FromContext(ctx).Info("Pod of an earlier run is gone; stopping it", "pod", rt.key(), "uid", uid)
 			a.startWorker(ctx, uid, rt)
 		}
 	}
 	a.cleanOrphanAddresses(ctx)
-	if a.opts.Port != 0 {
-		if err := a.serveLogs(ctx); err != nil {
-			logger.Error(err, "Log endpoint not served")
-		}
-	}
-	a.ready.Store(true)
-	close(a.readyCh)
-	logger.Info("Node agent ready", "pods", len(a.workers))
-	<-ctx.Done()
-	return nil
+	return true
 }
 
 // waitPodCIDRs returns --pod-cidr, else waits for spec.podCIDRs.

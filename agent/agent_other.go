@@ -14,6 +14,14 @@ import (
 // Linux namespaces (agent/container, agent/podnet). Here New fails.
 type Agent struct{}
 
+// Runtime, Network and NetworkConfig are the pod loop's seams, defined on
+// Linux only; these stand-ins keep Options one type everywhere.
+type (
+	Runtime       interface{}
+	Network       interface{}
+	NetworkConfig struct{}
+)
+
 // New fails: the node agent needs Linux.
 func New(kubernetes.Interface, Options) (*Agent, error) {
 	return nil, fmt.Errorf("the node agent needs Linux (this is %s): it runs pods in Linux network, UTS, IPC and mount namespaces", runtime.GOOS)

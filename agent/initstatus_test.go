@@ -345,7 +345,7 @@ func TestLoadStatesReadsExitFiles(t *testing.T) {
 	data, _ := json.Marshal(st)
 	os.WriteFile(filepath.Join(dir, "state.json"), data, 0o644)
 
-	rt := (&Agent{opts: Options{RootDir: root}}).loadStates(context.Background())["u"]
+	rt := (&Agent{opts: Options{RootDir: root}, runtime: processRuntime{}}).loadStates(context.Background())["u"]
 	if rt == nil {
 		t.Fatal("pod not loaded")
 	}

@@ -61,10 +61,16 @@ type Options struct {
 	EventClient kubernetes.Interface
 	// KubeAPIQPS and KubeAPIBurst limit the agent's requests to the API
 	// server (kubelet's --kube-api-qps 50 and --kube-api-burst 100).
-	// client-go's own default, 5 per second, made a node starting 100 pods
-	// queue its status writes for a minute.
+	// client-go's own default, 5 per second, is far too low for a node
+	// that starts many pods at once: their status writes would queue.
 	KubeAPIQPS   float32
 	KubeAPIBurst int
+	// Runtime runs the pods' processes; nil: agent/container's processes
+	// in Linux namespaces. Tests of the pod loop give a fake.
+	Runtime Runtime
+	// NewNetwork makes the node's pod network once its pod CIDRs are
+	// known; nil: agent/podnet's bridge and veths.
+	NewNetwork func(NetworkConfig) Network
 }
 
 // DefaultOptions returns kubelet's defaults.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sync"
@@ -64,7 +65,7 @@ type ctrState struct {
 type podRuntime struct {
 	dir         string
 	st          podState
-	sandbox     *container.Process
+	sandbox     Process
 	ctrs        map[string]*ctrRuntime
 	sandboxUp   bool
 	cleaned     bool
@@ -79,7 +80,7 @@ func (rt *podRuntime) key() string { return rt.st.Namespace + "/" + rt.st.Name }
 // ctrRuntime is one container's live state.
 type ctrRuntime struct {
 	st          *ctrState
-	proc        *container.Process
+	proc        Process
 	cancel      context.CancelFunc
 	started     atomic.Bool
 	ready       atomic.Bool
@@ -162,7 +163,7 @@ func (a *Agent) loadStates(ctx context.Context) map[types.UID]*podRuntime {
 		}
 		sandboxAlive := rt.st.HostNetwork
 		if !rt.st.HostNetwork && rt.st.SandboxPid > 0 {
-			if p, ok := container.Adopt(rt.st.SandboxPid, rt.st.SandboxStart); ok {
+			if p, ok := a.runtime.Adopt(rt.st.SandboxPid, rt.st.SandboxStart); ok {
 				rt.sandbox, rt.sandboxUp, sandboxAlive = p, true, true
 			}
 		}
@@ -175,7 +176,7 @@ func (a *Agent) loadStates(ctx context.Context) map[types.UID]*podRuntime {
 			if cs.Pid == 0 {
 				continue
 			}
-			p, ok := container.Adopt(cs.Pid, cs.Start)
+			p, ok := a.runtime.Adopt(cs.Pid, cs.Start)
 			switch {
 			case ok && sandboxAlive:
 				c.proc = p
@@ -194,8 +195,10 @@ func (a *Agent) loadStates(ctx context.Context) map[types.UID]*podRuntime {
 		logger.Info("Adopted pod from an earlier run", "pod", rt.key(), "uid", rt.st.UID, "sandbox", sandboxAlive, "containers", adopted)
 		out[rt.st.UID] = rt
 	}
+	// Pod events take runtimes out of a.adopted while the caller still
+	// reads what it got: each has a map of its own.
 	a.mu.Lock()
-	a.adopted = out
+	a.adopted = maps.Clone(out)
 	a.mu.Unlock()
 	return out
 }

@@ -161,8 +161,7 @@ func Start(spec Spec) (*Process, error) {
 // startPause starts a sandbox as `sleep infinity` in its new namespaces
 // and sets its host name from here (setns into a UTS namespace works from
 // a multi-threaded process; only mount namespaces need the init helper).
-// Starting the init helper costs a start of the whole portal binary, ~50
-// ms of CPU per pod.
+// The init helper would cost a start of the whole portal binary per pod.
 func startPause(spec Spec, sleep string) (*Process, error) {
 	cmd := &exec.Cmd{Path: sleep, Args: []string{"sleep", "infinity"}, Env: []string{}, Stdout: spec.Stdout, Stderr: spec.Stderr,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Cloneflags: spec.NewNamespaces}}
@@ -247,6 +246,9 @@ func (p *Process) exit(code int, sure bool) {
 	p.mu.Unlock()
 	close(p.done)
 }
+
+// ID is the process's PID and start time.
+func (p *Process) ID() (pid int, start uint64) { return p.Pid, p.StartTime }
 
 // Done is closed when the process has exited.
 func (p *Process) Done() <-chan struct{} { return p.done }

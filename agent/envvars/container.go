@@ -34,128 +34,170 @@ type Pod struct {
 // set so far and then serviceEnv, and last every service variable the
 // container did not set itself. The result is sorted by name.
 func Container(p Pod, c *corev1.Container, serviceEnv map[string]string, src Sources) (vars []Var, invalidKeys []string, err error) {
-	ns := p.Pod.Namespace
-	env := map[string]string{}
-	configMaps := map[string]*corev1.ConfigMap{}
-	secrets := map[string]*corev1.Secret{}
-	configMap := func(name string) (*corev1.ConfigMap, error) {
-		if cm, ok := configMaps[name]; ok {
-			return cm, nil
-		}
-		cm, err := src.ConfigMap(ns, name)
-		if err == nil {
-			configMaps[name] = cm
-		}
-		return cm, err
+	b := &builder{pod: p, ns: p.Pod.Namespace, src: src, env: map[string]string{},
+		configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{}}
+	if invalidKeys, err = b.envFrom(c.EnvFrom); err != nil {
+		return nil, nil, err
 	}
-	secret := func(name string) (*corev1.Secret, error) {
-		if s, ok := secrets[name]; ok {
-			return s, nil
+	for i := range c.Env {
+		e := &c.Env[i]
+		value, set, err := b.value(e, c, serviceEnv)
+		if err != nil {
+			return nil, nil, err
 		}
-		s, err := src.Secret(ns, name)
-		if err == nil {
-			secrets[name] = s
+		if set {
+			b.env[e.Name] = value
 		}
-		return s, err
-	}
-	for _, from := range c.EnvFrom {
-		switch {
-		case from.ConfigMapRef != nil:
-			cm, err := configMap(from.ConfigMapRef.Name)
-			if err != nil {
-				if apierrors.IsNotFound(err) && isTrue(from.ConfigMapRef.Optional) {
-					continue
-				}
-				return nil, nil, fmt.Errorf("configmap %s/%s: %w", ns, from.ConfigMapRef.Name, err)
-			}
-			for k, v := range cm.Data {
-				k = from.Prefix + k
-				if !validName(k) {
-					invalidKeys = append(invalidKeys, k)
-					continue
-				}
-				env[k] = v
-			}
-		case from.SecretRef != nil:
-			s, err := secret(from.SecretRef.Name)
-			if err != nil {
-				if apierrors.IsNotFound(err) && isTrue(from.SecretRef.Optional) {
-					continue
-				}
-				return nil, nil, fmt.Errorf("secret %s/%s: %w", ns, from.SecretRef.Name, err)
-			}
-			for k, v := range s.Data {
-				k = from.Prefix + k
-				if !validName(k) {
-					invalidKeys = append(invalidKeys, k)
-					continue
-				}
-				env[k] = string(v)
-			}
-		}
-	}
-	sort.Strings(invalidKeys)
-	for _, e := range c.Env {
-		value := e.Value
-		switch {
-		case value != "":
-			value = Expand(value, lookup(env, serviceEnv))
-		case e.ValueFrom == nil:
-		case e.ValueFrom.FieldRef != nil:
-			if value, err = fieldValue(e.ValueFrom.FieldRef.FieldPath, p); err != nil {
-				return nil, nil, fmt.Errorf("env %s: %w", e.Name, err)
-			}
-		case e.ValueFrom.ResourceFieldRef != nil:
-			if value, err = resourceValue(e.ValueFrom.ResourceFieldRef, p, c); err != nil {
-				return nil, nil, fmt.Errorf("env %s: %w", e.Name, err)
-			}
-		case e.ValueFrom.ConfigMapKeyRef != nil:
-			ref := e.ValueFrom.ConfigMapKeyRef
-			cm, err := configMap(ref.Name)
-			if err != nil {
-				if apierrors.IsNotFound(err) && isTrue(ref.Optional) {
-					continue
-				}
-				return nil, nil, fmt.Errorf("env %s: configmap %s/%s: %w", e.Name, ns, ref.Name, err)
-			}
-			v, ok := cm.Data[ref.Key]
-			if !ok {
-				if isTrue(ref.Optional) {
-					continue
-				}
-				return nil, nil, fmt.Errorf("couldn't find key %s in ConfigMap %s/%s", ref.Key, ns, ref.Name)
-			}
-			value = v
-		case e.ValueFrom.SecretKeyRef != nil:
-			ref := e.ValueFrom.SecretKeyRef
-			s, err := secret(ref.Name)
-			if err != nil {
-				if apierrors.IsNotFound(err) && isTrue(ref.Optional) {
-					continue
-				}
-				return nil, nil, fmt.Errorf("env %s: secret %s/%s: %w", e.Name, ns, ref.Name, err)
-			}
-			v, ok := s.Data[ref.Key]
-			if !ok {
-				if isTrue(ref.Optional) {
-					continue
-				}
-				return nil, nil, fmt.Errorf("couldn't find key %s in Secret %s/%s", ref.Key, ns, ref.Name)
-			}
-			value = string(v)
-		}
-		env[e.Name] = value
 	}
 	for k, v := range serviceEnv {
-		if _, ok := env[k]; !ok {
+		if _, ok := b.env[k]; !ok {
 			vars = append(vars, Var{k, v})
 		}
 	}
-	for k, v := range env {
+	for k, v := range b.env {
 		vars = append(vars, Var{k, v})
 	}
 	sort.Slice(vars, func(i, j int) bool { return vars[i].Name < vars[j].Name })
 	return vars, invalidKeys, nil
+}
+
+// builder is one container's environment being built, with the ConfigMaps
+// and Secrets it read so far (each is read once).
+type builder struct {
+	pod        Pod
+	ns         string
+	src        Sources
+	env        map[string]string
+	configMaps map[string]*corev1.ConfigMap
+	secrets    map[string]*corev1.Secret
+}
+
+func (b *builder) configMap(name string) (*corev1.ConfigMap, error) {
+	if cm, ok := b.configMaps[name]; ok {
+		return cm, nil
+	}
+	cm, err := b.src.ConfigMap(b.ns, name)
+	if err == nil {
+		b.configMaps[name] = cm
+	}
+	return cm, err
+}
+
+func (b *builder) secret(name string) (*corev1.Secret, error) {
+	if s, ok := b.secrets[name]; ok {
+		return s, nil
+	}
+	s, err := b.src.Secret(b.ns, name)
+	if err == nil {
+		b.secrets[name] = s
+	}
+	return s, err
+}
+
+// envFrom sets the variables of the container's envFrom sources, in
+// order, and returns the keys skipped as invalid names, sorted.
+func (b *builder) envFrom(sources []corev1.EnvFromSource) ([]string, error) {
+	var invalidKeys []string
+	set := func(prefix, k, v string) {
+		k = prefix + k
+		if !validName(k) {
+			invalidKeys = append(invalidKeys, k)
+			return
+		}
+		b.env[k] = v
+	}
+	for _, from := range sources {
+		switch {
+		case from.ConfigMapRef != nil:
+			cm, err := b.configMap(from.ConfigMapRef.Name)
+			if err != nil {
+				if apierrors.IsNotFound(err) && isTrue(from.ConfigMapRef.Optional) {
+					continue
+				}
+				return nil, fmt.Errorf("configmap %s/%s: %w", b.ns, from.ConfigMapRef.Name, err)
+			}
+			for k, v := range cm.Data {
+				set(from.Prefix, k, v)
+			}
+		case from.SecretRef != nil:
+			s, err := b.secret(from.SecretRef.Name)
+			if err != nil {
+				if apierrors.IsNotFound(err) && isTrue(from.SecretRef.Optional) {
+					continue
+				}
+				return nil, fmt.Errorf("secret %s/%s: %w", b.ns, from.SecretRef.Name, err)
+			}
+			for k, v := range s.Data {
+				set(from.Prefix, k, string(v))
+			}
+		}
+	}
+	sort.Strings(invalidKeys)
+	return invalidKeys, nil
+}
+
+// value is the value of env var e of container c; set is false when an
+// optional source is missing and the variable is left out.
+func (b *builder) value(e *corev1.EnvVar, c *corev1.Container, serviceEnv map[string]string) (value string, set bool, err error) {
+	switch {
+	case e.Value != "":
+		return Expand(e.Value, lookup(b.env, serviceEnv)), true, nil
+	case e.ValueFrom == nil:
+		return "", true, nil
+	case e.ValueFrom.FieldRef != nil:
+		if value, err = fieldValue(e.ValueFrom.FieldRef.FieldPath, b.pod); err != nil {
+			return "", false, fmt.Errorf("env %s: %w", e.Name, err)
+		}
+		return value, true, nil
+	case e.ValueFrom.ResourceFieldRef != nil:
+		if value, err = resourceValue(e.ValueFrom.ResourceFieldRef, b.pod, c); err != nil {
+			return "", false, fmt.Errorf("env %s: %w", e.Name, err)
+		}
+		return value, true, nil
+	case e.ValueFrom.ConfigMapKeyRef != nil:
+		return b.configMapKey(e.Name, e.ValueFrom.ConfigMapKeyRef)
+	case e.ValueFrom.SecretKeyRef != nil:
+		return b.secretKey(e.Name, e.ValueFrom.SecretKeyRef)
+	}
+	return "", true, nil
+}
+
+// configMapKey is the value of env var name from a ConfigMap key.
+func (b *builder) configMapKey(name string, ref *corev1.ConfigMapKeySelector) (string, bool, error) {
+	cm, err := b.configMap(ref.Name)
+	if err != nil {
+		if apierrors.IsNotFound(err) && isTrue(ref.Optional) {
+			return "", false, nil
+		}
+		return "", false, fmt.Errorf("env %s: configmap %s/%s: %w", name, b.ns, ref.Name, err)
+	}
+	v, ok := cm.Data[ref.Key]
+	if !ok {
+		if isTrue(ref.Optional) {
+			return "", false, nil
+		}
+		return "", false, fmt.Errorf("couldn't find key %s in ConfigMap %s/%s", ref.Key, b.ns, ref.Name)
+	}
+	return v, true, nil
+}
+
+// secretKey is the value of env var name from a Secret key.
+func (b *builder) secretKey(name string, ref *corev1.SecretKeySelector) (string, bool, error) {
+	s, err := b.secret(ref.Name)
+	if err != nil {
+		if apierrors.IsNotFound(err) && isTrue(ref.Optional) {
+			return "", false, nil
+		}
+		return "", false, fmt.Errorf("env %s: secret %s/%s: %w", name, b.ns, ref.Name, err)
+	}
+	v, ok := s.Data[ref.Key]
+	if !ok {
+		if isTrue(ref.Optional) {
+			return "", false, nil
+		}
+		return "", false, fmt.Errorf("couldn't find key %s in Secret %s/%s", ref.Key, b.ns, ref.Name)
+	}
+	return string(v), true, nil
 }
 
 func isTrue(b *bool) bool { return b != nil && *b }
