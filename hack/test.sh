@@ -15,4 +15,7 @@ fi
 ./hack/verify-no-temp-files.sh
 go vet ./...
 ./hack/verify-openapi.sh
-go test -count=1 -timeout 40m ./... "$@"
+# Unit packages run under the race detector; the end-to-end packages run
+# without it, since they spend their time in the real binary and the kernel.
+go test -race -count=1 -timeout 20m $(go list ./... | grep -v '/e2e') "$@"
+go test -count=1 -timeout 40m $(go list ./... | grep '/e2e') "$@"
