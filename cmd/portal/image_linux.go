@@ -20,12 +20,11 @@ import (
 // The one binary links the API server, etcd, kubectl and the node
 // components, and Go runs the initializers of all ~700 packages before
 // main, whatever the subcommand. The kernel maps the pages around every
-// page such code touches (fault-around: 64 KiB, or a whole large folio),
-// so a node agent that has just started has about 60 MiB of the
-// executable mapped, most of which it never touches again. Called once a
+// page such code touches (fault-around, or a whole large folio), so a
+// node agent that has just started has tens of MiB of the executable
+// mapped, most of which it never touches again. Called once a
 // long-running component is up, this leaves it with the pages it uses
-// from then on: bench/agent with 100 pods, 55-61 MiB of RSS instead of
-// 90-111 MiB. It frees nothing by itself: the pages stay in the page cache
+// from then on. It frees nothing by itself: the pages stay in the page cache
 // (and charged to the same cgroup) for whoever needs them, until the
 // kernel reclaims them, which it does sooner for file pages nobody maps.
 //

@@ -48,10 +48,8 @@ func newProxyCommand() *cobra.Command {
 			}
 			// Every node pays the proxy's memory. Its heap is mostly state
 			// that changes slowly, and a full sync makes as much garbage
-			// again (the ruleset as objects and text). With Go's default
-			// (collect at twice the live heap), bench/proxy at 10,000
-			// Services saw 148 MiB of anonymous memory for 83 MiB of heap
-			// after the churn; with 50, 120 MiB for 90 MiB.
+			// again (the ruleset as objects and text), which Go's default
+			// lets grow to twice the live heap before collecting.
 			collectGarbageSooner()
 			_, client, err := componentClient(kubeconfig, "portal-proxy")
 			if err != nil {
