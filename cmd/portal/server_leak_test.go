@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,6 +22,7 @@ import (
 	"portal.dev/portal/controller/manager"
 	"portal.dev/portal/dns"
 	"portal.dev/portal/proxy"
+	"portal.dev/portal/proxy/leftovers"
 )
 
 // leakTestServer is `portal server` in this process on free loopback
@@ -49,9 +51,29 @@ func leakTestServer(t *testing.T) (serverOptions, func(string) bool) {
 	do.Upstream = []string{"127.0.0.1:1"}
 	po := proxy.DefaultOptions()
 	po.Mode, po.MinSyncPeriod = proxy.ModeUserspace, proxy.DefaultMinSyncPeriod(proxy.ModeUserspace)
+	po.NodePortAddresses = []string{"127.0.0.0/8"}
+	removeVIPLinkAfter(t)
 	po.HostnameOverride, po.HealthzBindAddress, po.MetricsBindAddress = "leak-test", "", ""
 	so := serverOptions{api: o, controllers: mo, dns: do, proxy: po}
 	return so, func(c string) bool { return c != "agent" }
+}
+
+// removeVIPLinkAfter removes, when t ends, the link on which the
+// userspace proxy puts Service addresses as root, unless it was there
+// before: these tests run in the host's network namespace.
+func removeVIPLinkAfter(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		return // without root the proxy adds no link
+	}
+	if err := exec.Command("ip", "link", "show", leftovers.VIPLink).Run(); err == nil {
+		return // not ours
+	}
+	t.Cleanup(func() {
+		if err := leftovers.DeleteVIPLink(context.Background(), nil); err != nil {
+			t.Errorf("remove the proxy's link: %v", err)
+		}
+	})
 }
 
 // freePorts returns n distinct free loopback TCP ports.
