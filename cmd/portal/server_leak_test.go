@@ -47,7 +47,7 @@ func leakTestServer(t *testing.T) (serverOptions, func(string) bool) {
 	mo := manager.DefaultOptions()
 	mo.Identity = "leak-test"
 	do := dns.DefaultOptions()
-	do.Port, do.HealthBindAddress, do.MetricsBindAddress = 0, "", ""
+	do.Port, do.HealthBindAddress, do.ReadyBindAddress, do.MetricsBindAddress = 0, "", "", ""
 	do.Upstream = []string{"127.0.0.1:1"}
 	po := proxy.DefaultOptions()
 	po.Mode, po.MinSyncPeriod = proxy.ModeUserspace, proxy.DefaultMinSyncPeriod(proxy.ModeUserspace)

@@ -145,7 +145,8 @@ func (p *Publisher) ensureService(ctx context.Context) error {
 		if len(cur.Spec.Selector) > 0 {
 			return errForeignService
 		}
-		return p.addMissingPorts(ctx, cur)
+		p.addMissingPorts(ctx, cur)
+		return nil
 	}
 	if !apierrors.IsNotFound(err) {
 		return err
@@ -185,9 +186,14 @@ func (p *Publisher) servicePorts() []corev1.ServicePort {
 
 // addMissingPorts gives a Service created by an earlier Portal the ports
 // it lacks (the metrics port came later). A port whose name or number and
-// protocol is taken is left out, so a hand-made Service is never made
-// invalid.
-func (p *Publisher) addMissingPorts(ctx context.Context, cur *corev1.Service) error {
+// protocol is taken is left out, and a Service with an unnamed port is
+// left alone (a second port would make it invalid), so a hand-made Service
+// is never made invalid. It is best effort: a failed update is logged, and
+// publishing the endpoint, which is what DNS needs, goes on.
+func (p *Publisher) addMissingPorts(ctx context.Context, cur *corev1.Service) {
+	if slices.ContainsFunc(cur.Spec.Ports, func(have corev1.ServicePort) bool { return have.Name == "" }) {
+		return
+	}
 	svc := cur.DeepCopy()
 	for _, want := range p.servicePorts() {
 		if !slices.ContainsFunc(svc.Spec.Ports, func(have corev1.ServicePort) bool {
@@ -197,12 +203,11 @@ func (p *Publisher) addMissingPorts(ctx context.Context, cur *corev1.Service) er
 		}
 	}
 	if len(svc.Spec.Ports) == len(cur.Spec.Ports) {
-		return nil
+		return
 	}
 	if _, err := p.client.CoreV1().Services(p.o.Namespace).Update(ctx, svc, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("add ports to Service %s/%s: %w", p.o.Namespace, p.o.Name, err)
+		klog.FromContext(ctx).Error(err, "Adding the missing ports to the DNS Service", "service", klog.KObj(cur))
 	}
-	return nil
 }
 
 func (p *Publisher) renewLease(ctx context.Context) error {

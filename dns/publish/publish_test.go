@@ -2,6 +2,7 @@ package publish
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -13,7 +14,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 )
 
@@ -203,6 +206,51 @@ func TestPublishUpdatesTheMetricsPort(t *testing.T) {
 	want := []string{"dns 53/UDP", "dns-tcp 53/TCP", "metrics 9153/TCP"}
 	if got := slicePorts(t, c); !slices.Equal(got, want) {
 		t.Errorf("EndpointSlice ports: got %q, want %q", got, want)
+	}
+}
+
+// A hand-made kube-dns Service with one unnamed port cannot take more
+// ports (a Service with several must name each), and a Service that cannot
+// be updated must not stop the endpoint from being published: pods need
+// the DNS more than the metrics port.
+func TestPublishDespiteAServiceItCannotUpdate(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		ports    []corev1.ServicePort
+		failing  bool
+		wantSvc  int
+		wantPort []string
+	}{
+		{"one unnamed port", []corev1.ServicePort{{Port: 53, Protocol: corev1.ProtocolUDP}}, false, 1,
+			[]string{"dns 53/UDP", "dns-tcp 53/TCP"}},
+		{"update refused", []corev1.ServicePort{{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP}}, true, 1,
+			[]string{"dns 53/UDP", "dns-tcp 53/TCP"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			c := fake.NewClientset(&corev1.Service{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-dns"},
+				Spec:       corev1.ServiceSpec{ClusterIP: "10.96.0.10", Ports: tc.ports},
+			})
+			if tc.failing {
+				c.PrependReactor("update", "services", func(k8stesting.Action) (bool, runtime.Object, error) {
+					return true, nil, errors.New("refused")
+				})
+			}
+			if err := New(c, opts("node1")).sync(ctx, true); err != nil {
+				t.Fatalf("sync: %v, want nil", err)
+			}
+			svc, err := c.CoreV1().Services("kube-system").Get(ctx, "kube-dns", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(svc.Spec.Ports); got != tc.wantSvc {
+				t.Errorf("Service ports: got %d, want %d", got, tc.wantSvc)
+			}
+			if got := slicePorts(t, c); !slices.Equal(got, tc.wantPort) {
+				t.Errorf("EndpointSlice ports: got %q, want %q", got, tc.wantPort)
+			}
+		})
 	}
 }
 
