@@ -77,6 +77,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, o
 	}
 	c.loop = loop.New(loop.Config[string]{
 		Name:       controllerName,
+		QueueName:  "endpoint",
 		Sync:       c.sync,
 		MaxRetries: maxRetries,
 		Observe:    func(took time.Duration, _ error) { c.metrics.syncDuration.Observe(took.Seconds()) },

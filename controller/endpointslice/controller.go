@@ -98,8 +98,9 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, o
 	}
 	c.tracker.now = opts.now
 	c.loop = loop.New(loop.Config[string]{
-		Name: "endpointslice",
-		Sync: c.syncKey,
+		Name:      "endpointslice",
+		QueueName: "endpoint_slice",
+		Sync:      c.syncKey,
 		RateLimiter: workqueue.NewTypedMaxOfRateLimiter(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](opts.syncBackoff, maxSyncBackoff),
 			// Overall retry rate, not per Service: 10 qps, bursts of 100.

@@ -101,9 +101,11 @@ var starters = []starter{
 
 // newRecorders returns a function giving each controller an event
 // recorder under its own name, all writing through one broadcaster, and
-// the function that stops the broadcaster.
+// the function that stops the broadcaster. The broadcaster takes ctx's
+// values, not its end: the term stops it once its controllers have
+// stopped, so that the Events they record on the way out are written.
 func newRecorders(ctx context.Context, client kubernetes.Interface) (func(string) record.EventRecorder, func()) {
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster := record.NewBroadcaster(record.WithContext(context.WithoutCancel(ctx)))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	return func(component string) record.EventRecorder {
 		return broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component})

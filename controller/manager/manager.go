@@ -27,6 +27,7 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 
+	"portal.dev/portal/controller/nodeipam"
 	"portal.dev/portal/controller/servicelb"
 	"portal.dev/portal/internal/cidrflag"
 )
@@ -288,7 +289,8 @@ func (o Options) Validate() error {
 			return fmt.Errorf("--loadbalancer-ip-pools: %w", err)
 		}
 	}
-	if _, err := ParseClusterCIDRs(o.ClusterCIDR); err != nil {
+	cidrs, err := ParseClusterCIDRs(o.ClusterCIDR)
+	if err != nil {
 		return err
 	}
 	if o.NodeCIDRMaskSizeIPv4 < 8 || o.NodeCIDRMaskSizeIPv4 > 30 {
@@ -299,6 +301,13 @@ func (o Options) Validate() error {
 	}
 	if o.MaxEndpointsPerSlice < 1 || o.MaxEndpointsPerSlice > 1000 {
 		return fmt.Errorf("--max-endpoints-per-slice must be between 1 and 1000, got %d", o.MaxEndpointsPerSlice)
+	}
+	if len(cidrs) > 0 {
+		ipam := nodeipam.Options{ClusterCIDRs: cidrs,
+			NodeCIDRMaskSizeIPv4: o.NodeCIDRMaskSizeIPv4, NodeCIDRMaskSizeIPv6: o.NodeCIDRMaskSizeIPv6}
+		if err := ipam.Validate(); err != nil {
+			return fmt.Errorf("--cluster-cidr with --node-cidr-mask-size: %w", err)
+		}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"strings"
 	"testing"
 	"testing/synctest"
 )
@@ -33,4 +34,16 @@ func TestGateWaitsForTheTerm(t *testing.T) {
 			t.Error("a closed gate let a late term in")
 		}
 	})
+}
+
+func TestValidateRefusesANodeMaskThatDoesNotFit(t *testing.T) {
+	o := DefaultOptions()
+	o.ClusterCIDR = "10.244.0.0/25" // smaller than the /24 each node gets
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "node mask size /24 is larger than the cluster CIDR") {
+		t.Errorf("Validate: got %v, want the node mask size refused", err)
+	}
+	o.ClusterCIDR = "10.244.0.0/16"
+	if err := o.Validate(); err != nil {
+		t.Errorf("Validate of the defaults with a /16: %v", err)
+	}
 }

@@ -84,6 +84,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, o
 	}
 	c.loop = loop.New(loop.Config[string]{
 		Name:        controllerName,
+		QueueName:   "endpoint_slice_mirroring",
 		Sync:        c.sync,
 		RateLimiter: rateLimiter(),
 		MaxRetries:  maxRetries,

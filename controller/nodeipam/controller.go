@@ -36,6 +36,14 @@ type Options struct {
 	NodeCIDRMaskSizeIPv4, NodeCIDRMaskSizeIPv6 int
 }
 
+// Validate reports options the controller could not start with: more
+// than one range per family, or a node mask size that does not fit its
+// cluster range.
+func (o Options) Validate() error {
+	_, err := newSets(o)
+	return err
+}
+
 // Controller allocates pod CIDRs to Nodes.
 type Controller struct {
 	client kubernetes.Interface
@@ -123,17 +131,18 @@ func (c *Controller) enqueue(obj any) {
 
 // Run waits for the Node cache, marks every existing node CIDR taken, then
 // allocates with workers goroutines until ctx ends.
+// With bad options it only logs why it does not start, once the cache
+// has synced, and returns when ctx ends like any other controller.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	if c.err != nil {
-		klog.FromContext(ctx).Error(c.err, "Node IPAM controller not started")
-		return
-	}
 	c.loop.Run(ctx, workers)
 }
 
 // occupyExisting marks the CIDRs of every Node in the cache taken, before
 // any is allocated.
 func (c *Controller) occupyExisting(ctx context.Context) error {
+	if c.err != nil {
+		return fmt.Errorf("node IPAM controller not started: %w", c.err)
+	}
 	nodes, err := c.nodes.List(everything)
 	if err != nil {
 		return nil // each Node's sync occupies its CIDRs as well

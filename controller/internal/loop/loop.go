@@ -30,8 +30,13 @@ import (
 
 // Config says what a Loop does with its keys. Name and Sync are required.
 type Config[K comparable] struct {
-	// Name names the queue and the controller in logs.
+	// Name names the controller in logs, and its queue unless QueueName
+	// is set.
 	Name string
+	// QueueName names the work queue, which is the name label of the
+	// workqueue_* metrics: upstream's queue name keeps dashboards built
+	// for kube-controller-manager working.
+	QueueName string
 	// Sync brings the object a key names to its desired state. An error
 	// retries the key with back-off (see RetryAfter for a set delay).
 	Sync func(ctx context.Context, key K) error
@@ -88,11 +93,15 @@ func New[K comparable](cfg Config[K]) *Loop[K] {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
+	queueName := cfg.QueueName
+	if queueName == "" {
+		queueName = cfg.Name
+	}
 	return &Loop[K]{
 		cfg:   cfg,
 		clock: clk,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(cfg.RateLimiter,
-			workqueue.TypedRateLimitingQueueConfig[K]{Name: cfg.Name, Clock: clk}),
+			workqueue.TypedRateLimitingQueueConfig[K]{Name: queueName, Clock: clk}),
 	}
 }
 
