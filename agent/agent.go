@@ -226,13 +226,20 @@ func (a *Agent) Run(ctx context.Context) error {
 func (a *Agent) runPods(ctx context.Context) bool {
 	adopted := a.loadStates(ctx)
 	podInf := a.podFactory.Core().V1().Pods().Informer()
-	podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	reg, err := podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { a.podEvent(ctx, obj) },
 		UpdateFunc: func(_, obj any) { a.podEvent(ctx, obj) },
 		DeleteFunc: func(obj any) { a.podEvent(ctx, obj) },
 	})
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Watching this node's pods")
+		return false
+	}
 	a.podFactory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), podInf.HasSynced) {
+	// The handler's own sync, not the informer's: the store fills before
+	// the handler has seen every listed pod, and an adopted pod whose add
+	// event is still on its way would be taken for gone and stopped.
+	if !cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
 		return false
 	}
 	// Pods an earlier agent ran that are gone from the API: stop them.
