@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -76,12 +77,23 @@ func TestServerConfigFile(t *testing.T) {
 				t.Fatal(err)
 			}
 			for flag, want := range tt.want {
-				if got := cmd.Flags().Lookup(flag).Value.String(); got != want {
+				got := cmd.Flags().Lookup(flag).Value.String()
+				if flag == "node-labels" {
+					got = sortedItems(got) // a map flag prints its entries in map order
+				}
+				if got != want {
 					t.Errorf("--%s = %q, want %q", flag, got, want)
 				}
 			}
 		})
 	}
+}
+
+// sortedItems sorts the items of a comma-separated list.
+func sortedItems(list string) string {
+	items := strings.Split(list, ",")
+	slices.Sort(items)
+	return strings.Join(items, ",")
 }
 
 // defaultDataDirForTest is --data-dir's default, which an empty file

@@ -162,7 +162,7 @@ func askBye(t testing.TB, addr string, payload string) string {
 }
 
 func TestTCPHalfCloseAndRetry(t *testing.T) {
-	dead := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), freePort(t)) // nothing listens
+	dead := deadEndpoint(t)
 	live := byeServer(t)
 	np := freePort(t)
 	tests := []struct {
@@ -190,8 +190,7 @@ func TestTCPHalfCloseAndRetry(t *testing.T) {
 // the client gets a reset at once, not a clean end it could take for an
 // empty answer.
 func TestTCPAllEndpointsDeadReset(t *testing.T) {
-	dead1 := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), freePort(t)) // nothing listens
-	dead2 := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), freePort(t))
+	dead1, dead2 := deadEndpoint(t), deadEndpoint(t)
 	np := freePort(t)
 	forEachPath(t, func(t *testing.T, path dataPath) {
 		path.start(t, Config{}, nodePortSnapshot(np, dead1, dead2))
