@@ -390,8 +390,13 @@ func spread(t *testing.T, ns *testbed.NS, src, addr string, n int) map[string]in
 }
 
 func httpGet(ns *testbed.NS, url string) (int, string) {
-	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DialContext: ns.DialContext}}
-	resp, err := client.Get(url)
+	return clientGet(&http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DialContext: ns.DialContext}}, url)
+}
+
+// clientGet fetches url with c and returns the status code and body; 0
+// and the error when there is no answer.
+func clientGet(c *http.Client, url string) (int, string) {
+	resp, err := c.Get(url)
 	if err != nil {
 		return 0, err.Error()
 	}

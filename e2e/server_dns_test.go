@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -28,7 +27,7 @@ func TestServerRunsDNS(t *testing.T) {
 	if out := s.MustKubectl("get", "--raw", "/readyz?verbose"); !strings.Contains(out, "[+]dns ok") {
 		t.Errorf("/readyz does not check DNS:\n%s", out)
 	}
-	if code, body := get(t, &http.Client{Timeout: 5 * time.Second}, "http://"+ready+"/ready"); code != 200 {
+	if code, body := clientGet(&http.Client{Timeout: 5 * time.Second}, "http://"+ready+"/ready"); code != 200 {
 		t.Errorf("GET /ready on --dns-ready-bind-address: got %d %q, want 200", code, body)
 	}
 	dig := func(name string) string {
@@ -114,24 +113,11 @@ func TestServerDNSPublishesKubeDNS(t *testing.T) {
 		t.Errorf("dig kubernetes.default at %s: got %q, want 10.96.0.1", nodeIP, out)
 	}
 	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DialContext: node.DialContext}}
-	if code, body := get(t, client, "http://"+nodeIP+":9153/metrics"); code != 200 || !strings.Contains(body, "coredns_dns_requests_total") {
+	if code, body := clientGet(client, "http://"+nodeIP+":9153/metrics"); code != 200 || !strings.Contains(body, "coredns_dns_requests_total") {
 		t.Errorf("GET /metrics at %s:9153: got %d, want 200 with coredns_dns_requests_total", nodeIP, code)
 	}
 	// /ready on CoreDNS's ready port, the server's default.
-	if code, body := get(t, client, "http://127.0.0.1:8181/ready"); code != 200 {
+	if code, body := clientGet(client, "http://127.0.0.1:8181/ready"); code != 200 {
 		t.Errorf("GET /ready on 127.0.0.1:8181: got %d %q, want 200", code, body)
 	}
-}
-
-// get fetches url and returns the status code and body; 0 and the error
-// when there is no answer.
-func get(t *testing.T, c *http.Client, url string) (int, string) {
-	t.Helper()
-	resp, err := c.Get(url)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
 }

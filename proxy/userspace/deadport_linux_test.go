@@ -6,11 +6,11 @@ import (
 	"testing"
 )
 
-// deadEndpoint returns a loopback address that refuses connections for
-// the rest of the test: a TCP socket bound to it that never listens holds
-// the port, so no other process (the packages' tests run side by side)
-// can start listening there, as it could on a port merely found free.
-func deadEndpoint(t testing.TB) netip.AddrPort {
+// boundSocket returns a TCP socket bound to a free loopback port, closed
+// when the test ends, and its address. Bound, the port is held: no other
+// process (the packages' tests run side by side) can take it, as it could
+// a port merely found free.
+func boundSocket(t testing.TB) (int, netip.AddrPort) {
 	t.Helper()
 	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -24,5 +24,13 @@ func deadEndpoint(t testing.TB) netip.AddrPort {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(sa.(*syscall.SockaddrInet4).Port))
+	return fd, netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(sa.(*syscall.SockaddrInet4).Port))
+}
+
+// deadEndpoint returns a loopback address that refuses connections for
+// the rest of the test: a bound socket that never listens.
+func deadEndpoint(t testing.TB) netip.AddrPort {
+	t.Helper()
+	_, ap := boundSocket(t)
+	return ap
 }
