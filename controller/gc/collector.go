@@ -118,10 +118,11 @@ func New(metadataClient metadata.Interface, disc discovery.DiscoveryInterface, o
 		monitors:  map[schema.GroupVersionResource]cache.SharedIndexInformer{},
 	}
 	c.loop = loop.New(loop.Config[types.UID]{
-		Name:       "garbage_collector",
-		Sync:       c.sync,
-		Start:      c.start,
-		Background: []func(context.Context){c.rediscover},
+		Name:           "garbage_collector",
+		Sync:           c.process,
+		ReportFailures: true,
+		Start:          c.start,
+		Background:     []func(context.Context){c.rediscover},
 	})
 	c.metrics = newMetrics(c.loop.Len)
 	c.loop.Collect(opts.Registerer, c.metrics.collectors()...)

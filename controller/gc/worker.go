@@ -17,21 +17,6 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// sync processes the object with uid; the loop retries a failure with
-// back-off.
-func (c *Collector) sync(ctx context.Context, uid types.UID) error {
-	err := c.process(ctx, uid)
-	switch {
-	case err == nil:
-	case apierrors.IsConflict(err):
-		// Conflicts are races with other writers, expected and retried.
-		klog.V(2).InfoS("Garbage collecting: conflict; will retry", "uid", uid, "err", err)
-	default:
-		klog.ErrorS(err, "Garbage collecting; will retry", "uid", uid)
-	}
-	return err
-}
-
 // process does what the observed object with uid needs: let go of its
 // dependents (orphan), wait for them (foreground), or, as a dependent, be
 // checked against its owners.

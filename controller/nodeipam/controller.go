@@ -16,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -69,9 +68,10 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, o
 	}
 	c.sets, c.err = newSets(opts)
 	c.loop = loop.New(loop.Config[string]{
-		Name:  "nodeipam",
-		Sync:  c.syncLogged,
-		Start: c.occupyExisting,
+		Name:           "nodeipam",
+		Sync:           c.sync,
+		ReportFailures: true,
+		Start:          c.occupyExisting,
 	})
 	err := c.loop.Watch(inf.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
@@ -151,15 +151,6 @@ func (c *Controller) occupyExisting(ctx context.Context) error {
 		c.occupy(ctx, n)
 	}
 	return nil
-}
-
-// syncLogged is sync, reporting a failure, which the loop retries.
-func (c *Controller) syncLogged(ctx context.Context, name string) error {
-	err := c.sync(ctx, name)
-	if err != nil {
-		utilruntime.HandleErrorWithContext(ctx, err, "Allocating node pod CIDR", "node", name)
-	}
-	return err
 }
 
 // occupy records a node's existing CIDRs as taken.

@@ -24,7 +24,6 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -96,9 +95,10 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 		pending:  map[string]string{},
 	}
 	c.loop = loop.New(loop.Config[string]{
-		Name:  "servicelb",
-		Sync:  c.sync,
-		Start: c.start,
+		Name:           "servicelb",
+		Sync:           c.reconcile,
+		Start:          c.start,
+		ReportFailures: true,
 	})
 	err := c.loop.Watch(inf.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc: c.enqueueIfRelevant,
@@ -165,21 +165,6 @@ func (c *Controller) rebuild() ([]string, error) {
 	}
 	klog.V(2).InfoS("Rebuilt load balancer IP allocation", "services", len(as))
 	return keys, nil
-}
-
-// sync reconciles Service k; the loop retries a failure with back-off.
-func (c *Controller) sync(ctx context.Context, k string) error {
-	err := c.reconcile(ctx, k)
-	switch {
-	case err == nil:
-	case apierrors.IsConflict(err):
-		// A conflict only means the informer has not caught up with a
-		// write; the retry sees the new version.
-		klog.V(2).InfoS("Assigning load balancer IPs: conflict; will retry", "service", k, "err", err)
-	default:
-		klog.ErrorS(err, "Assigning load balancer IPs; will retry", "service", k)
-	}
-	return err
 }
 
 func (c *Controller) enqueueIfRelevant(obj any) {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -47,6 +48,10 @@ type Config[K comparable] struct {
 	// MaxRetries drops a key after that many failed syncs in a row, until
 	// its next event adds it again; 0 retries for ever.
 	MaxRetries int
+	// ReportFailures logs a failed sync as an error, for controllers whose
+	// failures an operator should see; conflicts, races with other writers
+	// that the retry settles, stay at V(2) as every failure does without it.
+	ReportFailures bool
 	// Clock drives delayed adds and back-off; nil is the real clock.
 	Clock clock.WithTicker
 	// Observe, when set, is told of every sync's duration and result,
@@ -270,7 +275,11 @@ func (l *Loop[K]) handleErr(ctx context.Context, key K, err error) {
 	case errors.As(err, &after):
 		l.queue.AddAfter(key, after.delay)
 	case l.cfg.MaxRetries == 0 || l.queue.NumRequeues(key) < l.cfg.MaxRetries:
-		logger.V(2).Info("Sync failed, will retry", "key", key, "err", err)
+		if l.cfg.ReportFailures && !apierrors.IsConflict(err) {
+			logger.Error(err, "Sync failed, will retry", "key", key)
+		} else {
+			logger.V(2).Info("Sync failed, will retry", "key", key, "err", err)
+		}
 		l.queue.AddRateLimited(key)
 	default:
 		logger.Info("Sync failed too often, dropping the key until its next change", "key", key, "err", err)

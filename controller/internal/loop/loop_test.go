@@ -4,18 +4,23 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
 )
 
 // recorder counts the syncs of each key and fails them as told.
@@ -333,4 +338,50 @@ func TestSyncNowInStartKeepsOrderAndRetries(t *testing.T) {
 			t.Errorf("syncs %v, want %v synced by the workers after the Start pass", order, want)
 		}
 	})
+}
+
+// TestReportFailures: with ReportFailures a failed sync is logged as an
+// error, except a conflict, which the retry settles; without it no
+// failure is.
+func TestReportFailures(t *testing.T) {
+	conflict := apierrors.NewConflict(schema.GroupResource{Resource: "services"}, "a", errors.New("changed"))
+	for _, tc := range []struct {
+		name       string
+		report     bool
+		err        error
+		wantErrors int
+	}{
+		{"reported", true, errors.New("boom"), 1},
+		{"a conflict is not", true, conflict, 0},
+		{"not asked", false, errors.New("boom"), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var mu sync.Mutex
+				errorsLogged := 0
+				logger := funcr.New(func(prefix, args string) {
+					if strings.Contains(args, `"error"`) {
+						mu.Lock()
+						errorsLogged++
+						mu.Unlock()
+					}
+				}, funcr.Options{})
+				r := &recorder{fail: func(_ string, n int) error { return errIf(n == 1, tc.err) }}
+				l := New(Config[string]{Name: "test", Sync: r.sync, ReportFailures: tc.report, RateLimiter: fastRetries()})
+				ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
+				done := make(chan struct{})
+				go func() { defer close(done); l.Run(ctx, 1) }()
+				l.Add("a")
+				time.Sleep(time.Second)
+				synctest.Wait()
+				cancel()
+				<-done
+				mu.Lock()
+				defer mu.Unlock()
+				if errorsLogged != tc.wantErrors {
+					t.Errorf("got %d errors logged, want %d", errorsLogged, tc.wantErrors)
+				}
+			})
+		})
+	}
 }
