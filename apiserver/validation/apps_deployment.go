@@ -123,7 +123,11 @@ func validateReplicaCounts(c replicaCounts, fldPath *field.Path) field.ErrorList
 	var errs field.ErrorList
 	for _, name := range slices.Sorted(maps.Keys(counts)) {
 		errs = append(errs, validateNonNegative(counts[name], fldPath.Child(name))...)
-		errs = append(errs, validateNotMoreThan(counts[name], c.replicas, "status.replicas", fldPath.Child(name))...)
+		// A negative replicas has its own error; comparing with it would
+		// only add noise.
+		if c.replicas >= 0 {
+			errs = append(errs, validateNotMoreThan(counts[name], c.replicas, "status.replicas", fldPath.Child(name))...)
+		}
 	}
 	return append(errs, validateNotMoreThan(c.available, c.ready, "readyReplicas", fldPath.Child("availableReplicas"))...)
 }

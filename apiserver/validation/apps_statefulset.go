@@ -168,7 +168,7 @@ func validateStatefulSetStatus(s *appsv1.StatefulSetStatus, fldPath *field.Path)
 	for _, c := range counts {
 		errs = append(errs, validateNonNegative(c.v, fldPath.Child(c.name))...)
 		// availableReplicas is bounded by readyReplicas below, as upstream.
-		if c.name != "replicas" && c.name != "availableReplicas" {
+		if c.name != "replicas" && c.name != "availableReplicas" && s.Replicas >= 0 {
 			errs = append(errs, validateNotMoreThan(c.v, s.Replicas, "status.replicas", fldPath.Child(c.name))...)
 		}
 	}
