@@ -69,6 +69,9 @@ func TestAppsAPI(t *testing.T) {
 				t.Fatalf("scale subresource: got %s, want %s in it", scale, want)
 			}
 		}
+		if got := header(k("get", "deploy", "web", "--subresource=scale")); got != "NAME DESIRED AVAILABLE AGE" {
+			t.Fatalf("get --subresource=scale: got header %q, want NAME DESIRED AVAILABLE AGE", got)
+		}
 		out, err := s.Kubectl("-n", "apps", "patch", "deploy", "web", "--subresource=scale", "--type=merge", "-p", `{"spec":{"replicas":-1}}`)
 		checkInvalid(t, out, err, []string{"spec.replicas: Invalid value"})
 	})
