@@ -51,6 +51,10 @@ func deploymentHooks() Hooks {
 			d.Generation = o.Generation + 1
 		}
 	}
+	// A status writer does not relabel a Deployment, as upstream.
+	h.PrepareForStatusUpdate = func(obj, old runtime.Object) {
+		obj.(*appsv1.Deployment).Labels = old.(*appsv1.Deployment).Labels
+	}
 	return h
 }
 

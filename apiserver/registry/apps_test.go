@@ -116,3 +116,20 @@ func TestDaemonSetTemplateGeneration(t *testing.T) {
 		})
 	}
 }
+
+func TestDeploymentStatusUpdate(t *testing.T) {
+	st := statusStrategy{newStrategy(appsKind(t, "deployments"))}
+	old := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: 2, Labels: map[string]string{"app": "web"}}}
+	d := old.DeepCopy()
+	d.Labels = map[string]string{"app": "other"}
+	d.Annotations = map[string]string{"deployment.kubernetes.io/revision": "1"}
+	d.Spec.Paused = true
+	d.Status.ReadyReplicas = 3
+	st.PrepareForUpdate(context.Background(), d, old)
+	if d.Labels["app"] != "web" || d.Spec.Paused || d.Generation != 2 {
+		t.Errorf("got labels %v, paused %v, generation %d, want the stored app=web, false, 2", d.Labels, d.Spec.Paused, d.Generation)
+	}
+	if d.Status.ReadyReplicas != 3 || d.Annotations["deployment.kubernetes.io/revision"] != "1" {
+		t.Errorf("got readyReplicas %d, annotations %v, want the writer's 3 and revision 1", d.Status.ReadyReplicas, d.Annotations)
+	}
+}
