@@ -606,6 +606,12 @@ func TestValidateControllerRevision(t *testing.T) {
 			cr.Data.Raw = []byte(`{"spec": {"template": {"metadata": {"labels": {"app": "web"}}}}}`)
 			return ValidateControllerRevisionUpdate(cr, old)
 		}},
+		{name: "same data with keys reordered", run: func() field.ErrorList {
+			old, cr := validRevision(), validRevision()
+			old.Data.Raw = []byte(`{"a":1,"b":{"c":[1,2]}}`)
+			cr.Data.Raw = []byte(`{"b":{"c":[1,2]},"a":1}`)
+			return ValidateControllerRevisionUpdate(cr, old)
+		}},
 		{name: "data changed", run: func() field.ErrorList {
 			old, cr := validRevision(), validRevision()
 			cr.Data.Raw = []byte(`{"spec":{"template":{"metadata":{"labels":{"app":"api"}}}}}`)
