@@ -83,6 +83,12 @@ func TestAppsValidation(t *testing.T) {
 		out, err := s.KubectlStdin(workloadManifest("Deployment", "web", "", "tier: front"), "-n", ns, "apply", "-f", "-")
 		checkInvalid(t, out, err, []string{"spec.selector: Invalid value", "field is immutable"})
 	})
+	t.Run("ControllerRevision data immutable", func(t *testing.T) {
+		const rev = "apiVersion: apps/v1\nkind: ControllerRevision\nmetadata: {name: web-1}\nrevision: 1\ndata: {spec: {replicas: %d}}\n"
+		s.MustKubectlStdin(fmt.Sprintf(rev, 1), "-n", ns, "create", "-f", "-")
+		out, err := s.KubectlStdin(fmt.Sprintf(rev, 2), "-n", ns, "replace", "-f", "-")
+		checkInvalid(t, out, err, []string{"data: Invalid value", "field is immutable"})
+	})
 	t.Run("negative scale", func(t *testing.T) {
 		ctx := context.Background()
 		deploys := s.Client().AppsV1().Deployments(ns)
