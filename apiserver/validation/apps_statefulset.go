@@ -19,12 +19,13 @@ const revisionHashLength = 10
 const maxStatefulSetNameLength = validation.LabelValueMaxLength - 1 - revisionHashLength
 
 // ValidateStatefulSetName checks a StatefulSet name (prefix: a generateName
-// prefix). Beyond the DNS-1123 subdomain rule, the name must be short enough
-// that the controller-revision-hash label of its pods, the name followed by
-// "-" and a hash, is a valid label value; a longer name would make every pod
-// the controller creates fail validation.
+// prefix). It is a DNS-1123 label, as upstream, because its pods' names
+// (NAME-ORDINAL) are their hostnames; and it must be short enough that the
+// controller-revision-hash label of its pods, the name followed by "-" and
+// a hash, is a valid label value. Otherwise every pod the controller
+// creates would fail validation.
 func ValidateStatefulSetName(name string, prefix bool) []string {
-	msgs := apimachineryvalidation.NameIsDNSSubdomain(name, prefix)
+	msgs := apimachineryvalidation.NameIsDNSLabel(name, prefix)
 	if !prefix && len(name) > maxStatefulSetNameLength {
 		msgs = append(msgs, fmt.Sprintf("must be no more than %d characters, so that its pods' %s label (the name, \"-\" and a %d-character hash) is a valid label value",
 			maxStatefulSetNameLength, appsv1.ControllerRevisionHashLabelKey, revisionHashLength))
@@ -34,7 +35,7 @@ func ValidateStatefulSetName(name string, prefix bool) []string {
 
 var (
 	supportedPodManagementPolicies = []appsv1.PodManagementPolicyType{appsv1.OrderedReadyPodManagement, appsv1.ParallelPodManagement}
-	supportedPVCRetentionPolicies  = []appsv1.PersistentVolumeClaimRetentionPolicyType{appsv1.DeletePersistentVolumeClaimRetentionPolicyType, appsv1.RetainPersistentVolumeClaimRetentionPolicyType}
+	supportedPVCRetentionPolicies  = []appsv1.PersistentVolumeClaimRetentionPolicyType{appsv1.RetainPersistentVolumeClaimRetentionPolicyType, appsv1.DeletePersistentVolumeClaimRetentionPolicyType}
 )
 
 // ValidateStatefulSet validates a new StatefulSet: metadata (with the name
@@ -167,8 +168,7 @@ func validateStatefulSetStatus(s *appsv1.StatefulSetStatus, fldPath *field.Path)
 	}
 	for _, c := range counts {
 		errs = append(errs, validateNonNegative(c.v, fldPath.Child(c.name))...)
-		// availableReplicas is bounded by readyReplicas below, as upstream.
-		if c.name != "replicas" && c.name != "availableReplicas" && s.Replicas >= 0 {
+		if c.name != "replicas" && s.Replicas >= 0 {
 			errs = append(errs, validateNotMoreThan(c.v, s.Replicas, "status.replicas", fldPath.Child(c.name))...)
 		}
 	}
