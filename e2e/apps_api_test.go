@@ -83,6 +83,10 @@ func TestAppsValidation(t *testing.T) {
 		out, err := s.KubectlStdin(workloadManifest("Deployment", "web", "", "tier: front"), "-n", ns, "apply", "-f", "-")
 		checkInvalid(t, out, err, []string{"spec.selector: Invalid value", "field is immutable"})
 	})
+	t.Run("StatefulSet serviceName fixed", func(t *testing.T) {
+		out, err := s.KubectlStdin(workloadManifest("StatefulSet", "web", "serviceName: other\n", ""), "-n", ns, "apply", "-f", "-")
+		checkInvalid(t, out, err, []string{"spec: Forbidden", "(changed: serviceName)"})
+	})
 	t.Run("ControllerRevision data immutable", func(t *testing.T) {
 		const rev = "apiVersion: apps/v1\nkind: ControllerRevision\nmetadata: {name: web-1}\nrevision: 1\ndata: {spec: {replicas: %d}}\n"
 		s.MustKubectlStdin(fmt.Sprintf(rev, 1), "-n", ns, "create", "-f", "-")

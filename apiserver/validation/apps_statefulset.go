@@ -2,6 +2,8 @@ package validation
 
 import (
 	"fmt"
+	"reflect"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -142,10 +144,24 @@ func ValidateStatefulSetUpdate(newSts, oldSts *appsv1.StatefulSet) field.ErrorLi
 	fixed.MinReadySeconds = oldSts.Spec.MinReadySeconds
 	fixed.RevisionHistoryLimit = oldSts.Spec.RevisionHistoryLimit
 	fixed.Selector = oldSts.Spec.Selector
-	if !apiequality.Semantic.DeepEqual(*fixed, oldSts.Spec) {
-		errs = append(errs, field.Forbidden(field.NewPath("spec"), "updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy', 'minReadySeconds' and 'revisionHistoryLimit' are forbidden"))
+	if changed := changedFields(fixed, &oldSts.Spec); len(changed) > 0 {
+		errs = append(errs, field.Forbidden(field.NewPath("spec"), fmt.Sprintf("updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy', 'minReadySeconds' and 'revisionHistoryLimit' are forbidden (changed: %s)",
+			strings.Join(changed, ", "))))
 	}
 	return errs
+}
+
+// changedFields returns the JSON names of the fields of two specs that
+// differ, so that the error says which change was refused.
+func changedFields(newSpec, oldSpec *appsv1.StatefulSetSpec) []string {
+	var changed []string
+	nv, ov, t := reflect.ValueOf(newSpec).Elem(), reflect.ValueOf(oldSpec).Elem(), reflect.TypeOf(*newSpec)
+	for i := range t.NumField() {
+		if !apiequality.Semantic.DeepEqual(nv.Field(i).Interface(), ov.Field(i).Interface()) {
+			changed = append(changed, jsonName(t.Field(i)))
+		}
+	}
+	return changed
 }
 
 // ValidateStatefulSetStatusUpdate validates a write to a StatefulSet's

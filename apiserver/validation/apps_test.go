@@ -467,9 +467,11 @@ func TestValidateStatefulSetUpdate(t *testing.T) {
 			s.Spec.RevisionHistoryLimit = ptr(int32(3))
 		}},
 		{name: "serviceName changed", edit: func(s *appsv1.StatefulSet) { s.Spec.ServiceName = "web" },
-			want: []wantErr{e("spec", tForbidden, onlyMsg)}},
-		{name: "podManagementPolicy changed", edit: func(s *appsv1.StatefulSet) { s.Spec.PodManagementPolicy = appsv1.ParallelPodManagement },
-			want: []wantErr{e("spec", tForbidden, onlyMsg)}},
+			want: []wantErr{e("spec", tForbidden, onlyMsg+" (changed: serviceName)")}},
+		{name: "podManagementPolicy and serviceName changed", edit: func(s *appsv1.StatefulSet) {
+			s.Spec.PodManagementPolicy = appsv1.ParallelPodManagement
+			s.Spec.ServiceName = "web"
+		}, want: []wantErr{e("spec", tForbidden, onlyMsg+" (changed: serviceName, podManagementPolicy)")}},
 		{name: "selector changed", edit: func(s *appsv1.StatefulSet) { s.Spec.Selector.MatchLabels["tier"] = "front" },
 			want: []wantErr{e("spec.selector", tInvalid, "field is immutable")}},
 		{name: "update checks the new spec", edit: func(s *appsv1.StatefulSet) { s.Spec.Replicas = ptr(int32(-1)) },
