@@ -2,6 +2,7 @@ package workload
 
 import (
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -61,6 +62,20 @@ func copyMap(m map[string]string) map[string]string {
 		c[k] = v
 	}
 	return c
+}
+
+// IsAvailable reports whether pod has been ready for minReadySeconds at
+// now, as upstream counts availableReplicas.
+func IsAvailable(pod *corev1.Pod, minReadySeconds int32, now time.Time) bool {
+	c := podutil.ReadyCondition(pod)
+	if c == nil || c.Status != corev1.ConditionTrue {
+		return false
+	}
+	if minReadySeconds == 0 {
+		return true
+	}
+	ready := time.Duration(minReadySeconds) * time.Second
+	return !c.LastTransitionTime.IsZero() && c.LastTransitionTime.Add(ready).Before(now)
 }
 
 // IsActive reports whether pod still counts toward its controller's

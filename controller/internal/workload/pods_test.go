@@ -129,3 +129,27 @@ func TestSortForDeletion(t *testing.T) {
 		})
 	}
 }
+
+func TestIsAvailable(t *testing.T) {
+	now := time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name     string
+		pod      *corev1.Pod
+		minReady int32
+		want     bool
+	}{
+		{"not ready", mkPod("p"), 0, false},
+		{"ready, no minimum", mkPod("p", readyAtTime(now)), 0, true},
+		{"ready too recently", mkPod("p", readyAtTime(now.Add(-30*time.Second))), 60, false},
+		{"ready long enough", mkPod("p", readyAtTime(now.Add(-61*time.Second))), 60, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := IsAvailable(tc.pod, tc.minReady, now); got != tc.want {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func readyAtTime(at time.Time) podOpt { return readyAt(at.Unix()) }
