@@ -247,3 +247,25 @@ func objects(t *testing.T, h *harness) []runtime.Object {
 	}
 	return out
 }
+
+// On a scale-down the Pod sharing its node with more Pods of the
+// Deployment's ReplicaSets goes first, so what is left spreads out.
+func TestScaleDownSpreadsAcrossNodes(t *testing.T) {
+	deploy := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "d", UID: "d-uid", Controller: ptrTrue()}
+	web := replicaSet(1, func(rs *appsv1.ReplicaSet) { rs.OwnerReferences = []metav1.OwnerReference{deploy} })
+	old := replicaSet(1, func(rs *appsv1.ReplicaSet) {
+		rs.Name, rs.UID, rs.OwnerReferences = "web-old", "old-uid", []metav1.OwnerReference{deploy}
+	})
+	oldPod := pod("old-0", epoch, func(p *corev1.Pod) {
+		p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(old, kind)}
+		p.Labels = map[string]string{"app": "old"}
+	})
+	onNode2 := func(p *corev1.Pod) { p.Spec.NodeName = "node-2" }
+	h := newHarness(t, web, old, oldPod, pod("crowded", epoch), pod("alone", epoch, onNode2))
+	h.mustSync()
+	if got, want := h.pods(), []string{"alone", "old-0"}; !slices.Equal(got, want) {
+		t.Errorf("pods: got %v, want %v", got, want)
+	}
+}
+
+func ptrTrue() *bool { t := true; return &t }

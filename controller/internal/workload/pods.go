@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"math"
 	"sort"
 	"strconv"
 	"time"
@@ -106,10 +107,42 @@ func FilterActive(pods []*corev1.Pod) []*corev1.Pod {
 // longer; more restarts before fewer; newer before older. The sort is
 // stable.
 func SortForDeletion(pods []*corev1.Pod) {
-	sort.SliceStable(pods, func(i, j int) bool { return deleteBefore(pods[i], pods[j]) })
+	RankForDeletion(pods, nil, time.Time{})
 }
 
-func deleteBefore(a, b *corev1.Pod) bool {
+// RankForDeletion orders pods as upstream's ReplicaSet controller does
+// (ActivePodsWithRanks): as SortForDeletion, but after the deletion cost,
+// Pods sharing their node with more of related (the active Pods of the
+// owner and, for a ReplicaSet of a Deployment, of its siblings) go first,
+// which spreads what is left across nodes; and with now set, ready and
+// creation times are compared on a logarithmic scale of their age, Pods
+// of about the same age in UID order, so that a scale-down does not
+// always take the very newest.
+func RankForDeletion(pods, related []*corev1.Pod, now time.Time) {
+	onNode := map[string]int{}
+	for _, p := range related {
+		if IsActive(p) {
+			onNode[p.Spec.NodeName]++
+		}
+	}
+	ranked := make([]rankedPod, len(pods))
+	for i, p := range pods {
+		ranked[i] = rankedPod{p, onNode[p.Spec.NodeName]}
+	}
+	sort.SliceStable(ranked, func(i, j int) bool { return deleteBefore(ranked[i], ranked[j], now) })
+	for i := range ranked {
+		pods[i] = ranked[i].pod
+	}
+}
+
+// rankedPod is a Pod with the number of related Pods on its node.
+type rankedPod struct {
+	pod       *corev1.Pod
+	colocated int
+}
+
+func deleteBefore(x, y rankedPod, now time.Time) bool {
+	a, b := x.pod, y.pod
 	if (a.Spec.NodeName == "") != (b.Spec.NodeName == "") {
 		return a.Spec.NodeName == ""
 	}
@@ -123,20 +156,44 @@ func deleteBefore(a, b *corev1.Pod) bool {
 	if ca, cb := deletionCost(a), deletionCost(b); ca != cb {
 		return ca < cb
 	}
+	if x.colocated != y.colocated {
+		return x.colocated > y.colocated
+	}
 	if ra && rb {
-		ta, tb := readySince(a), readySince(b)
-		if !ta.Equal(&tb) {
-			return afterOrZero(ta, tb)
+		if ta, tb := readySince(a), readySince(b); !ta.Equal(&tb) {
+			return newerFirst(a, b, ta, tb, now)
 		}
 	}
 	if ca, cb := maxRestarts(a), maxRestarts(b); ca != cb {
 		return ca > cb
 	}
-	ta, tb := a.CreationTimestamp, b.CreationTimestamp
-	if !ta.Equal(&tb) {
-		return afterOrZero(ta, tb)
+	if ta, tb := a.CreationTimestamp, b.CreationTimestamp; !ta.Equal(&tb) {
+		return newerFirst(a, b, ta, tb, now)
 	}
 	return false
+}
+
+// newerFirst reports whether a (at ta) goes before b (at tb) on "newest
+// first": exactly without now, else by the power of two of their ages,
+// then by UID.
+func newerFirst(a, b *corev1.Pod, ta, tb metav1.Time, now time.Time) bool {
+	if now.IsZero() || ta.IsZero() || tb.IsZero() {
+		return afterOrZero(ta, tb)
+	}
+	if la, lb := ageBucket(now, ta), ageBucket(now, tb); la != lb {
+		return la < lb
+	}
+	return a.UID < b.UID
+}
+
+// ageBucket is floor(log2) of the age of t at now in nanoseconds, -1 for
+// no age.
+func ageBucket(now time.Time, t metav1.Time) int {
+	d := now.Sub(t.Time)
+	if d <= 0 {
+		return -1
+	}
+	return int(math.Log2(float64(d)))
 }
 
 // phaseRank orders phases for deletion: Pending, then Unknown, then

@@ -2,6 +2,7 @@ package workload
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 var rsKind = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "ReplicaSet"}
@@ -158,3 +160,50 @@ func TestIsAvailable(t *testing.T) {
 }
 
 func readyAtTime(at time.Time) podOpt { return readyAt(at.Unix()) }
+
+func on(node string) podOpt { return func(p *corev1.Pod) { p.Spec.NodeName = node } }
+func uid(u string) podOpt   { return func(p *corev1.Pod) { p.UID = types.UID(u) } }
+
+func TestRankForDeletion(t *testing.T) {
+	now := time.Unix(1<<20, 0)
+	tests := []struct {
+		name    string
+		pods    []*corev1.Pod // in the order wanted
+		related []*corev1.Pod
+		now     time.Time
+	}{
+		{
+			name: "doubled up first",
+			pods: []*corev1.Pod{mkPod("crowded", on("n1"), created(100)), mkPod("alone", on("n2"), created(200))},
+			related: []*corev1.Pod{mkPod("x", on("n1")), mkPod("y", on("n1")), mkPod("z", on("n2")),
+				mkPod("gone", on("n2"), phase(corev1.PodSucceeded))},
+		},
+		{
+			name:    "deletion cost before colocation",
+			pods:    []*corev1.Pod{mkPod("cheap", on("n2"), cost("-1")), mkPod("crowded", on("n1"))},
+			related: []*corev1.Pod{mkPod("x", on("n1")), mkPod("y", on("n1"))},
+		},
+		{
+			// Ages 1000 s and 1010 s share a power of two: UID decides.
+			name: "about the same age by UID",
+			pods: []*corev1.Pod{mkPod("older-a", uid("a"), created(now.Unix()-1010)), mkPod("newer-b", uid("b"), created(now.Unix()-1000))},
+			now:  now,
+		},
+		{
+			name: "much newer first",
+			pods: []*corev1.Pod{mkPod("new-b", uid("b"), created(now.Unix()-10)), mkPod("old-a", uid("a"), created(now.Unix()-1000))},
+			now:  now,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			want := names(tc.pods)
+			in := slices.Clone(tc.pods)
+			slices.Reverse(in)
+			RankForDeletion(in, tc.related, tc.now)
+			if got := names(in); got != want {
+				t.Errorf("got %s, want %s", got, want)
+			}
+		})
+	}
+}
