@@ -20,7 +20,7 @@ import (
 // manage creates or deletes Pods so that rs has spec.replicas active
 // ones, at most burstReplicas per call.
 func (c *Controller) manage(ctx context.Context, key string, rs *appsv1.ReplicaSet, pods []*corev1.Pod) error {
-	diff := len(pods) - int(*rs.Spec.Replicas)
+	diff := len(pods) - int(replicas(rs))
 	switch {
 	case diff < 0:
 		return c.createPods(ctx, key, rs, min(-diff, burstReplicas))
@@ -38,7 +38,7 @@ func (c *Controller) manage(ctx context.Context, key string, rs *appsv1.ReplicaS
 func (c *Controller) createPods(ctx context.Context, key string, rs *appsv1.ReplicaSet, n int) error {
 	c.expectations.ExpectCreations(key, n)
 	logger := klog.FromContext(ctx)
-	logger.V(2).Info("Too few replicas", "replicaSet", klog.KObj(rs), "need", *rs.Spec.Replicas, "creating", n)
+	logger.V(2).Info("Too few replicas", "replicaSet", klog.KObj(rs), "need", replicas(rs), "creating", n)
 	var mu sync.Mutex
 	pending := 0 // creates whose Pod may still show up
 	ok, err := workload.SlowStart(ctx, n, func(ctx context.Context, _ int) error {
@@ -82,7 +82,7 @@ func (c *Controller) deletePods(ctx context.Context, key string, rs *appsv1.Repl
 		uids[i] = p.UID
 	}
 	c.expectations.ExpectDeletions(key, uids)
-	klog.FromContext(ctx).V(2).Info("Too many replicas", "replicaSet", klog.KObj(rs), "need", *rs.Spec.Replicas, "deleting", n)
+	klog.FromContext(ctx).V(2).Info("Too many replicas", "replicaSet", klog.KObj(rs), "need", replicas(rs), "deleting", n)
 
 	errs := make([]error, len(victims))
 	var wg sync.WaitGroup

@@ -37,7 +37,7 @@ func calculateStatus(rs *appsv1.ReplicaSet, pods []*corev1.Pod, manageErr error,
 	switch {
 	case manageErr != nil && failureCondition(status) == nil:
 		reason := "FailedCreate"
-		if len(pods) > int(*rs.Spec.Replicas) {
+		if len(pods) > int(replicas(rs)) {
 			reason = "FailedDelete"
 		}
 		status.Conditions = append(status.Conditions, appsv1.ReplicaSetCondition{
@@ -94,4 +94,12 @@ func (c *Controller) updateStatus(ctx context.Context, rs *appsv1.ReplicaSet, st
 		}
 		rs = fresh
 	}
+}
+
+// replicas is spec.replicas, 1 when unset as the API server defaults it.
+func replicas(rs *appsv1.ReplicaSet) int32 {
+	if rs.Spec.Replicas == nil {
+		return 1
+	}
+	return *rs.Spec.Replicas
 }
