@@ -80,7 +80,7 @@ func (c *Controller) onPodAdd(obj any) {
 func (c *Controller) onPodUpdate(oldObj, newObj any) {
 	old, ok1 := oldObj.(*corev1.Pod)
 	cur, ok2 := newObj.(*corev1.Pod)
-	if !ok1 || !ok2 || cur.ResourceVersion == old.ResourceVersion {
+	if !ok1 || !ok2 || (cur.ResourceVersion != "" && cur.ResourceVersion == old.ResourceVersion) {
 		return
 	}
 	key, owned := ownerKey(cur)
