@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
@@ -19,9 +18,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
-	"k8s.io/klog/v2"
 
 	"portal.dev/portal/controller/internal/loop"
+	"portal.dev/portal/controller/internal/workload"
 )
 
 const (
@@ -57,7 +56,7 @@ type Controller struct {
 	pods      corelisters.PodLister
 	nodes     corelisters.NodeLister
 	loop      *loop.Loop[string]
-	exp       expectations
+	exp       workload.Expectations
 	failed    *flowcontrol.Backoff
 }
 
@@ -119,7 +118,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	ds, err := c.sets.DaemonSets(ns).Get(name)
 	if apierrors.IsNotFound(err) {
-		c.exp.forget(key)
+		c.exp.Delete(key)
 		return nil
 	}
 	if err != nil {
@@ -142,12 +141,16 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	h, hash, err := c.syncHistory(ctx, ds, c.ownRevisions(ds))
+	revs, err := c.claimRevisions(ctx, ds, selector)
+	if err != nil {
+		return err
+	}
+	h, hash, err := c.syncHistory(ctx, ds, revs)
 	if err != nil {
 		return err
 	}
 	byNode := groupByNode(pods)
-	if c.exp.satisfied(key) {
+	if c.exp.Satisfied(key) {
 		if err := c.update(ctx, key, ds, nodes, byNode, hash); err != nil {
 			return err
 		}
@@ -186,18 +189,6 @@ func (c *Controller) replaceFailed(key string, ds *appsv1.DaemonSet, pod *corev1
 	return true
 }
 
-// ownRevisions returns the ControllerRevisions ds controls.
-func (c *Controller) ownRevisions(ds *appsv1.DaemonSet) []*appsv1.ControllerRevision {
-	all, _ := c.revisions.ControllerRevisions(ds.Namespace).List(labels.Everything())
-	var out []*appsv1.ControllerRevision
-	for _, r := range all {
-		if ownedBy(r, ds) {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
 // groupByNode maps each Node name to the daemon Pods for it, leaving out
 // finished Pods on their way out.
 func groupByNode(pods []*corev1.Pod) map[string][]*corev1.Pod {
@@ -229,7 +220,3 @@ func (c *Controller) writeStatus(ctx context.Context, key string, ds *appsv1.Dae
 	}
 	return nil
 }
-
-func logger(ctx context.Context) klog.Logger { return klog.FromContext(ctx) }
-
-func handleErr(err error) { utilruntime.HandleError(err) }

@@ -15,5 +15,6 @@
 // run a Pod (eligible.go), which Pods to create and delete (manage.go),
 // which old Pods a rolling update replaces (update.go) and the status
 // (status.go). Controller (controller.go) is the edge that lists, writes
-// and records.
+// and records; claiming, expectations, revision naming and slow-start
+// creates come from the shared toolkit controller/internal/workload.
 package daemonset

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 
 	"portal.dev/portal/controller/internal/loop"
@@ -37,7 +38,7 @@ func (c *Controller) watchHandlers(sets, pods, nodes cache.SharedIndexInformer) 
 		}},
 	} {
 		if err := c.loop.Watch(w.inf, w.h); err != nil {
-			handleErr(err)
+			utilruntime.HandleError(err)
 		}
 	}
 }
@@ -70,7 +71,7 @@ func (c *Controller) onPodAdd(obj any) {
 		return
 	}
 	if key, ok := ownerKey(pod); ok {
-		c.exp.observed(key, true)
+		c.exp.CreationObserved(key)
 		c.loop.Add(key)
 		return
 	}
@@ -86,7 +87,7 @@ func (c *Controller) onPodUpdate(oldObj, newObj any) {
 	key, owned := ownerKey(cur)
 	if owned && cur.DeletionTimestamp != nil && old.DeletionTimestamp == nil {
 		// A graceful delete shows first as this update; count it then.
-		c.exp.observed(key, false)
+		c.exp.DeletionObserved(key, cur.UID)
 	}
 	if oldKey, ok := ownerKey(old); ok && oldKey != key {
 		c.loop.Add(oldKey)
@@ -105,9 +106,7 @@ func (c *Controller) onPodDelete(obj any) {
 		return
 	}
 	if key, ok := ownerKey(pod); ok {
-		if pod.DeletionTimestamp == nil {
-			c.exp.observed(key, false)
-		}
+		c.exp.DeletionObserved(key, pod.UID)
 		c.loop.Add(key)
 	}
 }

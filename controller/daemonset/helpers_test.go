@@ -112,4 +112,10 @@ func succeeded(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }
 
 func byNodeOf(pods ...*corev1.Pod) map[string][]*corev1.Pod { return groupByNode(pods) }
 
-func names(pods []*corev1.Pod) []string { return podNames(pods) }
+func names(pods []*corev1.Pod) []string {
+	out := make([]string, len(pods))
+	for i, p := range pods {
+		out[i] = p.Name
+	}
+	return out
+}

@@ -2,7 +2,6 @@ package daemonset
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -13,73 +12,46 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+
+	"portal.dev/portal/controller/internal/workload"
 )
 
+// kind is what the DaemonSet's ownerReferences name.
+var kind = appsv1.SchemeGroupVersion.WithKind("DaemonSet")
+
+// recheck re-reads ds from the API server, for the toolkit's claimers to
+// confirm it before adopting anything.
+func (c *Controller) recheck(ds *appsv1.DaemonSet) func(context.Context) (metav1.Object, error) {
+	return func(ctx context.Context) (metav1.Object, error) {
+		return c.client.AppsV1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{})
+	}
+}
+
 // claimPods returns the Pods ds controls, adopting orphans its selector
-// matches, as upstream's controller ref manager does. Pods controlled by
-// something else are never touched.
+// matches and releasing those it no longer matches, as upstream.
 func (c *Controller) claimPods(ctx context.Context, ds *appsv1.DaemonSet, selector labels.Selector) ([]*corev1.Pod, error) {
 	all, err := c.pods.Pods(ds.Namespace).List(labels.Everything())
 	if err != nil {
 		return nil, err
 	}
-	var out []*corev1.Pod
-	for _, p := range all {
-		ref := metav1.GetControllerOf(p)
-		switch {
-		case ref != nil && ref.UID == ds.UID:
-			out = append(out, p)
-		case ref == nil && p.DeletionTimestamp == nil && selector.Matches(labels.Set(p.Labels)):
-			adopted, err := c.adopt(ctx, ds, p)
-			if err != nil {
-				logger(ctx).V(2).Info("Adopting pod failed", "pod", podKey(p), "err", err)
-				continue
-			}
-			out = append(out, adopted)
-		}
+	cl := &workload.Claimer[*corev1.Pod]{
+		Owner: ds, Kind: kind, Selector: selector,
+		Recheck: c.recheck(ds), Patch: workload.PatchPod(c.client),
 	}
-	return out, nil
-}
-
-func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
-
-// adopt makes ds the controller of the orphan pod, guarded by its UID so a
-// Pod recreated under the same name is not taken by mistake.
-func (c *Controller) adopt(ctx context.Context, ds *appsv1.DaemonSet, pod *corev1.Pod) (*corev1.Pod, error) {
-	ref := metav1.NewControllerRef(ds, appsv1.SchemeGroupVersion.WithKind("DaemonSet"))
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"ownerReferences": []metav1.OwnerReference{*ref},
-		"uid":             pod.UID,
-	}})
-	if err != nil {
-		return nil, err
-	}
-	return c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	return cl.Claim(ctx, all)
 }
 
 // newPod returns ds's Pod for nodeName at the template hash names.
 func newPod(ds *appsv1.DaemonSet, nodeName, hash string) *corev1.Pod {
-	tmpl := &ds.Spec.Template
-	annotations := make(map[string]string, len(tmpl.Annotations))
-	for k, v := range tmpl.Annotations {
-		annotations[k] = v
-	}
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			GenerateName:    ds.Name + "-",
-			Namespace:       ds.Namespace,
-			Labels:          withLabel(tmpl.Labels, appsv1.DefaultDaemonSetUniqueLabelKey, hash),
-			Annotations:     annotations,
-			Finalizers:      tmpl.Finalizers,
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ds, appsv1.SchemeGroupVersion.WithKind("DaemonSet"))},
-		},
-		Spec: podSpecFor(ds, nodeName),
-	}
+	pod := workload.PodFromTemplate(&ds.Spec.Template, ds, kind, "")
+	pod.Labels = withLabel(pod.Labels, workload.RevisionHashLabel, hash)
+	pod.Spec = podSpecFor(ds, nodeName)
+	return pod
 }
 
-// apply makes ch's creates and deletes, at most burstReplicas of each. The
-// creates go in batches of 1, 2, 4, ... as upstream's slow start, so that a
-// template the API server refuses fails once, not once per Node.
+// apply makes ch's creates and deletes, at most burstReplicas of each,
+// creating in the toolkit's slow-start batches so that a template the API
+// server refuses fails once, not once per Node.
 func (c *Controller) apply(ctx context.Context, key string, ds *appsv1.DaemonSet, ch changes, hash string) error {
 	create, del := ch.create, ch.delete
 	if len(create) > burstReplicas {
@@ -88,40 +60,25 @@ func (c *Controller) apply(ctx context.Context, key string, ds *appsv1.DaemonSet
 	if len(del) > burstReplicas {
 		del = del[:burstReplicas]
 	}
-	c.exp.expect(key, len(create), len(del))
-	var errs []error
-	for start, batch := 0, 1; start < len(create); start, batch = start+batch, batch*2 {
-		end := min(start+batch, len(create))
-		failed := c.parallel(create[start:end], func(node string) error { return c.createPod(ctx, key, ds, node, hash) })
-		if len(failed) > 0 {
-			errs = append(errs, failed...)
-			// The rest are never made; stop expecting them.
-			for range create[end:] {
-				c.exp.observed(key, true)
-			}
-			break
-		}
+	uids := make([]types.UID, len(del))
+	for i, p := range del {
+		uids[i] = p.UID
 	}
-	errs = append(errs, c.parallel(podNames(del), func(name string) error { return c.deletePod(ctx, key, ds, name) })...)
-	return errors.Join(errs...)
-}
-
-func podNames(pods []*corev1.Pod) []string {
-	out := make([]string, len(pods))
-	for i, p := range pods {
-		out[i] = p.Name
+	c.exp.ExpectCreations(key, len(create))
+	c.exp.ExpectDeletions(key, uids)
+	made, createErr := workload.SlowStart(ctx, len(create), func(ctx context.Context, i int) error {
+		return c.createPod(ctx, key, ds, create[i], hash)
+	})
+	// Creates never attempted will never be observed.
+	for range len(create) - made {
+		c.exp.CreationObserved(key)
 	}
-	return out
-}
-
-// parallel runs f on every item at once and returns the errors.
-func (c *Controller) parallel(items []string, f func(string) error) []error {
 	var mu sync.Mutex
+	errs := []error{createErr}
 	var wg sync.WaitGroup
-	var errs []error
-	for _, it := range items {
+	for _, p := range del {
 		wg.Go(func() {
-			if err := f(it); err != nil {
+			if err := c.deletePod(ctx, key, ds, p); err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
@@ -129,13 +86,15 @@ func (c *Controller) parallel(items []string, f func(string) error) []error {
 		})
 	}
 	wg.Wait()
-	return errs
+	return errors.Join(errs...)
 }
 
+// createPod creates ds's Pod for node. A failed create is observed at
+// once: no event will report it.
 func (c *Controller) createPod(ctx context.Context, key string, ds *appsv1.DaemonSet, node, hash string) error {
 	pod, err := c.client.CoreV1().Pods(ds.Namespace).Create(ctx, newPod(ds, node, hash), metav1.CreateOptions{})
 	if err != nil {
-		c.exp.observed(key, true)
+		c.exp.CreationObserved(key)
 		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			return nil // the namespace is going; nothing to report
 		}
@@ -146,17 +105,20 @@ func (c *Controller) createPod(ctx context.Context, key string, ds *appsv1.Daemo
 	return nil
 }
 
-func (c *Controller) deletePod(ctx context.Context, key string, ds *appsv1.DaemonSet, name string) error {
-	err := c.client.CoreV1().Pods(ds.Namespace).Delete(ctx, name, metav1.DeleteOptions{})
-	if apierrors.IsNotFound(err) {
-		c.exp.observed(key, false)
+// deletePod deletes one of ds's Pods, guarded by its UID.
+func (c *Controller) deletePod(ctx context.Context, key string, ds *appsv1.DaemonSet, pod *corev1.Pod) error {
+	err := c.client.CoreV1().Pods(ds.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: &pod.UID},
+	})
+	switch {
+	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+		c.exp.DeletionObserved(key, pod.UID) // gone already
 		return nil
-	}
-	if err != nil {
-		c.exp.observed(key, false)
+	case err != nil:
+		c.exp.DeletionObserved(key, pod.UID)
 		c.recorder.Eventf(ds, corev1.EventTypeWarning, reasonFailedDelete, "Error deleting: %v", err)
-		return fmt.Errorf("delete pod %s/%s of daemonset %s: %w", ds.Namespace, name, key, err)
+		return fmt.Errorf("delete pod %s/%s of daemonset %s: %w", ds.Namespace, pod.Name, key, err)
 	}
-	c.recorder.Eventf(ds, corev1.EventTypeNormal, reasonSuccessfulDelete, "Deleted pod: %v", name)
+	c.recorder.Eventf(ds, corev1.EventTypeNormal, reasonSuccessfulDelete, "Deleted pod: %v", pod.Name)
 	return nil
 }
