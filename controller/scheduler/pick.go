@@ -70,8 +70,8 @@ type filter struct {
 	unschedulableOK, notReadyOK bool
 }
 
-func newFilter(pod *corev1.Pod) filter {
-	f := filter{
+func newFilter(pod *corev1.Pod) *filter {
+	f := &filter{
 		tolerations: pod.Spec.Tolerations,
 		affinity:    nodeaffinity.GetRequiredNodeAffinity(pod),
 	}
@@ -80,7 +80,7 @@ func newFilter(pod *corev1.Pod) filter {
 	return f
 }
 
-func (f filter) tolerates(taint *corev1.Taint) bool {
+func (f *filter) tolerates(taint *corev1.Taint) bool {
 	for i := range f.tolerations {
 		if f.tolerations[i].ToleratesTaint(klog.Logger{}, taint, false) {
 			return true
@@ -93,7 +93,7 @@ func (f filter) tolerates(taint *corev1.Taint) bool {
 // in upstream's filter order (NodeUnschedulable, TaintToleration,
 // NodeAffinity), Portal's readiness check standing in for the not-ready
 // taint; the first that fails names the reason.
-func (f filter) unfit(node *corev1.Node) string {
+func (f *filter) unfit(node *corev1.Node) string {
 	switch {
 	case node.Spec.Unschedulable && !f.unschedulableOK:
 		return reasonUnschedulable

@@ -27,6 +27,19 @@ func requiring(term corev1.NodeSelectorTerm) podOpt {
 	}
 }
 
+// daemonTolerations are those the DaemonSet controller gives its pods that
+// bear on the scheduler.
+func daemonTolerations() []podOpt {
+	exists := func(key string, effect corev1.TaintEffect) podOpt {
+		return tolerating(corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists, Effect: effect})
+	}
+	return []podOpt{
+		exists(corev1.TaintNodeNotReady, corev1.TaintEffectNoExecute),
+		exists(corev1.TaintNodeUnreachable, corev1.TaintEffectNoExecute),
+		exists(corev1.TaintNodeUnschedulable, corev1.TaintEffectNoSchedule),
+	}
+}
+
 // onlyNode is the affinity a DaemonSet Pod carries for its Node.
 func onlyNode(name string) corev1.NodeSelectorTerm {
 	return corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{{
@@ -108,17 +121,23 @@ func TestPick(t *testing.T) {
 			wantMsg: "0/1 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}.",
 		},
 		{
-			name: "tolerating unschedulable and not-ready, as DaemonSet pods do, reaches cordoned and not ready nodes",
-			pod: mkPod("p", requiring(onlyNode("b")),
-				tolerating(corev1.Toleration{Key: corev1.TaintNodeUnschedulable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}),
-				tolerating(corev1.Toleration{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute})),
+			name:     "DaemonSet tolerations reach a cordoned node",
+			pod:      mkPod("p", append(daemonTolerations(), requiring(onlyNode("a")))...),
+			nodes:    []*corev1.Node{mkNode("a", cordoned), mkNode("b", notReady)},
+			wantNode: "a",
+		},
+		{
+			// Upstream's not-ready node carries a NoSchedule taint that
+			// DaemonSet pods (tolerating only its NoExecute twin) do not
+			// tolerate.
+			name:    "DaemonSet tolerations do not reach a not ready node",
+			pod:     mkPod("p", append(daemonTolerations(), requiring(onlyNode("b")))...),
 			nodes:   []*corev1.Node{mkNode("a", cordoned), mkNode("b", notReady)},
 			wantMsg: "0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) were not ready.",
 		},
 		{
 			name: "tolerating the NoSchedule not-ready taint reaches a not ready node",
 			pod: mkPod("p", requiring(onlyNode("b")),
-				tolerating(corev1.Toleration{Key: corev1.TaintNodeUnschedulable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}),
 				tolerating(corev1.Toleration{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists})),
 			nodes:    []*corev1.Node{mkNode("a", cordoned), mkNode("b", notReady)},
 			wantNode: "b",
