@@ -81,8 +81,8 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 		ReportFailures: true,
 		Background:     []func(context.Context){c.gcBackoff},
 	})
-	c.loop.WaitFor(apps.ControllerRevisions().Informer().HasSynced)
-	c.watchHandlers(apps.DaemonSets().Informer(), core.Pods().Informer(), core.Nodes().Informer())
+	c.watchHandlers(apps.DaemonSets().Informer(), apps.ControllerRevisions().Informer(),
+		core.Pods().Informer(), core.Nodes().Informer())
 	return c
 }
 

@@ -320,3 +320,33 @@ func TestOnDeleteKeepsOldPods(t *testing.T) {
 		}
 	})
 }
+
+func TestRollbackRenumbersRevision(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := start(t, mkDS(func(ds *appsv1.DaemonSet) {
+			ds.Spec.UpdateStrategy = appsv1.DaemonSetUpdateStrategy{Type: appsv1.OnDeleteDaemonSetStrategyType}
+		}), mkNode("a"))
+		setCommand := func(cmd string) {
+			ds := e.ds(t)
+			ds.Spec.Template.Spec.Containers[0].Command = []string{"sleep", cmd}
+			if _, err := e.client.AppsV1().DaemonSets("ns").Update(e.ctx, ds, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			e.settle()
+		}
+		setCommand("1")
+		setCommand("inf") // back to the first template
+		revs, _ := e.client.AppsV1().ControllerRevisions("ns").List(e.ctx, metav1.ListOptions{})
+		got := map[int64]string{}
+		for _, r := range revs.Items {
+			got[r.Revision] = r.Name
+		}
+		podHash := e.pods(t)[0].Labels[appsv1.DefaultDaemonSetUniqueLabelKey]
+		if len(got) != 2 || got[3] != "ds-"+podHash || got[2] == "" {
+			t.Errorf("revisions after a rollback: got %v, want revisions 2 and 3, 3 being the first template's ds-%s", got, podHash)
+		}
+		if st := e.ds(t).Status; st.UpdatedNumberScheduled != 1 {
+			t.Errorf("updatedNumberScheduled after the rollback: got %d, want 1 (the pod runs the first template)", st.UpdatedNumberScheduled)
+		}
+	})
+}

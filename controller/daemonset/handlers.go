@@ -16,7 +16,7 @@ import (
 // Informer event handlers: each event becomes the keys of the DaemonSets
 // it may affect, and lowers the expectations of the one it reports on.
 
-func (c *Controller) watchHandlers(sets, pods, nodes cache.SharedIndexInformer) {
+func (c *Controller) watchHandlers(sets, revisions, pods, nodes cache.SharedIndexInformer) {
 	for _, w := range []struct {
 		inf cache.SharedIndexInformer
 		h   cache.ResourceEventHandler
@@ -25,6 +25,11 @@ func (c *Controller) watchHandlers(sets, pods, nodes cache.SharedIndexInformer) 
 			AddFunc:    c.enqueue,
 			UpdateFunc: func(_, cur any) { c.enqueue(cur) },
 			DeleteFunc: c.enqueue,
+		}},
+		// A revision changed or deleted by hand is put back.
+		{revisions, cache.ResourceEventHandlerFuncs{
+			UpdateFunc: func(_, cur any) { c.enqueueOwner(cur) },
+			DeleteFunc: c.enqueueOwner,
 		}},
 		{pods, cache.ResourceEventHandlerFuncs{
 			AddFunc:    c.onPodAdd,
@@ -49,6 +54,17 @@ func (c *Controller) enqueue(obj any) {
 	}
 }
 
+// enqueueOwner queues the DaemonSet controlling a revision.
+func (c *Controller) enqueueOwner(obj any) {
+	rev, ok := loop.FromTombstone[*appsv1.ControllerRevision](obj)
+	if !ok {
+		return
+	}
+	if ref := metav1.GetControllerOf(rev); ref != nil && ref.Kind == kind.Kind && ref.APIVersion == kind.GroupVersion().String() {
+		c.loop.Add(rev.Namespace + "/" + ref.Name)
+	}
+}
+
 func (c *Controller) enqueueAll() {
 	sets, _ := c.sets.List(labels.Everything())
 	for _, ds := range sets {
@@ -59,7 +75,7 @@ func (c *Controller) enqueueAll() {
 // ownerKey returns the key of the DaemonSet controlling pod, if any.
 func ownerKey(pod *corev1.Pod) (string, bool) {
 	ref := metav1.GetControllerOf(pod)
-	if ref == nil || ref.Kind != "DaemonSet" || ref.APIVersion != appsv1.SchemeGroupVersion.String() {
+	if ref == nil || ref.Kind != kind.Kind || ref.APIVersion != kind.GroupVersion().String() {
 		return "", false
 	}
 	return pod.Namespace + "/" + ref.Name, true
