@@ -87,7 +87,7 @@ func extraPods(ds *appsv1.DaemonSet, pods []*corev1.Pod, node, hash string, fail
 	// one is available.
 	var keptOld, keptNew bool
 	for _, p := range running {
-		isNew := updated(p, hash)
+		isNew := updated(ds, p, hash)
 		switch {
 		case isNew && !keptNew:
 			keptNew = true
@@ -129,7 +129,17 @@ func sortPods(pods []*corev1.Pod) {
 	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
 }
 
-// updated reports whether pod runs the template hash names.
-func updated(pod *corev1.Pod, hash string) bool {
-	return pod.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] == hash
+// templateGenerationLabel carries, on a daemon Pod, the template
+// generation of the DaemonSet that made it, as upstream still sets it.
+const templateGenerationLabel = "pod-template-generation"
+
+// updated reports whether pod runs ds's current template: its revision
+// hash is hash, or, as upstream still accepts, its template generation is
+// ds's.
+func updated(ds *appsv1.DaemonSet, pod *corev1.Pod, hash string) bool {
+	if pod.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] == hash {
+		return true
+	}
+	gen := ds.Annotations[appsv1.DeprecatedTemplateGeneration]
+	return gen != "" && pod.Labels[templateGenerationLabel] == gen
 }

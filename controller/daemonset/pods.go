@@ -45,6 +45,9 @@ func (c *Controller) claimPods(ctx context.Context, ds *appsv1.DaemonSet, select
 func newPod(ds *appsv1.DaemonSet, nodeName, hash string) *corev1.Pod {
 	pod := workload.PodFromTemplate(&ds.Spec.Template, ds, kind, "")
 	pod.Labels = withLabel(pod.Labels, workload.RevisionHashLabel, hash)
+	if gen := ds.Annotations[appsv1.DeprecatedTemplateGeneration]; gen != "" {
+		pod.Labels[templateGenerationLabel] = gen
+	}
 	pod.Spec = podSpecFor(ds, nodeName)
 	return pod
 }

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"portal.dev/portal/controller/internal/podutil"
+	"portal.dev/portal/controller/internal/workload"
 )
 
 // computeStatus returns ds's status for the Nodes and Pods seen, counted as
@@ -37,11 +38,11 @@ func computeStatus(ds *appsv1.DaemonSet, nodes []*corev1.Node, byNode map[string
 		pod := pods[0]
 		if podutil.IsReady(pod) {
 			st.NumberReady++
-			if available(pod, ds.Spec.MinReadySeconds, now) {
+			if workload.IsAvailable(pod, ds.Spec.MinReadySeconds, now) {
 				st.NumberAvailable++
 			}
 		}
-		if updated(pod, hash) {
+		if updated(ds, pod, hash) {
 			st.UpdatedNumberScheduled++
 		}
 	}

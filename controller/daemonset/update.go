@@ -8,21 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"portal.dev/portal/controller/internal/podutil"
+	"portal.dev/portal/controller/internal/workload"
 )
-
-// available reports whether pod has been Ready for minReadySeconds at now.
-func available(pod *corev1.Pod, minReadySeconds int32, now time.Time) bool {
-	c := podutil.ReadyCondition(pod)
-	if c == nil || c.Status != corev1.ConditionTrue {
-		return false
-	}
-	if minReadySeconds <= 0 {
-		return true
-	}
-	ready := c.LastTransitionTime.Time
-	return !ready.IsZero() && !ready.Add(time.Duration(minReadySeconds)*time.Second).After(now)
-}
 
 // allowsSurge reports whether a rolling update may run an updated Pod next
 // to an old one on a Node.
@@ -64,14 +51,14 @@ type nodePods struct {
 	ok       bool
 }
 
-func splitPods(pods []*corev1.Pod, hash string) nodePods {
+func splitPods(ds *appsv1.DaemonSet, pods []*corev1.Pod, hash string) nodePods {
 	np := nodePods{ok: true}
 	for _, p := range pods {
 		if p.DeletionTimestamp != nil {
 			continue
 		}
 		slot := &np.old
-		if updated(p, hash) {
+		if updated(ds, p, hash) {
 			slot = &np.cur
 		}
 		if *slot != nil {
@@ -98,14 +85,14 @@ func rollingUpdate(ds *appsv1.DaemonSet, nodes []*corev1.Node, byNode map[string
 	sort.Strings(names)
 	surge, maxUnavailable := budget(ds, len(names))
 	minReady := ds.Spec.MinReadySeconds
-	isAvailable := func(p *corev1.Pod) bool { return available(p, minReady, now) }
+	isAvailable := func(p *corev1.Pod) bool { return workload.IsAvailable(p, minReady, now) }
 
 	if surge == 0 {
 		var out changes
 		var candidates []*corev1.Pod
 		unavailable := 0
 		for _, name := range names {
-			np := splitPods(byNode[name], hash)
+			np := splitPods(ds, byNode[name], hash)
 			switch {
 			case !np.ok:
 				unavailable++
@@ -127,7 +114,7 @@ func rollingUpdate(ds *appsv1.DaemonSet, nodes []*corev1.Node, byNode map[string
 	var candidates []string
 	surged := 0
 	for _, name := range names {
-		np := splitPods(byNode[name], hash)
+		np := splitPods(ds, byNode[name], hash)
 		switch {
 		case !np.ok:
 			surged++

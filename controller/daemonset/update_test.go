@@ -8,6 +8,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"portal.dev/portal/controller/internal/workload"
 )
 
 func TestRollingUpdate(t *testing.T) {
@@ -122,11 +124,12 @@ func TestAvailable(t *testing.T) {
 	}{
 		{"no minReadySeconds", 0, 0, true},
 		{"ready for less than minReadySeconds", 10, 9 * time.Second, false},
-		{"ready for minReadySeconds", 10, 10 * time.Second, true},
+		{"ready for exactly minReadySeconds", 10, 10 * time.Second, false},
+		{"ready for longer than minReadySeconds", 10, 11 * time.Second, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := available(p, tc.minReady, t0.Add(tc.at)); got != tc.want {
+			if got := workload.IsAvailable(p, tc.minReady, t0.Add(tc.at)); got != tc.want {
 				t.Errorf("available: got %v, want %v", got, tc.want)
 			}
 		})
@@ -159,8 +162,35 @@ func TestComputeStatus(t *testing.T) {
 	if got.String() != want.String() {
 		t.Errorf("status: got %+v, want %+v", got, want)
 	}
-	got = computeStatus(ds, nodes, pods, "h", t0.Add(30*time.Second))
+	got = computeStatus(ds, nodes, pods, "h", t0.Add(31*time.Second))
 	if got.NumberAvailable != 2 || got.NumberUnavailable != 1 {
 		t.Errorf("after minReadySeconds: got available %d unavailable %d, want 2 and 1", got.NumberAvailable, got.NumberUnavailable)
+	}
+}
+
+func TestUpdatedByTemplateGeneration(t *testing.T) {
+	ds := mkDS(func(ds *appsv1.DaemonSet) {
+		ds.Annotations = map[string]string{appsv1.DeprecatedTemplateGeneration: "2"}
+	})
+	gen := func(g string) podOpt { return func(p *corev1.Pod) { p.Labels[templateGenerationLabel] = g } }
+	cases := []struct {
+		name string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"same hash", mkPod("p", "a", "h", 0), true},
+		{"other hash, same generation", mkPod("p", "a", "x", 0, gen("2")), true},
+		{"other hash, older generation", mkPod("p", "a", "x", 0, gen("1")), false},
+		{"other hash, no generation", mkPod("p", "a", "x", 0), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := updated(ds, tc.pod, "h"); got != tc.want {
+				t.Errorf("updated: got %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if got := newPod(ds, "a", "h").Labels[templateGenerationLabel]; got != "2" {
+		t.Errorf("new pod's %s: got %q, want %q", templateGenerationLabel, got, "2")
 	}
 }
