@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 
+	"portal.dev/portal/controller/daemonset"
 	"portal.dev/portal/controller/endpoints"
 	"portal.dev/portal/controller/endpointslice"
 	"portal.dev/portal/controller/gc"
@@ -97,6 +98,9 @@ var starters = []starter{
 		return replicaset.New(c.client, c.informers, c.recorder("replicaset-controller"), replicaset.Options{
 			Registerer: c.registerer,
 		}), nil
+	}},
+	{"daemonset", func(c controllerContext) (runner, error) {
+		return daemonset.New(c.client, c.informers, c.recorder("daemonset-controller")), nil
 	}},
 	{"scheduler", func(c controllerContext) (runner, error) {
 		return scheduler.New(c.client, c.informers, c.recorder("default-scheduler"), scheduler.Options{

@@ -1,12 +1,16 @@
 // Package scheduler is Portal's scheduler: it binds every Pod that names no
-// node, and whose schedulerName is empty or DefaultSchedulerName, to a Ready,
-// schedulable Node whose labels match the Pod's nodeSelector, choosing the
-// Node with the fewest Pods bound (ties broken by name).
+// node, and whose schedulerName is empty or DefaultSchedulerName, to a Node
+// that fits it, choosing the Node with the fewest Pods bound (ties broken by
+// name). A Node fits when it is schedulable and Ready (or the Pod tolerates
+// the unschedulable and not-ready taints those states imply, as DaemonSet
+// Pods do), matches the Pod's required node affinity and carries no
+// NoSchedule or NoExecute taint the Pod does not tolerate.
 //
 // It writes only Bindings (the pods/binding subresource, as upstream's
 // scheduler does), the PodScheduled condition of Pods it cannot place, and
 // Events. Pods already bound, and Pods for other schedulers, are never
-// touched. Taints, affinity, resources and preemption are not considered.
+// touched. Resources, preferred affinity, Pod affinity and preemption are
+// not considered.
 //
 // The core is pick (pick.go), a pure function from a Pod, the Nodes and a
 // count of Pods per Node to a Node or the reasons none fits. Scheduler

@@ -6,18 +6,29 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
 )
 
 // Upstream's filter failure texts, in the order upstream's filters run.
 const (
 	reasonUnschedulable = "node(s) were unschedulable"
 	reasonNotReady      = "node(s) were not ready"
+	reasonTaint         = "node(s) had untolerated taint {%s: %s}"
 	reasonSelector      = "node(s) didn't match Pod's node affinity/selector"
 )
 
 // errNoNodes is upstream's text when the cluster has no Nodes at all.
 const errNoNodes = "no nodes available to schedule pods"
+
+// The taints a Node's state implies. Upstream's node lifecycle controller
+// puts them on the Node; Portal's does not, so the scheduler reads the
+// state itself and lets a Pod that tolerates the taint, as every DaemonSet
+// Pod does, onto the Node anyway.
+var (
+	unschedulableTaint = corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}
+	notReadyTaint      = corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}
+)
 
 // pick returns the Node pod should be bound to: among the Nodes that fit,
 // the one with the fewest Pods in count, ties broken by name. If none fits
@@ -27,11 +38,11 @@ func pick(pod *corev1.Pod, nodes []*corev1.Node, count map[string]int) (string, 
 	if len(nodes) == 0 {
 		return "", errNoNodes
 	}
-	selector := labels.SelectorFromSet(pod.Spec.NodeSelector)
+	f := newFilter(pod)
 	reasons := map[string]int{}
 	best := ""
 	for _, n := range nodes {
-		if r := unfit(n, selector); r != "" {
+		if r := f.unfit(n); r != "" {
 			reasons[r]++
 			continue
 		}
@@ -50,14 +61,54 @@ func pick(pod *corev1.Pod, nodes []*corev1.Node, count map[string]int) (string, 
 	return "", fmt.Sprintf("0/%d nodes are available: %s.", len(nodes), strings.Join(parts, ", "))
 }
 
-// unfit returns why node cannot take a Pod with selector, "" if it can.
-func unfit(node *corev1.Node, selector labels.Selector) string {
+// filter is what pick asks of every Node for one Pod, worked out once per
+// Pod so that the Nodes loop only matches.
+type filter struct {
+	tolerations []corev1.Toleration
+	affinity    nodeaffinity.RequiredNodeAffinity
+	// The implied taints the Pod tolerates.
+	unschedulableOK, notReadyOK bool
+}
+
+func newFilter(pod *corev1.Pod) *filter {
+	f := &filter{
+		tolerations: pod.Spec.Tolerations,
+		affinity:    nodeaffinity.GetRequiredNodeAffinity(pod),
+	}
+	f.unschedulableOK = f.tolerates(&unschedulableTaint)
+	f.notReadyOK = f.tolerates(&notReadyTaint)
+	return f
+}
+
+func (f *filter) tolerates(taint *corev1.Taint) bool {
+	for i := range f.tolerations {
+		if f.tolerations[i].ToleratesTaint(klog.Logger{}, taint, false) {
+			return true
+		}
+	}
+	return false
+}
+
+// unfit returns why node cannot take the Pod, "" if it can. The checks run
+// in upstream's filter order (NodeUnschedulable, TaintToleration,
+// NodeAffinity), Portal's readiness check standing in for the not-ready
+// taint; the first that fails names the reason.
+func (f *filter) unfit(node *corev1.Node) string {
 	switch {
-	case node.Spec.Unschedulable:
+	case node.Spec.Unschedulable && !f.unschedulableOK:
 		return reasonUnschedulable
-	case !ready(node):
+	case !f.notReadyOK && !ready(node):
 		return reasonNotReady
-	case !selector.Matches(labels.Set(node.Labels)):
+	}
+	for i := range node.Spec.Taints {
+		t := &node.Spec.Taints[i]
+		if (t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute) && !f.tolerates(t) {
+			return fmt.Sprintf(reasonTaint, t.Key, t.Value)
+		}
+	}
+	// A malformed affinity (one the API server's validation would refuse)
+	// fits no Node, as upstream's filter treats it.
+	if ok, err := f.affinity.Match(node); !ok || err != nil {
 		return reasonSelector
 	}
 	return ""
