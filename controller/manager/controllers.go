@@ -26,6 +26,7 @@ import (
 	"portal.dev/portal/controller/nodelifecycle"
 	"portal.dev/portal/controller/scheduler"
 	"portal.dev/portal/controller/servicelb"
+	"portal.dev/portal/controller/statefulset"
 )
 
 // controllerContext is what a controller needs to start.
@@ -91,6 +92,9 @@ var starters = []starter{
 		}
 		return nodeipam.New(c.client, c.informers, nodeipam.Options{ClusterCIDRs: cidrs,
 			NodeCIDRMaskSizeIPv4: c.opts.NodeCIDRMaskSizeIPv4, NodeCIDRMaskSizeIPv6: c.opts.NodeCIDRMaskSizeIPv6}), nil
+	}},
+	{"statefulset", func(c controllerContext) (runner, error) {
+		return statefulset.New(c.client, c.informers, c.recorder("statefulset-controller"), statefulset.Options{}), nil
 	}},
 	{"scheduler", func(c controllerContext) (runner, error) {
 		return scheduler.New(c.client, c.informers, c.recorder("default-scheduler"), scheduler.Options{
