@@ -2,14 +2,16 @@ package statefulset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
+
+	"portal.dev/portal/controller/internal/workload"
 )
 
 // history is a set's revisions after a sync made sure its template has
@@ -27,19 +29,19 @@ type history struct {
 // it is older (a rollback), and a new one is created otherwise, its name
 // bumped by the collision count while another template holds it.
 func (c *Controller) syncHistory(ctx context.Context, set *appsv1.StatefulSet, selector labels.Selector) (history, error) {
-	revs, err := c.ownedRevisions(set, selector)
+	revs, err := c.claimRevisions(ctx, set, selector)
 	if err != nil {
 		return history{}, err
 	}
-	sortRevisions(revs)
+	workload.SortRevisions(revs)
 	h := history{sorted: revs, collisions: ptr.Deref(set.Status.CollisionCount, 0)}
-	want, err := newRevision(set, nextNumber(revs), h.collisions)
+	want, err := newRevision(set, workload.NextRevision(revs))
 	if err != nil {
 		return history{}, err
 	}
 	var equal *appsv1.ControllerRevision
 	for _, r := range revs {
-		if sameTemplate(r, want) {
+		if workload.EqualRevision(r, want) {
 			equal = r
 		}
 	}
@@ -55,8 +57,9 @@ func (c *Controller) syncHistory(ctx context.Context, set *appsv1.StatefulSet, s
 		}
 		h.sorted = append(h.sorted, h.update)
 	default:
-		if h.update, err = c.createRevision(ctx, set, want, &h.collisions); err != nil {
-			return history{}, err
+		h.update, err = workload.CreateRevision(ctx, c.client, set, want, &h.collisions)
+		if err != nil {
+			return history{}, fmt.Errorf("create revision of statefulset %s/%s: %w", set.Namespace, set.Name, err)
 		}
 		h.sorted = append(h.sorted, h.update)
 	}
@@ -73,53 +76,63 @@ func (c *Controller) syncHistory(ctx context.Context, set *appsv1.StatefulSet, s
 	return h, err
 }
 
-// ownedRevisions returns the revisions set controls.
-func (c *Controller) ownedRevisions(set *appsv1.StatefulSet, selector labels.Selector) ([]*appsv1.ControllerRevision, error) {
-	all, err := c.revisions.ControllerRevisions(set.Namespace).List(selector)
+// claimRevisions returns the revisions set controls, adopting orphans its
+// selector matches and releasing those it no longer does.
+func (c *Controller) claimRevisions(ctx context.Context, set *appsv1.StatefulSet, selector labels.Selector) ([]*appsv1.ControllerRevision, error) {
+	all, err := c.revisions.ControllerRevisions(set.Namespace).List(labels.Everything())
 	if err != nil {
 		return nil, fmt.Errorf("list revisions of statefulset %s/%s: %w", set.Namespace, set.Name, err)
 	}
-	var owned []*appsv1.ControllerRevision
-	for _, r := range all {
-		if ref := metav1.GetControllerOf(r); ref != nil && ref.UID == set.UID {
-			owned = append(owned, r)
-		}
+	claimer := &workload.Claimer[*appsv1.ControllerRevision]{
+		Owner: set, Kind: kind, Selector: selector, Recheck: c.recheck(set),
+		Patch: workload.PatchRevision(c.client),
+	}
+	owned, err := claimer.Claim(ctx, all)
+	if err != nil {
+		return nil, fmt.Errorf("claim revisions of statefulset %s/%s: %w", set.Namespace, set.Name, err)
 	}
 	return owned, nil
 }
 
-// createRevision creates rev. A name another template holds bumps
-// *collisions and names rev again; a name the same template of this set
-// holds (the cache had not seen it yet) is that revision.
-func (c *Controller) createRevision(ctx context.Context, set *appsv1.StatefulSet, rev *appsv1.ControllerRevision, collisions *int32) (*appsv1.ControllerRevision, error) {
-	api := c.client.AppsV1().ControllerRevisions(set.Namespace)
-	for {
-		rev.Name = revisionName(set, rev.Data.Raw, *collisions)
-		created, err := api.Create(ctx, rev, metav1.CreateOptions{})
-		if err == nil {
-			return created, nil
+// claimPods returns the pods set owns, as upstream claims them: among
+// the pods whose names are the set's, an orphan its selector matches is
+// adopted, and an owned pod it no longer matches is released.
+func (c *Controller) claimPods(ctx context.Context, set *appsv1.StatefulSet, selector labels.Selector) ([]*corev1.Pod, error) {
+	all, err := c.pods.Pods(set.Namespace).List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("list pods of statefulset %s/%s: %w", set.Namespace, set.Name, err)
+	}
+	var named []*corev1.Pod
+	for _, pod := range all {
+		if _, ok := ordinalOf(set, pod); ok {
+			named = append(named, pod)
 		}
-		if !apierrors.IsAlreadyExists(err) {
-			return nil, fmt.Errorf("create revision %s/%s: %w", set.Namespace, rev.Name, err)
-		}
-		existing, err := api.Get(ctx, rev.Name, metav1.GetOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("get revision %s/%s: %w", set.Namespace, rev.Name, err)
-		}
-		if ref := metav1.GetControllerOf(existing); ref != nil && ref.UID == set.UID && sameTemplate(existing, rev) {
-			return existing, nil
-		}
-		*collisions++
+	}
+	claimer := &workload.Claimer[*corev1.Pod]{
+		Owner: set, Kind: kind, Selector: selector, Recheck: c.recheck(set),
+		Patch: workload.PatchPod(c.client),
+	}
+	owned, err := claimer.Claim(ctx, named)
+	if err != nil {
+		return nil, fmt.Errorf("claim pods of statefulset %s/%s: %w", set.Namespace, set.Name, err)
+	}
+	return owned, nil
+}
+
+// recheck reads set from the API server, not the cache, before an
+// adoption.
+func (c *Controller) recheck(set *appsv1.StatefulSet) func(ctx context.Context) (metav1.Object, error) {
+	return func(ctx context.Context) (metav1.Object, error) {
+		return c.client.AppsV1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
 	}
 }
 
 // prune deletes the revisions beyond revisionHistoryLimit.
 func (c *Controller) prune(ctx context.Context, set *appsv1.StatefulSet, sorted []*appsv1.ControllerRevision, pods []*corev1.Pod, st appsv1.StatefulSetStatus) error {
-	for _, r := range revisionsToPrune(set, sorted, pods, st.CurrentRevision, st.UpdateRevision) {
-		err := c.client.AppsV1().ControllerRevisions(r.Namespace).Delete(ctx, r.Name, metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("delete revision %s/%s: %w", r.Namespace, r.Name, err)
-		}
+	limit := int(ptr.Deref(set.Spec.RevisionHistoryLimit, 10))
+	live := liveRevisions(pods, st.CurrentRevision, st.UpdateRevision)
+	if err := workload.TruncateHistory(ctx, c.client, sorted, live, limit); err != nil {
+		return errors.Join(fmt.Errorf("prune history of statefulset %s/%s", set.Namespace, set.Name), err)
 	}
 	return nil
 }

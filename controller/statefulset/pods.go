@@ -1,16 +1,15 @@
 package statefulset
 
 import (
-	"maps"
 	"strconv"
 	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"portal.dev/portal/controller/internal/podutil"
+	"portal.dev/portal/controller/internal/workload"
 )
 
 // Labels every pod of a StatefulSet carries, with upstream's names so that
@@ -22,7 +21,7 @@ const (
 	// PodIndexLabel holds the pod's ordinal.
 	PodIndexLabel = appsv1.PodIndexLabel
 	// RevisionLabel names the ControllerRevision the pod was made from.
-	RevisionLabel = appsv1.ControllerRevisionHashLabelKey
+	RevisionLabel = workload.RevisionHashLabel
 )
 
 // startOrdinal is the first ordinal of set: spec.ordinals.start, or 0.
@@ -63,19 +62,7 @@ func ordinalOf(set *appsv1.StatefulSet, pod *corev1.Pod) (int, bool) {
 // newPod builds the pod at ordinal from set's template (which is the
 // template of the revision named revision), with the set's identity.
 func newPod(set *appsv1.StatefulSet, revision string, ordinal int) *corev1.Pod {
-	tmpl := set.Spec.Template.DeepCopy()
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace:   set.Namespace,
-			Name:        podName(set, ordinal),
-			Labels:      maps.Clone(tmpl.Labels),
-			Annotations: maps.Clone(tmpl.Annotations),
-			OwnerReferences: []metav1.OwnerReference{
-				*metav1.NewControllerRef(set, appsv1.SchemeGroupVersion.WithKind("StatefulSet")),
-			},
-		},
-		Spec: tmpl.Spec,
-	}
+	pod := workload.PodFromTemplate(&set.Spec.Template, set, kind, podName(set, ordinal))
 	if pod.Labels == nil {
 		pod.Labels = map[string]string{}
 	}
