@@ -8,21 +8,21 @@ import (
 )
 
 // appsKinds returns the apps/v1 resources. The four workloads have status
-// and belong to "all"; ControllerRevisions are the workloads' history and,
+// and belong to "all", all but DaemonSets have a scale; ControllerRevisions are the workloads' history and,
 // as upstream, are in no category.
 func appsKinds() []Kind {
 	apps := appsv1.SchemeGroupVersion
 	return []Kind{
 		{GroupVersion: apps, Resource: "deployments", Singular: "deployment", ShortNames: []string{"deploy"},
-			Categories: []string{"all"}, Namespaced: true, HasStatus: true, Hooks: deploymentHooks(),
+			Categories: []string{"all"}, Namespaced: true, HasStatus: true, HasScale: true, Hooks: deploymentHooks(),
 			New:     func() runtime.Object { return &appsv1.Deployment{} },
 			NewList: func() runtime.Object { return &appsv1.DeploymentList{} }},
 		{GroupVersion: apps, Resource: "replicasets", Singular: "replicaset", ShortNames: []string{"rs"},
-			Categories: []string{"all"}, Namespaced: true, HasStatus: true, Hooks: replicaSetHooks(),
+			Categories: []string{"all"}, Namespaced: true, HasStatus: true, HasScale: true, Hooks: replicaSetHooks(),
 			New:     func() runtime.Object { return &appsv1.ReplicaSet{} },
 			NewList: func() runtime.Object { return &appsv1.ReplicaSetList{} }},
 		{GroupVersion: apps, Resource: "statefulsets", Singular: "statefulset", ShortNames: []string{"sts"},
-			Categories: []string{"all"}, Namespaced: true, HasStatus: true, Hooks: statefulSetHooks(),
+			Categories: []string{"all"}, Namespaced: true, HasStatus: true, HasScale: true, Hooks: statefulSetHooks(),
 			New:     func() runtime.Object { return &appsv1.StatefulSet{} },
 			NewList: func() runtime.Object { return &appsv1.StatefulSetList{} }},
 		{GroupVersion: apps, Resource: "daemonsets", Singular: "daemonset", ShortNames: []string{"ds"},
