@@ -1,0 +1,218 @@
+package e2e
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+
+	"portal.dev/portal/agent"
+	"portal.dev/portal/e2e/framework"
+	"portal.dev/portal/e2e/testbed"
+)
+
+// statefulSetManifest is the seeds' headless-Service example: a
+// StatefulSet web of 3 pods serving HTTP, governed by the headless
+// Service nginx.
+const statefulSetManifest = `
+apiVersion: v1
+kind: Service
+metadata:
+  name: nginx
+spec:
+  clusterIP: None
+  selector:
+    app: nginx
+  ports:
+  - name: web
+    port: 80
+    targetPort: 8080
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: web
+spec:
+  serviceName: nginx
+  replicas: 3
+  selector:
+    matchLabels:
+      app: nginx
+  template:
+    metadata:
+      labels:
+        app: nginx
+    spec:
+      containers:
+      - name: web
+        image: python
+        command: ["python3", "-m", "http.server", "8080"]
+        env:
+        - name: VERSION
+          value: "1"
+`
+
+// deletions records, in order, the names of the pods a watch sees
+// deleted, from the moment it is started.
+type deletions struct {
+	mu    sync.Mutex
+	names []string
+}
+
+func watchDeletions(t *testing.T, c kubernetes.Interface) *deletions {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	w, err := c.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{LabelSelector: "app=nginx"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &deletions{}
+	go func() {
+		for ev := range w.ResultChan() {
+			if pod, ok := ev.Object.(*corev1.Pod); ok && ev.Type == watch.Deleted {
+				d.mu.Lock()
+				d.names = append(d.names, pod.Name)
+				d.mu.Unlock()
+			}
+		}
+	}()
+	return d
+}
+
+func (d *deletions) get() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.names)
+}
+
+// TestStatefulSet: the issue's StatefulSet scenario through the binary,
+// kubectl and dig. web-0.nginx resolves to pod web-0's IP; a deleted
+// web-1 comes back under its name; a rolling update replaces pods from
+// the highest ordinal down and stops at the partition; scaling to 1
+// removes web-2 before web-1.
+func TestStatefulSet(t *testing.T) {
+	if _, err := exec.LookPath("dig"); err != nil {
+		t.Skip("dig not installed (Debian package bind9-dnsutils)")
+	}
+	const nodeIP = "10.100.1.1"
+	b := testbed.New(t)
+	node, peer := b.Namespace("node"), b.Namespace("peer")
+	b.Link(node, nodeIP+"/24", peer, "10.100.1.2/24")
+	node.MustRun("ip", "route", "add", "default", "via", "10.100.1.2")
+	s := &framework.Server{Command: "server", DataDir: t.TempDir(), Port: 6443,
+		Args: []string{"--disable", "proxy,ingress", "--advertise-address", nodeIP, "--hostname-override", "node1",
+			"--node-ip", nodeIP, "--node-monitor-grace-period", "1h"},
+		Wrap: []string{"ip", "netns", "exec", node.Name},
+		Dial: node.DialContext,
+	}
+	framework.Attach(t, s)
+	t.Cleanup(func() { agent.KillPods(filepath.Join(s.DataDir, "agent")) })
+	s.Start()
+	c := s.Client()
+	ctx := context.Background()
+
+	s.MustKubectlStdin(statefulSetManifest, "apply", "-f", "-")
+	waitReadyReplicas(t, s, "3")
+	pods := podsByName(t, c)
+
+	dig := func(name string) string {
+		return strings.TrimSpace(node.MustRun("dig", "@"+nodeIP, "+short", "+time=2", "+tries=1", name))
+	}
+	for _, name := range []string{"web-0", "web-1", "web-2"} {
+		p := pods[name]
+		if p.Spec.Hostname != name || p.Spec.Subdomain != "nginx" {
+			t.Errorf("%s: got hostname %q subdomain %q, want %q and nginx", name, p.Spec.Hostname, p.Spec.Subdomain, name)
+		}
+	}
+	eventually(t, "web-0.nginx resolves to web-0's IP", func() (bool, string) {
+		got := dig("web-0.nginx.default.svc.cluster.local")
+		return got == pods["web-0"].Status.PodIP, "got " + got + ", want " + pods["web-0"].Status.PodIP
+	})
+
+	// A deleted pod comes back under the same name.
+	s.MustKubectl("delete", "pod", "web-1")
+	eventually(t, "a new web-1", func() (bool, string) {
+		p, err := c.CoreV1().Pods("default").Get(ctx, "web-1", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return p.UID != pods["web-1"].UID && podReady(p), "web-1 " + string(p.UID) + " " + string(p.Status.Phase)
+	})
+	waitReadyReplicas(t, s, "3")
+
+	rollingUpdate(t, s, c)
+
+	// Scale-down removes the highest ordinal first.
+	deleted := watchDeletions(t, c)
+	s.MustKubectl("scale", "statefulset", "web", "--replicas=1")
+	waitReadyReplicas(t, s, "1")
+	eventually(t, "web-2 and web-1 removed in that order", func() (bool, string) {
+		got := deleted.get()
+		return slices.Equal(got, []string{"web-2", "web-1"}), strings.Join(got, " ")
+	})
+}
+
+// rollingUpdate changes web's template with partition 1: web-2 then web-1
+// are replaced, web-0 stays at the current revision.
+func rollingUpdate(t *testing.T, s *framework.Server, c kubernetes.Interface) {
+	t.Helper()
+	deleted := watchDeletions(t, c)
+	s.MustKubectl("patch", "statefulset", "web", "-p",
+		`{"spec":{"updateStrategy":{"rollingUpdate":{"partition":1}},"template":{"spec":{"containers":[{"name":"web","env":[{"name":"VERSION","value":"2"}]}]}}}}`)
+	eventually(t, "two pods updated", func() (bool, string) {
+		out, _ := s.Kubectl("get", "statefulset", "web", "-o", "jsonpath={.status.updatedReplicas} {.status.readyReplicas}")
+		return out == "2 3", out
+	})
+	if got := deleted.get(); !slices.Equal(got, []string{"web-2", "web-1"}) {
+		t.Errorf("rolling update deleted %q, want web-2 then web-1", got)
+	}
+	revs := strings.Fields(s.MustKubectl("get", "statefulset", "web", "-o", "jsonpath={.status.currentRevision} {.status.updateRevision}"))
+	if len(revs) != 2 || revs[0] == revs[1] {
+		t.Fatalf("got revisions %q, want current and update differing at the partition", revs)
+	}
+	pods := podsByName(t, c)
+	for name, want := range map[string]string{"web-0": revs[0], "web-1": revs[1], "web-2": revs[1]} {
+		if got := pods[name].Labels["controller-revision-hash"]; got != want {
+			t.Errorf("%s: got revision %q, want %q", name, got, want)
+		}
+	}
+}
+
+func waitReadyReplicas(t *testing.T, s *framework.Server, want string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		out, _ := s.Kubectl("get", "statefulset", "web", "-o", "jsonpath={.status.readyReplicas}/{.status.replicas}")
+		if out == want+"/"+want {
+			return
+		}
+		if time.Now().After(deadline) {
+			pods, _ := s.Kubectl("get", "pods", "-o", "wide")
+			t.Fatalf("statefulset web: got ready/replicas %q, want %s/%s\n%s", out, want, want, pods)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func podsByName(t *testing.T, c kubernetes.Interface) map[string]*corev1.Pod {
+	t.Helper()
+	list, err := c.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{LabelSelector: "app=nginx"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*corev1.Pod{}
+	for i := range list.Items {
+		out[list.Items[i].Name] = &list.Items[i]
+	}
+	return out
+}
