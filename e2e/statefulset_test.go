@@ -122,6 +122,9 @@ func TestStatefulSet(t *testing.T) {
 	ctx := context.Background()
 
 	s.MustKubectlStdin(statefulSetManifest, "apply", "-f", "-")
+	if out := s.MustKubectl("rollout", "status", "statefulset/web", "--timeout=60s"); !strings.Contains(out, "roll out complete") {
+		t.Errorf("kubectl rollout status: got %q, want the roll out complete", out)
+	}
 	waitReadyReplicas(t, s, "3")
 	pods := podsByName(t, c)
 
@@ -175,6 +178,9 @@ func rollingUpdate(t *testing.T, s *framework.Server, c kubernetes.Interface) {
 	})
 	if got := deleted.get(); !slices.Equal(got, []string{"web-2", "web-1"}) {
 		t.Errorf("rolling update deleted %q, want web-2 then web-1", got)
+	}
+	if out := s.MustKubectl("rollout", "status", "statefulset/web", "--timeout=60s"); !strings.Contains(out, "partitioned roll out complete: 2 new pods have been updated") {
+		t.Errorf("kubectl rollout status: got %q, want a partitioned roll out complete with 2 new pods", out)
 	}
 	revs := strings.Fields(s.MustKubectl("get", "statefulset", "web", "-o", "jsonpath={.status.currentRevision} {.status.updateRevision}"))
 	if len(revs) != 2 || revs[0] == revs[1] {
