@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
@@ -61,38 +62,79 @@ spec:
           value: "1"
 `
 
-// deletions records, in order, the names of the pods a watch sees
-// deleted, from the moment it is started.
-type deletions struct {
-	mu    sync.Mutex
-	names []string
+// podLog records, in the order a watch sees them, what happens to the
+// set's pods from the moment it starts: "add web-0", "ready web-0",
+// "delete web-0" (readiness once per pod).
+type podLog struct {
+	mu      sync.Mutex
+	entries []string
 }
 
-func watchDeletions(t *testing.T, c kubernetes.Interface) *deletions {
+func watchPods(t *testing.T, c kubernetes.Interface) *podLog {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	w, err := c.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{LabelSelector: "app=nginx"})
+	// From the list's resourceVersion: only what happens from now on,
+	// not the pods there already.
+	list, err := c.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=nginx"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &deletions{}
+	w, err := c.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{LabelSelector: "app=nginx",
+		ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &podLog{}
+	ready := map[types.UID]bool{}
+	for _, p := range list.Items {
+		ready[p.UID] = podReady(&p)
+	}
 	go func() {
 		for ev := range w.ResultChan() {
-			if pod, ok := ev.Object.(*corev1.Pod); ok && ev.Type == watch.Deleted {
-				d.mu.Lock()
-				d.names = append(d.names, pod.Name)
-				d.mu.Unlock()
+			pod, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			switch {
+			case ev.Type == watch.Added:
+				l.add("add " + pod.Name)
+			case ev.Type == watch.Deleted:
+				l.add("delete " + pod.Name)
+			}
+			if ev.Type != watch.Deleted && podReady(pod) && !ready[pod.UID] {
+				ready[pod.UID] = true
+				l.add("ready " + pod.Name)
 			}
 		}
 	}()
-	return d
+	return l
 }
 
-func (d *deletions) get() []string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return slices.Clone(d.names)
+func (l *podLog) add(e string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.entries = append(l.entries, e)
+}
+
+// get returns the entries that start with one of prefixes, or all of
+// them when none is given.
+func (l *podLog) get(prefixes ...string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(prefixes) == 0 {
+		return slices.Clone(l.entries)
+	}
+	var out []string
+	for _, e := range l.entries {
+		for _, p := range prefixes {
+			if strings.HasPrefix(e, p) {
+				out = append(out, e)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // TestStatefulSet: the issue's StatefulSet scenario through the binary,
@@ -121,11 +163,17 @@ func TestStatefulSet(t *testing.T) {
 	c := s.Client()
 	ctx := context.Background()
 
+	created := watchPods(t, c)
 	s.MustKubectlStdin(statefulSetManifest, "apply", "-f", "-")
 	if out := s.MustKubectl("rollout", "status", "statefulset/web", "--timeout=60s"); !strings.Contains(out, "roll out complete") {
 		t.Errorf("kubectl rollout status: got %q, want the roll out complete", out)
 	}
 	waitReadyReplicas(t, s, "3")
+	// OrderedReady: each pod is created only once the one below is ready.
+	wantOrder := []string{"add web-0", "ready web-0", "add web-1", "ready web-1", "add web-2", "ready web-2"}
+	if got := created.get("add", "ready"); !slices.Equal(got, wantOrder) {
+		t.Errorf("creation: got %q, want %q", got, wantOrder)
+	}
 	pods := podsByName(t, c)
 
 	dig := func(name string) string {
@@ -156,12 +204,12 @@ func TestStatefulSet(t *testing.T) {
 	rollingUpdate(t, s, c)
 
 	// Scale-down removes the highest ordinal first.
-	deleted := watchDeletions(t, c)
+	deleted := watchPods(t, c)
 	s.MustKubectl("scale", "statefulset", "web", "--replicas=1")
 	waitReadyReplicas(t, s, "1")
 	eventually(t, "web-2 and web-1 removed in that order", func() (bool, string) {
-		got := deleted.get()
-		return slices.Equal(got, []string{"web-2", "web-1"}), strings.Join(got, " ")
+		got := deleted.get("delete")
+		return slices.Equal(got, []string{"delete web-2", "delete web-1"}), strings.Join(got, ", ")
 	})
 }
 
@@ -169,15 +217,17 @@ func TestStatefulSet(t *testing.T) {
 // are replaced, web-0 stays at the current revision.
 func rollingUpdate(t *testing.T, s *framework.Server, c kubernetes.Interface) {
 	t.Helper()
-	deleted := watchDeletions(t, c)
+	events := watchPods(t, c)
 	s.MustKubectl("patch", "statefulset", "web", "-p",
 		`{"spec":{"updateStrategy":{"rollingUpdate":{"partition":1}},"template":{"spec":{"containers":[{"name":"web","env":[{"name":"VERSION","value":"2"}]}]}}}}`)
 	eventually(t, "two pods updated", func() (bool, string) {
 		out, _ := s.Kubectl("get", "statefulset", "web", "-o", "jsonpath={.status.updatedReplicas} {.status.readyReplicas}")
 		return out == "2 3", out
 	})
-	if got := deleted.get(); !slices.Equal(got, []string{"web-2", "web-1"}) {
-		t.Errorf("rolling update deleted %q, want web-2 then web-1", got)
+	// Highest ordinal first, the next only once the replaced pod is ready.
+	wantOrder := []string{"delete web-2", "add web-2", "ready web-2", "delete web-1", "add web-1", "ready web-1"}
+	if got := events.get(); !slices.Equal(got, wantOrder) {
+		t.Errorf("rolling update: got %q, want %q", got, wantOrder)
 	}
 	if out := s.MustKubectl("rollout", "status", "statefulset/web", "--timeout=60s"); !strings.Contains(out, "partitioned roll out complete: 2 new pods have been updated") {
 		t.Errorf("kubectl rollout status: got %q, want a partitioned roll out complete with 2 new pods", out)
