@@ -12,14 +12,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"portal.dev/portal/controller/internal/loop"
+	"portal.dev/portal/controller/internal/workload"
 )
 
 // carryOut deletes, creates and fixes the pods res names, recording an
 // Event for each as upstream does.
 func (c *Controller) carryOut(ctx context.Context, set *appsv1.StatefulSet, res Result) error {
+	return errors.Join(c.deletePods(ctx, set, res.Delete), c.createPods(ctx, set, res.Create), c.fixPods(ctx, set, res.Fix))
+}
+
+func (c *Controller) deletePods(ctx context.Context, set *appsv1.StatefulSet, pods []*corev1.Pod) error {
 	var errs []error
 	api := c.client.CoreV1().Pods(set.Namespace)
-	for _, pod := range res.Delete {
+	for _, pod := range pods {
 		uid := pod.UID
 		err := api.Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
@@ -28,21 +33,35 @@ func (c *Controller) carryOut(ctx context.Context, set *appsv1.StatefulSet, res 
 		c.podEvent(set, pod, "delete", err)
 		errs = append(errs, err)
 	}
-	for _, pod := range res.Create {
+	return errors.Join(errs...)
+}
+
+// createPods creates pods in slow-start batches, as upstream creates the
+// pods of a Parallel set: a template the API server refuses costs one
+// failed create, not one per pod.
+func (c *Controller) createPods(ctx context.Context, set *appsv1.StatefulSet, pods []*corev1.Pod) error {
+	api := c.client.CoreV1().Pods(set.Namespace)
+	_, err := workload.SlowStart(ctx, len(pods), func(ctx context.Context, i int) error {
+		pod := pods[i]
 		_, err := api.Create(ctx, pod, metav1.CreateOptions{})
 		switch {
 		case apierrors.IsAlreadyExists(err):
 			// The cache has not seen the pod yet, or the last one of
 			// that name is still terminating.
-			errs = append(errs, loop.RetryAfter(recheck, fmt.Errorf("pod %s/%s still exists", pod.Namespace, pod.Name)))
-			continue
+			return loop.RetryAfter(recheck, fmt.Errorf("pod %s/%s still exists", pod.Namespace, pod.Name))
 		case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
 			return nil // creates keep failing until the namespace is gone
 		}
 		c.podEvent(set, pod, "create", err)
-		errs = append(errs, err)
-	}
-	for _, pod := range res.Fix {
+		return err
+	})
+	return err
+}
+
+func (c *Controller) fixPods(ctx context.Context, set *appsv1.StatefulSet, pods []*corev1.Pod) error {
+	var errs []error
+	api := c.client.CoreV1().Pods(set.Namespace)
+	for _, pod := range pods {
 		_, err := api.Update(ctx, pod, metav1.UpdateOptions{})
 		if apierrors.IsNotFound(err) {
 			continue

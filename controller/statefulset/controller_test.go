@@ -9,12 +9,14 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -299,5 +301,26 @@ func TestControllerPrunesHistory(t *testing.T) {
 	// The live revision and one more.
 	if len(revs.Items) != 2 {
 		t.Errorf("got %d revisions, want 2", len(revs.Items))
+	}
+}
+
+func TestControllerParallelCreatesInSlowStart(t *testing.T) {
+	h := newHarness(t, statefulSet(5, parallel))
+	h.sync()
+	if got, want := h.podNames(), "web-0@r1 web-1@r1 web-2@r1 web-3@r1 web-4@r1"; got != want {
+		t.Errorf("pods: got %q, want %q", got, want)
+	}
+
+	// A template the API server refuses costs one failed create.
+	refused := newHarness(t, statefulSet(5, parallel))
+	refused.client.PrependReactor("create", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Pod").GroupKind(), "web-0", nil)
+	})
+	if err := refused.trySync(); err == nil {
+		t.Fatal("sync: got no error, want the refused create")
+	}
+	events := refused.drainEvents()
+	if len(events) != 1 || !strings.HasPrefix(events[0], "Warning FailedCreate create Pod web-0 in StatefulSet web failed error:") {
+		t.Errorf("events: got %q, want one FailedCreate for web-0", events)
 	}
 }
