@@ -111,12 +111,17 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return fmt.Errorf("get statefulset %s: %w", key, err)
 	}
 	if set.DeletionTimestamp != nil {
+		// The garbage collector is removing or orphaning its pods; new
+		// ones would race it.
 		return nil
 	}
 	selector, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
-	if err != nil || selector.Empty() {
+	if err == nil && selector.Empty() {
+		err = errors.New("empty selector would select every pod")
+	}
+	if err != nil {
 		// The API server refuses such a set; one that slipped through
-		// must not select every pod in the namespace.
+		// must neither crash the controller nor claim every pod.
 		c.recorder.Eventf(set, corev1.EventTypeWarning, "InvalidSelector", "invalid selector: %v", err)
 		return nil
 	}

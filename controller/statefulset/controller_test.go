@@ -324,3 +324,17 @@ func TestControllerParallelCreatesInSlowStart(t *testing.T) {
 		t.Errorf("events: got %q, want one FailedCreate for web-0", events)
 	}
 }
+
+// A set with a selector the API server would refuse gets an event and no
+// pods, never a retry loop.
+func TestControllerRefusesEmptySelector(t *testing.T) {
+	h := newHarness(t, statefulSet(3, func(s *appsv1.StatefulSet) { s.Spec.Selector = &metav1.LabelSelector{} }))
+	h.sync()
+	if got := h.podNames(); got != "" {
+		t.Errorf("pods: got %q, want none", got)
+	}
+	want := []string{"Warning InvalidSelector invalid selector: empty selector would select every pod"}
+	if got := h.drainEvents(); !slices.Equal(got, want) {
+		t.Errorf("events: got %q, want %q", got, want)
+	}
+}
