@@ -164,8 +164,9 @@ func (p *planner) firstUnhealthy() *corev1.Pod {
 }
 
 // rollingUpdate deletes outdated pods from the highest ordinal down to
-// the partition, no more than maxUnavailable pods of that range being
-// unavailable at once; each comes back from the update revision.
+// the partition, as many as maxUnavailable allows once the pods already
+// unavailable (at any ordinal) are counted; each comes back from the
+// update revision.
 func (p *planner) rollingUpdate() {
 	strategy := p.in.Set.Spec.UpdateStrategy
 	if strategy.Type == appsv1.OnDeleteStatefulSetStrategyType {
@@ -173,29 +174,22 @@ func (p *planner) rollingUpdate() {
 	}
 	from, maxUnavailable := 0, 1
 	if ru := strategy.RollingUpdate; ru != nil {
-		if ru.Partition != nil {
-			from = int(*ru.Partition)
-		}
+		from = int(ptr.Deref(ru.Partition, 0))
 		maxUnavailable = scaledMaxUnavailable(ru.MaxUnavailable, replicas(p.in.Set))
 	}
-	unavailable := 0
-	for i := from; i < len(p.m.replicas); i++ {
-		if pod := p.m.replicas[i]; pod == nil || !p.healthy(pod) {
-			unavailable++
+	budget := maxUnavailable
+	for _, pod := range p.m.replicas {
+		if pod == nil || !p.healthy(pod) {
+			budget--
 		}
 	}
-	for i := len(p.m.replicas) - 1; i >= from && unavailable < maxUnavailable; i-- {
+	for i := len(p.m.replicas) - 1; i >= from && budget > 0; i-- {
 		pod := p.m.replicas[i]
 		if pod == nil || isTerminating(pod) || revisionOf(pod) == p.in.UpdateRevision {
 			continue
 		}
-		if !p.healthy(pod) {
-			// Already counted as unavailable: replacing it costs nothing.
-			p.res.Delete = append(p.res.Delete, pod)
-			continue
-		}
 		p.res.Delete = append(p.res.Delete, pod)
-		unavailable++
+		budget--
 	}
 }
 

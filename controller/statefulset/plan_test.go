@@ -183,3 +183,30 @@ func TestNewPodIdentity(t *testing.T) {
 		t.Errorf("got ownerReferences %+v, want the set as controller", ref)
 	}
 }
+
+// Under Parallel, where a pod not ready does not stop the sync before
+// the update, maxUnavailable counts the unavailable pods at every ordinal.
+func TestPlanRollingUpdateCountsEveryUnavailablePod(t *testing.T) {
+	tests := []struct {
+		name string
+		set  *appsv1.StatefulSet
+		pods func(set *appsv1.StatefulSet) []*corev1.Pod
+		want string
+	}{
+		{"a pod below the partition not ready holds the update", statefulSet(3, parallel, partition(2)),
+			func(s *appsv1.StatefulSet) []*corev1.Pod {
+				return []*corev1.Pod{member(s, 0, "r1"), member(s, 1, "r1", notReady), member(s, 2, "r1")}
+			}, ""},
+		{"an unavailable pod uses up part of maxUnavailable", statefulSet(4, parallel, maxUnavailable(intstr.FromInt32(2))),
+			func(s *appsv1.StatefulSet) []*corev1.Pod {
+				return []*corev1.Pod{member(s, 0, "r1", notReady), member(s, 1, "r1"), member(s, 2, "r1"), member(s, 3, "r1")}
+			}, "delete web-3"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := render(Plan(input(tc.set, true, tc.pods(tc.set)...))); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
