@@ -2,6 +2,8 @@ package workload
 
 import (
 	"sort"
+	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -63,6 +65,20 @@ func copyMap(m map[string]string) map[string]string {
 	return c
 }
 
+// IsAvailable reports whether pod has been ready for minReadySeconds at
+// now, as upstream counts availableReplicas.
+func IsAvailable(pod *corev1.Pod, minReadySeconds int32, now time.Time) bool {
+	c := podutil.ReadyCondition(pod)
+	if c == nil || c.Status != corev1.ConditionTrue {
+		return false
+	}
+	if minReadySeconds == 0 {
+		return true
+	}
+	ready := time.Duration(minReadySeconds) * time.Second
+	return !c.LastTransitionTime.IsZero() && c.LastTransitionTime.Add(ready).Before(now)
+}
+
 // IsActive reports whether pod still counts toward its controller's
 // replicas: not Succeeded or Failed and not being deleted.
 func IsActive(pod *corev1.Pod) bool {
@@ -85,8 +101,10 @@ func FilterActive(pods []*corev1.Pod) []*corev1.Pod {
 // SortForDeletion orders pods so that the ones to delete first on a
 // scale-down come first, as upstream's ActivePods: unassigned before
 // assigned; Pending before Unknown before Running; not ready before
-// ready; ready for less time before ready for longer; more restarts
-// before fewer; newer before older. The sort is stable.
+// ready; a lower pod-deletion-cost annotation before a higher one (as
+// upstream's ReplicaSets do); ready for less time before ready for
+// longer; more restarts before fewer; newer before older. The sort is
+// stable.
 func SortForDeletion(pods []*corev1.Pod) {
 	sort.SliceStable(pods, func(i, j int) bool { return deleteBefore(pods[i], pods[j]) })
 }
@@ -101,6 +119,9 @@ func deleteBefore(a, b *corev1.Pod) bool {
 	ra, rb := podutil.IsReady(a), podutil.IsReady(b)
 	if ra != rb {
 		return !ra
+	}
+	if ca, cb := deletionCost(a), deletionCost(b); ca != cb {
+		return ca < cb
 	}
 	if ra && rb {
 		ta, tb := readySince(a), readySince(b)
@@ -130,6 +151,22 @@ func phaseRank(p corev1.PodPhase) int {
 		return 2
 	}
 	return -1
+}
+
+// DeletionCostAnnotation ranks a controller's Pods for deletion on a
+// scale-down: lower costs go first. Missing or not an int32 counts as 0.
+const DeletionCostAnnotation = "controller.kubernetes.io/pod-deletion-cost"
+
+func deletionCost(pod *corev1.Pod) int32 {
+	v, ok := pod.Annotations[DeletionCostAnnotation]
+	if !ok {
+		return 0
+	}
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil {
+		return 0
+	}
+	return int32(n)
 }
 
 func readySince(pod *corev1.Pod) metav1.Time {

@@ -92,6 +92,9 @@ func restarts(n int32) podOpt {
 		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "a"}, {Name: "b", RestartCount: n}}
 	}
 }
+func cost(v string) podOpt {
+	return func(p *corev1.Pod) { p.Annotations = map[string]string{DeletionCostAnnotation: v} }
+}
 func readyAt(sec int64) podOpt {
 	return func(p *corev1.Pod) {
 		p.Status.Conditions = []corev1.PodCondition{{
@@ -111,6 +114,8 @@ func TestSortForDeletion(t *testing.T) {
 		{"not ready first", []*corev1.Pod{mkPod("n"), mkPod("r", readyAt(10))}},
 		{"ready for less time first", []*corev1.Pod{mkPod("later", readyAt(20)), mkPod("earlier", readyAt(10))}},
 		{"more restarts first", []*corev1.Pod{mkPod("many", restarts(5)), mkPod("few", restarts(1))}},
+		{"lower deletion cost first", []*corev1.Pod{
+			mkPod("cheap", readyAt(10), cost("-5")), mkPod("default", readyAt(20), cost("junk")), mkPod("dear", readyAt(30), cost("100"))}},
 		{"newer first", []*corev1.Pod{mkPod("new", created(200)), mkPod("old", created(100))}},
 		{"phase before readiness and age", []*corev1.Pod{
 			mkPod("pending-old", phase(corev1.PodPending), created(1)), mkPod("running-new-notready", created(500)),
@@ -129,3 +134,27 @@ func TestSortForDeletion(t *testing.T) {
 		})
 	}
 }
+
+func TestIsAvailable(t *testing.T) {
+	now := time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name     string
+		pod      *corev1.Pod
+		minReady int32
+		want     bool
+	}{
+		{"not ready", mkPod("p"), 0, false},
+		{"ready, no minimum", mkPod("p", readyAtTime(now)), 0, true},
+		{"ready too recently", mkPod("p", readyAtTime(now.Add(-30*time.Second))), 60, false},
+		{"ready long enough", mkPod("p", readyAtTime(now.Add(-61*time.Second))), 60, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := IsAvailable(tc.pod, tc.minReady, now); got != tc.want {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func readyAtTime(at time.Time) podOpt { return readyAt(at.Unix()) }
