@@ -16,13 +16,13 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"portal.dev/portal/controller/internal/loop"
+	"portal.dev/portal/controller/internal/workload"
 )
 
 // controllerName is upstream's, which names the work queue.
@@ -42,8 +42,8 @@ type Controller struct {
 	recorder  record.EventRecorder
 	clock     clock.WithTicker
 	sets      appslisters.StatefulSetLister
-	pods      corelisters.PodLister
-	revisions appslisters.ControllerRevisionLister
+	pods      *workload.ByController[*corev1.Pod]
+	revisions *workload.ByController[*appsv1.ControllerRevision]
 	loop      *loop.Loop[string]
 }
 
@@ -61,8 +61,8 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 		recorder:  recorder,
 		clock:     clk,
 		sets:      apps.StatefulSets().Lister(),
-		pods:      core.Pods().Lister(),
-		revisions: apps.ControllerRevisions().Lister(),
+		pods:      workload.NewByController[*corev1.Pod](core.Pods().Informer()),
+		revisions: workload.NewByController[*appsv1.ControllerRevision](apps.ControllerRevisions().Informer()),
 	}
 	c.loop = loop.New(loop.Config[string]{
 		Name:           controllerName,

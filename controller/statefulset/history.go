@@ -79,7 +79,7 @@ func (c *Controller) syncHistory(ctx context.Context, set *appsv1.StatefulSet, s
 // claimRevisions returns the revisions set controls, adopting orphans its
 // selector matches and releasing those it no longer does.
 func (c *Controller) claimRevisions(ctx context.Context, set *appsv1.StatefulSet, selector labels.Selector) ([]*appsv1.ControllerRevision, error) {
-	all, err := c.revisions.ControllerRevisions(set.Namespace).List(labels.Everything())
+	all, err := c.revisions.Candidates(set.Namespace, set.UID)
 	if err != nil {
 		return nil, fmt.Errorf("list revisions of statefulset %s/%s: %w", set.Namespace, set.Name, err)
 	}
@@ -98,7 +98,7 @@ func (c *Controller) claimRevisions(ctx context.Context, set *appsv1.StatefulSet
 // the pods whose names are the set's, an orphan its selector matches is
 // adopted, and an owned pod it no longer matches is released.
 func (c *Controller) claimPods(ctx context.Context, set *appsv1.StatefulSet, selector labels.Selector) ([]*corev1.Pod, error) {
-	all, err := c.pods.Pods(set.Namespace).List(labels.Everything())
+	all, err := c.pods.Candidates(set.Namespace, set.UID)
 	if err != nil {
 		return nil, fmt.Errorf("list pods of statefulset %s/%s: %w", set.Namespace, set.Name, err)
 	}

@@ -84,7 +84,7 @@ func Plan(in Input) Result {
 	res.RecheckAfter = recheckAfter(in)
 	p := planner{in: in, m: m, res: &res,
 		ordered:  in.Set.Spec.PodManagementPolicy != appsv1.ParallelPodManagement,
-		minReady: time.Duration(in.Set.Spec.MinReadySeconds) * time.Second}
+		minReady: in.Set.Spec.MinReadySeconds}
 	if p.scaleAndRepair() && p.scaleDown() {
 		p.rollingUpdate()
 	}
@@ -96,7 +96,7 @@ type planner struct {
 	m        members
 	res      *Result
 	ordered  bool
-	minReady time.Duration
+	minReady int32 // seconds
 }
 
 func (p *planner) healthy(pod *corev1.Pod) bool { return isHealthy(pod, p.minReady, p.in.Now) }

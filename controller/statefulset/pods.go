@@ -107,20 +107,14 @@ func isRunningAndReady(pod *corev1.Pod) bool {
 	return pod.Status.Phase == corev1.PodRunning && podutil.IsReady(pod)
 }
 
-// isAvailable reports a pod that has been ready for minReady at now.
-func isAvailable(pod *corev1.Pod, minReady time.Duration, now time.Time) bool {
-	if !isRunningAndReady(pod) {
-		return false
-	}
-	if minReady <= 0 {
-		return true
-	}
-	c := podutil.ReadyCondition(pod)
-	return !c.LastTransitionTime.IsZero() && !c.LastTransitionTime.Add(minReady).After(now)
+// isAvailable reports a running pod that has been ready for
+// minReadySeconds at now, as upstream's isRunningAndAvailable.
+func isAvailable(pod *corev1.Pod, minReadySeconds int32, now time.Time) bool {
+	return isRunningAndReady(pod) && workload.IsAvailable(pod, minReadySeconds, now)
 }
 
 // isHealthy is what OrderedReady waits for before touching the next pod:
 // running, ready for minReadySeconds and not on its way out.
-func isHealthy(pod *corev1.Pod, minReady time.Duration, now time.Time) bool {
-	return !isTerminating(pod) && isAvailable(pod, minReady, now)
+func isHealthy(pod *corev1.Pod, minReadySeconds int32, now time.Time) bool {
+	return !isTerminating(pod) && isAvailable(pod, minReadySeconds, now)
 }

@@ -13,7 +13,6 @@ import (
 // current one.
 func status(in Input, m members) appsv1.StatefulSetStatus {
 	set := in.Set
-	minReady := time.Duration(set.Spec.MinReadySeconds) * time.Second
 	st := appsv1.StatefulSetStatus{
 		ObservedGeneration: set.Generation,
 		CurrentRevision:    in.CurrentRevision,
@@ -28,7 +27,7 @@ func status(in Input, m members) appsv1.StatefulSetStatus {
 		st.Replicas++
 		if isRunningAndReady(pod) {
 			st.ReadyReplicas++
-			if isAvailable(pod, minReady, in.Now) {
+			if isAvailable(pod, set.Spec.MinReadySeconds, in.Now) {
 				st.AvailableReplicas++
 			}
 		}
@@ -72,7 +71,7 @@ func recheckAfter(in Input) time.Duration {
 	}
 	var soonest time.Duration
 	for _, pod := range in.Pods {
-		if !isRunningAndReady(pod) || isAvailable(pod, minReady, in.Now) {
+		if !isRunningAndReady(pod) || isAvailable(pod, in.Set.Spec.MinReadySeconds, in.Now) {
 			continue
 		}
 		c := podutil.ReadyCondition(pod)
