@@ -140,8 +140,9 @@ func (l *podLog) get(prefixes ...string) []string {
 // TestStatefulSet: the issue's StatefulSet scenario through the binary,
 // kubectl and dig. web-0.nginx resolves to pod web-0's IP; a deleted
 // web-1 comes back under its name; a rolling update replaces pods from
-// the highest ordinal down and stops at the partition; scaling to 1
-// removes web-2 before web-1.
+// the highest ordinal down and stops at the partition; kubectl rollout
+// undo brings the first revision back; scaling to 1 removes web-2 before
+// web-1.
 func TestStatefulSet(t *testing.T) {
 	if _, err := exec.LookPath("dig"); err != nil {
 		t.Skip("dig not installed (Debian package bind9-dnsutils)")
@@ -201,7 +202,8 @@ func TestStatefulSet(t *testing.T) {
 	})
 	waitReadyReplicas(t, s, "3")
 
-	rollingUpdate(t, s, c)
+	revs := rollingUpdate(t, s, c)
+	rollBack(t, s, revs)
 
 	// Scale-down removes the highest ordinal first.
 	deleted := watchPods(t, c)
@@ -214,16 +216,14 @@ func TestStatefulSet(t *testing.T) {
 }
 
 // rollingUpdate changes web's template with partition 1: web-2 then web-1
-// are replaced, web-0 stays at the current revision.
-func rollingUpdate(t *testing.T, s *framework.Server, c kubernetes.Interface) {
+// are replaced, web-0 stays at the current revision. It returns the
+// current and update revisions.
+func rollingUpdate(t *testing.T, s *framework.Server, c kubernetes.Interface) []string {
 	t.Helper()
 	events := watchPods(t, c)
 	s.MustKubectl("patch", "statefulset", "web", "-p",
 		`{"spec":{"updateStrategy":{"rollingUpdate":{"partition":1}},"template":{"spec":{"containers":[{"name":"web","env":[{"name":"VERSION","value":"2"}]}]}}}}`)
-	eventually(t, "two pods updated", func() (bool, string) {
-		out, _ := s.Kubectl("get", "statefulset", "web", "-o", "jsonpath={.status.updatedReplicas} {.status.readyReplicas}")
-		return out == "2 3", out
-	})
+	waitStatus(t, s, "{.status.updatedReplicas} {.status.readyReplicas}", "2 3")
 	// Highest ordinal first, the next only once the replaced pod is ready.
 	wantOrder := []string{"delete web-2", "add web-2", "ready web-2", "delete web-1", "add web-1", "ready web-1"}
 	if got := events.get(); !slices.Equal(got, wantOrder) {
@@ -242,22 +242,58 @@ func rollingUpdate(t *testing.T, s *framework.Server, c kubernetes.Interface) {
 			t.Errorf("%s: got revision %q, want %q", name, got, want)
 		}
 	}
+	return revs
+}
+
+// rollBack undoes the update with kubectl, which reads the set's
+// ControllerRevisions: the first revision comes back as the newest, and
+// every pod runs it.
+func rollBack(t *testing.T, s *framework.Server, revs []string) {
+	t.Helper()
+	if got := historyRevisions(s); !slices.Equal(got, []string{"1", "2"}) {
+		t.Errorf("kubectl rollout history: got revisions %q, want 1 and 2", got)
+	}
+	s.MustKubectl("rollout", "undo", "statefulset/web")
+	waitStatus(t, s, "{.status.updateRevision} {.status.currentRevision} {.status.updatedReplicas} {.status.readyReplicas}",
+		revs[0]+" "+revs[0]+" 3 3")
+	if got := historyRevisions(s); !slices.Equal(got, []string{"2", "3"}) {
+		t.Errorf("kubectl rollout history after undo: got revisions %q, want 2 and 3", got)
+	}
 }
 
 func waitReadyReplicas(t *testing.T, s *framework.Server, want string) {
 	t.Helper()
+	waitStatus(t, s, "{.status.readyReplicas}/{.status.replicas}", want+"/"+want)
+}
+
+// waitStatus waits for web's status, printed with jsonpath, to read want.
+// Pods start as processes on a loaded machine: a minute, not seconds.
+func waitStatus(t *testing.T, s *framework.Server, jsonpath, want string) {
+	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		out, _ := s.Kubectl("get", "statefulset", "web", "-o", "jsonpath={.status.readyReplicas}/{.status.replicas}")
-		if out == want+"/"+want {
+		out, _ := s.Kubectl("get", "statefulset", "web", "-o", "jsonpath="+jsonpath)
+		if out == want {
 			return
 		}
 		if time.Now().After(deadline) {
-			pods, _ := s.Kubectl("get", "pods", "-o", "wide")
-			t.Fatalf("statefulset web: got ready/replicas %q, want %s/%s\n%s", out, want, want, pods)
+			pods, _ := s.Kubectl("get", "pods", "-o", "wide", "-L", "controller-revision-hash")
+			t.Fatalf("statefulset web: got %s = %q, want %q\n%s", jsonpath, out, want, pods)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// historyRevisions returns the revision numbers `kubectl rollout history`
+// lists for web.
+func historyRevisions(s *framework.Server) []string {
+	var revs []string
+	for _, line := range strings.Split(s.MustKubectl("rollout", "history", "statefulset/web"), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && f[0] != "REVISION" && !strings.Contains(f[0], "/") {
+			revs = append(revs, f[0])
+		}
+	}
+	return revs
 }
 
 func podsByName(t *testing.T, c kubernetes.Interface) map[string]*corev1.Pod {
