@@ -175,6 +175,12 @@ func TestStatefulSet(t *testing.T) {
 	if got := created.get("add", "ready"); !slices.Equal(got, wantOrder) {
 		t.Errorf("creation: got %q, want %q", got, wantOrder)
 	}
+	eventually(t, "kubectl shows the set's events as upstream words them", func() (bool, string) {
+		out, _ := s.Kubectl("get", "events", "--field-selector", "involvedObject.kind=StatefulSet,involvedObject.name=web",
+			"-o", `jsonpath={range .items[*]}{.reason}: {.message}{"\n"}{end}`)
+		return strings.Contains(out, "SuccessfulCreate: create Pod web-0 in StatefulSet web successful") &&
+			strings.Contains(out, "SuccessfulCreate: create Pod web-2 in StatefulSet web successful"), out
+	})
 	pods := podsByName(t, c)
 
 	dig := func(name string) string {
