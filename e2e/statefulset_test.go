@@ -199,7 +199,7 @@ func TestStatefulSet(t *testing.T) {
 
 	// A deleted pod comes back under the same name.
 	s.MustKubectl("delete", "pod", "web-1")
-	eventually(t, "a new web-1", func() (bool, string) {
+	eventuallyWithin(t, time.Minute, "a new web-1", func() (bool, string) {
 		p, err := c.CoreV1().Pods("default").Get(ctx, "web-1", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -215,7 +215,7 @@ func TestStatefulSet(t *testing.T) {
 	deleted := watchPods(t, c)
 	s.MustKubectl("scale", "statefulset", "web", "--replicas=1")
 	waitReadyReplicas(t, s, "1")
-	eventually(t, "web-2 and web-1 removed in that order", func() (bool, string) {
+	eventuallyWithin(t, time.Minute, "web-2 and web-1 removed in that order", func() (bool, string) {
 		got := deleted.get("delete")
 		return slices.Equal(got, []string{"delete web-2", "delete web-1"}), strings.Join(got, ", ")
 	})
@@ -285,6 +285,23 @@ func waitStatus(t *testing.T, s *framework.Server, jsonpath, want string) {
 		if time.Now().After(deadline) {
 			pods, _ := s.Kubectl("get", "pods", "-o", "wide", "-L", "controller-revision-hash")
 			t.Fatalf("statefulset web: got %s = %q, want %q\n%s", jsonpath, out, want, pods)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// eventuallyWithin is eventually with a deadline of d, for waits on pods
+// starting, which a loaded machine makes slow.
+func eventuallyWithin(t *testing.T, d time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		ok, detail := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %s", what, detail)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
