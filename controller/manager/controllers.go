@@ -28,6 +28,7 @@ import (
 	"portal.dev/portal/controller/replicaset"
 	"portal.dev/portal/controller/scheduler"
 	"portal.dev/portal/controller/servicelb"
+	"portal.dev/portal/controller/statefulset"
 )
 
 // controllerContext is what a controller needs to start.
@@ -101,6 +102,9 @@ var starters = []starter{
 	}},
 	{"daemonset", func(c controllerContext) (runner, error) {
 		return daemonset.New(c.client, c.informers, c.recorder("daemonset-controller")), nil
+	}},
+	{"statefulset", func(c controllerContext) (runner, error) {
+		return statefulset.New(c.client, c.informers, c.recorder("statefulset-controller"), statefulset.Options{}), nil
 	}},
 	{"scheduler", func(c controllerContext) (runner, error) {
 		return scheduler.New(c.client, c.informers, c.recorder("default-scheduler"), scheduler.Options{
