@@ -9,8 +9,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 )
 
 // nodeAgent stands in for one node's `portal agent`: it watches the pods
@@ -31,12 +33,12 @@ func newNodeAgent(c kubernetes.Interface, node string, cidr netip.Prefix) *nodeA
 	return &nodeAgent{client: c, node: node, cidr: cidr.Masked(), inUse: map[netip.Addr]bool{}}
 }
 
-// addr hands out a free address of the node's pod CIDR; .1 is left to the
-// node's bridge, as on a real node.
+// addr hands out a free address of the node's pod CIDR; the first is left
+// to the node's bridge and the last is the broadcast, as on a real node.
 func (a *nodeAgent) addr() (netip.Addr, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for ip := a.cidr.Addr().Next().Next(); a.cidr.Contains(ip); ip = ip.Next() {
+	for ip := a.cidr.Addr().Next().Next(); a.cidr.Contains(ip.Next()); ip = ip.Next() {
 		if !a.inUse[ip] {
 			a.inUse[ip] = true
 			return ip, nil
@@ -54,47 +56,61 @@ func (a *nodeAgent) release(p *corev1.Pod) {
 	}
 }
 
-// run watches the node's pods until ctx ends, with workers writing status
-// in parallel, as an agent starts several pods at once.
+// run follows the node's pods until ctx ends, with workers writing status
+// in parallel, as an agent starts several pods at once. An informer, as
+// the agent has, so that a watch the server closes is resumed.
 func (a *nodeAgent) run(ctx context.Context, workers int, errs chan<- error) {
-	work := make(chan *corev1.Pod, 1024)
+	work := make(chan *corev1.Pod, 4096)
 	for range workers {
 		go func() {
-			for p := range work {
-				if err := a.handle(ctx, p); err != nil && ctx.Err() == nil {
-					select {
-					case errs <- err:
-					default:
+			for {
+				select {
+				case p := <-work:
+					if err := a.handle(ctx, p); err != nil && ctx.Err() == nil {
+						select {
+						case errs <- err:
+						default:
+						}
 					}
+				case <-ctx.Done():
+					return
 				}
 			}
 		}()
 	}
-	defer close(work)
-	seen := map[string]bool{} // pods whose start was handed to a worker
-	w, err := a.client.CoreV1().Pods(namespace).Watch(ctx, metav1.ListOptions{
-		FieldSelector: "spec.nodeName=" + a.node})
-	if err != nil {
-		errs <- err
-		return
-	}
-	defer w.Stop()
-	for ev := range w.ResultChan() {
-		p, ok := ev.Object.(*corev1.Pod)
+	var mu sync.Mutex
+	started := map[types.UID]bool{} // pods whose start was handed to a worker
+	f := informers.NewSharedInformerFactoryWithOptions(a.client, 0, informers.WithNamespace(namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "spec.nodeName=" + a.node }))
+	onPod := func(obj any) {
+		p, ok := obj.(*corev1.Pod)
 		if !ok {
-			continue
+			return
 		}
-		switch {
-		case ev.Type == watch.Deleted:
-			delete(seen, p.Name)
-			a.release(p)
-		case p.DeletionTimestamp != nil:
-			work <- p
-		case !seen[p.Name] && p.Status.PodIP == "":
-			seen[p.Name] = true
+		mu.Lock()
+		start := p.DeletionTimestamp == nil && p.Status.PodIP == "" && !started[p.UID]
+		started[p.UID] = started[p.UID] || start
+		mu.Unlock()
+		if start || p.DeletionTimestamp != nil {
 			work <- p
 		}
 	}
+	f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    onPod,
+		UpdateFunc: func(_, obj any) { onPod(obj) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if p, ok := obj.(*corev1.Pod); ok {
+				mu.Lock()
+				delete(started, p.UID)
+				mu.Unlock()
+				a.release(p)
+			}
+		},
+	})
+	f.Start(ctx.Done())
 }
 
 // handle starts a pod (writes its status) or finishes its deletion.

@@ -5,6 +5,9 @@
 //     scale` does; the time until every pod exists, is scheduled, is ready,
 //     and until the Service's EndpointSlices hold every pod as ready, and
 //     the server's CPU per pod created;
+//   - bare: the same number of pods created by the bench itself, with no
+//     workload controller, timed the same way: the reference that tells the
+//     controllers' share from the API server's and the scheduler's;
 //   - anchor: in the same run, before and after, Service creates through
 //     the API (selector-less, so no controller acts on them), and the
 //     server's CPU per create;
@@ -39,18 +42,19 @@ import (
 const namespace = "bench"
 
 var (
-	portal    = flag.String("portal", "bin/portal", "portal binary")
-	core      = flag.String("server-core", "0", "CPU the server is pinned to (empty: no pinning)")
-	nodes     = flag.Int("nodes", 10, "simulated nodes")
-	replicas  = flag.Int("replicas", 1000, "replicas the scale run reaches")
-	anchorN   = flag.Int("anchor-services", 500, "Services created by each anchor run")
-	rollN     = flag.Int("rollout-replicas", 100, "replicas of the rolling update")
-	rounds    = flag.Int("rollouts", 3, "rolling updates to time")
-	maxUnav   = flag.String("max-unavailable", "25%", "the rolling update's maxUnavailable (maxSurge is 25%)")
-	profile   = flag.String("cpuprofile", "", "write the server's CPU profile of the scale run to this file")
-	profSecs  = flag.Int("profile-seconds", 15, "length of the CPU profile, from the scale request")
-	keep      = flag.Bool("keep", false, "keep the data directory and the server's log")
-	skipScale = flag.Bool("skip-scale", false, "run only the anchor and the rolling update")
+	portal   = flag.String("portal", "bin/portal", "portal binary")
+	core     = flag.String("server-core", "0", "CPU the server is pinned to (empty: no pinning)")
+	nodes    = flag.Int("nodes", 10, "simulated nodes")
+	replicas = flag.Int("replicas", 1000, "replicas the scale run reaches")
+	anchorN  = flag.Int("anchor-services", 500, "Services created by each anchor run")
+	rollN    = flag.Int("rollout-replicas", 100, "replicas of the rolling update")
+	rounds   = flag.Int("rollouts", 3, "rolling updates to time")
+	maxUnav  = flag.String("max-unavailable", "25%", "the rolling update's maxUnavailable (maxSurge is 25%)")
+	profile  = flag.String("cpuprofile", "", "write the server's CPU profile of the scale run to this file")
+	profSecs = flag.Int("profile-seconds", 15, "length of the CPU profile, from the scale request")
+	keep     = flag.Bool("keep", false, "keep the data directory and the server's log")
+	bare     = flag.Bool("bare", true, "also time the same number of bare pods created by the bench (no workload controller)")
+	onlyBare = flag.Bool("only-bare", false, "run the anchor and the bare pods only (a server without apps/v1)")
 )
 
 func main() {
@@ -95,7 +99,12 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	if !*skipScale {
+	if *bare || *onlyBare {
+		if err := bareRun(ctx, client, pid, *replicas, before); err != nil {
+			return err
+		}
+	}
+	if !*onlyBare {
 		if err := scaleRun(ctx, client, pid, before); err != nil {
 			return err
 		}
@@ -106,8 +115,10 @@ func run() error {
 	}
 	fmt.Printf("RESULT anchor cpu_per_service_create before=%s after=%s mean=%s\n", before.Round(time.Microsecond),
 		after.Round(time.Microsecond), ((before + after) / 2).Round(time.Microsecond))
-	if err := rolloutRun(ctx, client); err != nil {
-		return err
+	if !*onlyBare {
+		if err := rolloutRun(ctx, client); err != nil {
+			return err
+		}
 	}
 	fmt.Printf("RESULT rss_mib=%.1f (portal server: API server, etcd, controllers)\n", host.MiB(pid, "status")["VmRSS"])
 	select {

@@ -2,14 +2,16 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 )
 
 // podTimes is when the bench's own watch first saw each pod exist, bound
@@ -23,26 +25,23 @@ type podTimes struct {
 type podObserver struct {
 	mu   sync.Mutex
 	pods map[string]*podTimes
-	// changed is signalled (without blocking) on every event.
-	changed chan struct{}
 }
 
 func observePods(ctx context.Context, c kubernetes.Interface, selector string) (*podObserver, error) {
-	w, err := c.CoreV1().Pods(namespace).Watch(ctx, metav1.ListOptions{LabelSelector: selector})
-	if err != nil {
-		return nil, err
-	}
-	o := &podObserver{pods: map[string]*podTimes{}, changed: make(chan struct{}, 1)}
-	go func() {
-		defer w.Stop()
-		for ev := range w.ResultChan() {
-			p, ok := ev.Object.(*corev1.Pod)
-			if !ok || ev.Type == watch.Deleted {
-				continue
-			}
+	o := &podObserver{pods: map[string]*podTimes{}}
+	f := informers.NewSharedInformerFactoryWithOptions(c, 0, informers.WithNamespace(namespace),
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = selector }))
+	inf := f.Core().V1().Pods().Informer()
+	onPod := func(obj any) {
+		if p, ok := obj.(*corev1.Pod); ok {
 			o.record(p, time.Now())
 		}
-	}()
+	}
+	inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: onPod, UpdateFunc: func(_, obj any) { onPod(obj) }})
+	f.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return nil, fmt.Errorf("pod informer for %s did not sync", selector)
+	}
 	return o, nil
 }
 
@@ -60,10 +59,6 @@ func (o *podObserver) record(p *corev1.Pod, now time.Time) {
 		t.ready = now
 	}
 	o.mu.Unlock()
-	select {
-	case o.changed <- struct{}{}:
-	default:
-	}
 }
 
 // count is the number of pods seen.
@@ -112,30 +107,35 @@ type sliceObserver struct {
 }
 
 func observeSlices(ctx context.Context, c kubernetes.Interface, service string) (*sliceObserver, error) {
-	w, err := c.DiscoveryV1().EndpointSlices(namespace).Watch(ctx, metav1.ListOptions{
-		LabelSelector: discoveryv1.LabelServiceName + "=" + service})
-	if err != nil {
-		return nil, err
-	}
 	o := &sliceObserver{ready: map[string]int{}, reached: map[int]time.Time{}}
-	go func() {
-		defer w.Stop()
-		for ev := range w.ResultChan() {
-			s, ok := ev.Object.(*discoveryv1.EndpointSlice)
-			if !ok {
-				continue
-			}
-			n := 0
-			if ev.Type != watch.Deleted {
-				for _, ep := range s.Endpoints {
-					if ep.Conditions.Ready != nil && *ep.Conditions.Ready {
-						n++
-					}
-				}
-			}
-			o.record(s.Name, n, time.Now())
+	f := informers.NewSharedInformerFactoryWithOptions(c, 0, informers.WithNamespace(namespace),
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = discoveryv1.LabelServiceName + "=" + service }))
+	inf := f.Discovery().V1().EndpointSlices().Informer()
+	onSlice := func(obj any, deleted bool) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
 		}
-	}()
+		s, ok := obj.(*discoveryv1.EndpointSlice)
+		if !ok {
+			return
+		}
+		n := 0
+		for _, ep := range s.Endpoints {
+			if !deleted && ep.Conditions.Ready != nil && *ep.Conditions.Ready {
+				n++
+			}
+		}
+		o.record(s.Name, n, time.Now())
+	}
+	inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { onSlice(obj, false) },
+		UpdateFunc: func(_, obj any) { onSlice(obj, false) },
+		DeleteFunc: func(obj any) { onSlice(obj, true) },
+	})
+	f.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return nil, fmt.Errorf("slice informer for %s did not sync", service)
+	}
 	return o, nil
 }
 

@@ -80,7 +80,7 @@ func scaleRun(ctx context.Context, c kubernetes.Interface, pid int, anchorCPU ti
 	if err != nil {
 		return err
 	}
-	r.report(t0, cpu0, anchorCPU)
+	r.report("scale", t0, cpu0, anchorCPU)
 	if *profile != "" {
 		if err := <-prof; err != nil {
 			fmt.Println("# cpuprofile:", err)
@@ -137,15 +137,15 @@ func (s *sliceObserver) most() int {
 	return m
 }
 
-func (r *scaleResult) report(t0 time.Time, cpu0, anchorCPU time.Duration) {
+func (r *scaleResult) report(what string, t0 time.Time, cpu0, anchorCPU time.Duration) {
 	ms := func(t time.Time) string { return t.Sub(t0).Round(time.Millisecond).String() }
 	perPod := (r.cpuEndpoint - cpu0) / time.Duration(r.n)
 	perCreated := (r.cpuCreated - cpu0) / time.Duration(r.n)
-	fmt.Printf("RESULT scale replicas=%d all_exist=%s pods_created_per_s=%.0f all_scheduled=%s all_ready=%s all_in_slices=%s\n",
-		r.n, ms(r.created), float64(r.n)/r.created.Sub(t0).Seconds(), ms(r.scheduled), ms(r.ready), ms(r.endpoint))
-	fmt.Printf("RESULT scale last_ready_to_slices=%s (goal <= 1s)\n", r.endpoint.Sub(r.ready).Round(time.Millisecond))
-	fmt.Printf("RESULT scale server_cpu_per_pod=%s (until all in slices; %s until all exist) anchor_cpu_per_service_create=%s ratio=%.2f\n",
-		perPod.Round(time.Microsecond), perCreated.Round(time.Microsecond), anchorCPU.Round(time.Microsecond),
+	fmt.Printf("RESULT %s pods=%d all_exist=%s pods_created_per_s=%.0f all_scheduled=%s all_ready=%s all_in_slices=%s\n",
+		what, r.n, ms(r.created), float64(r.n)/r.created.Sub(t0).Seconds(), ms(r.scheduled), ms(r.ready), ms(r.endpoint))
+	fmt.Printf("RESULT %s last_ready_to_slices=%s (goal <= 1s)\n", what, r.endpoint.Sub(r.ready).Round(time.Millisecond))
+	fmt.Printf("RESULT %s server_cpu_per_pod=%s (until all in slices; %s until all exist) anchor_cpu_per_service_create=%s ratio=%.2f\n",
+		what, perPod.Round(time.Microsecond), perCreated.Round(time.Microsecond), anchorCPU.Round(time.Microsecond),
 		perPod.Seconds()/anchorCPU.Seconds())
 }
 

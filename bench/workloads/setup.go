@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"portal.dev/portal/bench/internal/host"
 )
@@ -24,15 +25,11 @@ func startNodes(ctx context.Context, c kubernetes.Interface, n int, errs chan<- 
 	}
 	for i := range n {
 		name := fmt.Sprintf("n%d", i)
-		node, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
-			Labels: map[string]string{corev1.LabelHostname: name}}}, metav1.CreateOptions{})
-		if err != nil {
+		if _, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
+			Labels: map[string]string{corev1.LabelHostname: name}}}, metav1.CreateOptions{}); err != nil {
 			return err
 		}
-		node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
-			Reason: "KubeletReady", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-		node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("10.100.0.%d", i+1)}}
-		if _, err := c.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error { return markReady(ctx, c, name, i) }); err != nil {
 			return err
 		}
 		cidr, err := waitPodCIDR(ctx, c, name)
@@ -42,6 +39,19 @@ func startNodes(ctx context.Context, c kubernetes.Interface, n int, errs chan<- 
 		go newNodeAgent(c, name, cidr).run(ctx, 4, errs)
 	}
 	return nil
+}
+
+// markReady writes the node's status as its agent would on start.
+func markReady(ctx context.Context, c kubernetes.Interface, name string, i int) error {
+	node, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
+		Reason: "KubeletReady", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("10.100.0.%d", i+1)}}
+	_, err = c.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+	return err
 }
 
 func waitPodCIDR(ctx context.Context, c kubernetes.Interface, node string) (netip.Prefix, error) {
