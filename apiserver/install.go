@@ -29,6 +29,9 @@ func installAPIs(s *genericapiserver.GenericAPIServer, opts generic.RESTOptionsG
 		if status != nil {
 			m[k.Resource+"/status"] = status
 		}
+		if k.HasScale {
+			m[k.Resource+"/scale"] = registry.NewScaleREST(main.Store)
+		}
 		if k.Resource == "pods" {
 			m[k.Resource+"/binding"] = registry.NewBindingREST(main)
 		}

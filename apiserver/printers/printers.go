@@ -52,6 +52,12 @@ var convertors = map[schema.GroupResource]rest.TableConvertor{
 	{Group: "coordination.k8s.io", Resource: "leases"}:       leasePrinter,
 	{Group: "networking.k8s.io", Resource: "ingresses"}:      ingressPrinter,
 	{Group: "networking.k8s.io", Resource: "ingressclasses"}: ingressClassPrinter,
+
+	{Group: "apps", Resource: "deployments"}:         deploymentPrinter,
+	{Group: "apps", Resource: "replicasets"}:         replicaSetPrinter,
+	{Group: "apps", Resource: "statefulsets"}:        statefulSetPrinter,
+	{Group: "apps", Resource: "daemonsets"}:          daemonSetPrinter,
+	{Group: "apps", Resource: "controllerrevisions"}: controllerRevisionPrinter,
 }
 
 // fallback prints any object with metadata as NAME and AGE. The apiserver's

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -98,7 +99,12 @@ func TestColumns(t *testing.T) {
 		{"lease", gr("coordination.k8s.io", "leases"), &coordinationv1.Lease{}, []string{"Name", "Holder", "Age"}, -1},
 		{"ingress", gr("networking.k8s.io", "ingresses"), &networkingv1.Ingress{}, []string{"Name", "Class", "Hosts", "Address", "Ports", "Age"}, -1},
 		{"ingressclass", gr("networking.k8s.io", "ingressclasses"), &networkingv1.IngressClass{}, []string{"Name", "Controller", "Parameters", "Age"}, -1},
-		{"unknown resource falls back to name and age", gr("apps", "deployments"), &corev1.Pod{}, []string{"Name", "Age"}, -1},
+		{"deployment", gr("apps", "deployments"), &appsv1.Deployment{}, []string{"Name", "Ready", "Up-to-date", "Available", "Age", "Containers", "Images", "Selector"}, 5},
+		{"replicaset", gr("apps", "replicasets"), &appsv1.ReplicaSet{}, []string{"Name", "Desired", "Current", "Ready", "Age", "Containers", "Images", "Selector"}, 5},
+		{"statefulset", gr("apps", "statefulsets"), &appsv1.StatefulSet{}, []string{"Name", "Ready", "Age", "Containers", "Images"}, 3},
+		{"daemonset", gr("apps", "daemonsets"), &appsv1.DaemonSet{}, []string{"Name", "Desired", "Current", "Ready", "Up-to-date", "Available", "Node Selector", "Age", "Containers", "Images", "Selector"}, 8},
+		{"controllerrevision", gr("apps", "controllerrevisions"), &appsv1.ControllerRevision{}, []string{"Name", "Controller", "Revision", "Age"}, -1},
+		{"unknown resource falls back to name and age", gr("batch", "jobs"), &corev1.Pod{}, []string{"Name", "Age"}, -1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -210,7 +216,7 @@ func TestTableShape(t *testing.T) {
 	})
 
 	t.Run("fallback list", func(t *testing.T) {
-		table := convert(t, gr("apps", "deployments"), list, nil)
+		table := convert(t, gr("batch", "jobs"), list, nil)
 		want := [][]any{{"a", "60m"}, {"b", "120m"}}
 		var got [][]any
 		for _, r := range table.Rows {

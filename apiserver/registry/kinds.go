@@ -15,7 +15,7 @@ import (
 func Kinds(cfg Config) []Kind {
 	core, discovery := corev1.SchemeGroupVersion, discoveryv1.SchemeGroupVersion
 	coordination, networking := coordinationv1.SchemeGroupVersion, networkingv1.SchemeGroupVersion
-	return []Kind{
+	kinds := []Kind{
 		{GroupVersion: core, Resource: "namespaces", Singular: "namespace", ShortNames: []string{"ns"},
 			HasStatus: true, Hooks: namespaceHooks(),
 			New: func() runtime.Object { return &corev1.Namespace{} }, NewList: func() runtime.Object { return &corev1.NamespaceList{} }},
@@ -57,4 +57,5 @@ func Kinds(cfg Config) []Kind {
 			Hooks: ingressClassHooks(),
 			New:   func() runtime.Object { return &networkingv1.IngressClass{} }, NewList: func() runtime.Object { return &networkingv1.IngressClassList{} }},
 	}
+	return append(kinds, appsKinds()...)
 }

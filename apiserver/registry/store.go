@@ -31,9 +31,11 @@ type Kind struct {
 	// HasStatus adds the status subresource; the main resource then keeps
 	// the stored status on update and clears it on create.
 	HasStatus bool
-	New       func() runtime.Object
-	NewList   func() runtime.Object
-	Hooks     Hooks
+	// HasScale adds the scale subresource (see ScaleREST).
+	HasScale bool
+	New      func() runtime.Object
+	NewList  func() runtime.Object
+	Hooks    Hooks
 	// KeepStatusOnCreate lets a create set status (nodes register with it).
 	KeepStatusOnCreate bool
 	// Delete, when set, is the graceful-deletion policy of the kind.

@@ -1,6 +1,7 @@
 package scheme
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -29,4 +30,8 @@ func addDefaulters(s *runtime.Scheme) {
 	s.AddTypeDefaultingFunc(&networkingv1.IngressClass{}, func(obj any) {
 		defaults.IngressClass(obj.(*networkingv1.IngressClass))
 	})
+	s.AddTypeDefaultingFunc(&appsv1.Deployment{}, func(obj any) { defaults.Deployment(obj.(*appsv1.Deployment)) })
+	s.AddTypeDefaultingFunc(&appsv1.ReplicaSet{}, func(obj any) { defaults.ReplicaSet(obj.(*appsv1.ReplicaSet)) })
+	s.AddTypeDefaultingFunc(&appsv1.StatefulSet{}, func(obj any) { defaults.StatefulSet(obj.(*appsv1.StatefulSet)) })
+	s.AddTypeDefaultingFunc(&appsv1.DaemonSet{}, func(obj any) { defaults.DaemonSet(obj.(*appsv1.DaemonSet)) })
 }

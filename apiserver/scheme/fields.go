@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -39,6 +40,9 @@ func selectableFields(obj runtime.Object) fields.Set {
 		return fields.Set{"type": string(o.Type)}
 	case *corev1.Service:
 		return fields.Set{"spec.clusterIP": o.Spec.ClusterIP, "spec.type": string(o.Spec.Type)}
+	case *appsv1.ReplicaSet:
+		// The other apps/v1 kinds select on metadata only, as upstream.
+		return fields.Set{"status.replicas": strconv.Itoa(int(o.Status.Replicas))}
 	case *corev1.Event:
 		return fields.Set{
 			"involvedObject.kind":            o.InvolvedObject.Kind,

@@ -10,6 +10,8 @@
 package scheme
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -66,6 +68,20 @@ var Groups = []Group{
 		&networkingv1.Ingress{}, &networkingv1.IngressList{},
 		&networkingv1.IngressClass{}, &networkingv1.IngressClassList{},
 	}},
+	{Version: appsv1.SchemeGroupVersion, Types: []runtime.Object{
+		&appsv1.Deployment{}, &appsv1.DeploymentList{},
+		&appsv1.ReplicaSet{}, &appsv1.ReplicaSetList{},
+		&appsv1.StatefulSet{}, &appsv1.StatefulSetList{},
+		&appsv1.DaemonSet{}, &appsv1.DaemonSetList{},
+		&appsv1.ControllerRevision{}, &appsv1.ControllerRevisionList{},
+	}},
+}
+
+// subresourceTypes are served only as subresources of other groups' kinds:
+// the scale subresource of deployments, replicasets and statefulsets speaks
+// autoscaling/v1 Scale, as upstream's does. No autoscaling resource is served.
+var subresourceTypes = []Group{
+	{Version: autoscalingv1.SchemeGroupVersion, Types: []runtime.Object{&autoscalingv1.Scale{}}},
 }
 
 func init() {
@@ -77,6 +93,7 @@ func addAll(s *runtime.Scheme, internal bool) error {
 	for _, add := range []func(*runtime.Scheme) error{
 		corev1.AddToScheme, discoveryv1.AddToScheme,
 		coordinationv1.AddToScheme, networkingv1.AddToScheme,
+		appsv1.AddToScheme, autoscalingv1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return err
@@ -94,7 +111,7 @@ func addAll(s *runtime.Scheme, internal bool) error {
 	s.AddUnversionedTypes(schema.GroupVersion{Version: "v1"},
 		&metav1.Status{}, &metav1.APIVersions{}, &metav1.APIGroupList{},
 		&metav1.APIGroup{}, &metav1.APIResourceList{})
-	for _, g := range Groups {
+	for _, g := range append(Groups[:len(Groups):len(Groups)], subresourceTypes...) {
 		internalGV := schema.GroupVersion{Group: g.Version.Group, Version: runtime.APIVersionInternal}
 		s.AddKnownTypes(internalGV, g.Types...)
 	}

@@ -3,6 +3,8 @@ package scheme
 import (
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -52,6 +54,13 @@ func TestFieldSelectors(t *testing.T) {
 		{svcs, "spec.nodeName", true},
 		{corev1.SchemeGroupVersion.WithKind("ConfigMap"), "metadata.name", false},
 		{corev1.SchemeGroupVersion.WithKind("ConfigMap"), "data", true},
+		{appsv1.SchemeGroupVersion.WithKind("ReplicaSet"), "status.replicas", false},
+		{appsv1.SchemeGroupVersion.WithKind("ReplicaSet"), "metadata.namespace", false},
+		{appsv1.SchemeGroupVersion.WithKind("Deployment"), "metadata.name", false},
+		{appsv1.SchemeGroupVersion.WithKind("Deployment"), "status.replicas", true},
+		{appsv1.SchemeGroupVersion.WithKind("StatefulSet"), "spec.serviceName", true},
+		{appsv1.SchemeGroupVersion.WithKind("DaemonSet"), "metadata.name", false},
+		{appsv1.SchemeGroupVersion.WithKind("ControllerRevision"), "metadata.name", false},
 	} {
 		t.Run(tc.gvk.Kind+"/"+tc.label, func(t *testing.T) {
 			_, _, err := Scheme.ConvertFieldLabel(tc.gvk, tc.label, "x")
@@ -72,7 +81,30 @@ func TestSelectableFields(t *testing.T) {
 			t.Errorf("%s: got %q, want %q", k, set[k], want)
 		}
 	}
+	rs := &appsv1.ReplicaSet{Status: appsv1.ReplicaSetStatus{Replicas: 3}}
+	if got := SelectableFields(rs, "web-1", "ns", true)["status.replicas"]; got != "3" {
+		t.Errorf("ReplicaSet status.replicas: got %q, want 3", got)
+	}
 	if _, ok := SelectableFields(&corev1.Node{}, "n", "", false)["metadata.namespace"]; ok {
 		t.Error("cluster-scoped object has metadata.namespace")
+	}
+}
+
+// TestScaleIsServable pins that the scale subresource's autoscaling/v1
+// Scale converts to and from its internal version like the served kinds,
+// and that no autoscaling resources are served for it.
+func TestScaleIsServable(t *testing.T) {
+	s := &autoscalingv1.Scale{}
+	if _, err := Scheme.ConvertToVersion(s, autoscalingv1.SchemeGroupVersion); err != nil {
+		t.Fatalf("Scale to autoscaling/v1: %v", err)
+	}
+	internal := schema.GroupVersion{Group: autoscalingv1.GroupName, Version: runtime.APIVersionInternal}
+	if _, err := Scheme.ConvertToVersion(s, internal); err != nil {
+		t.Fatalf("Scale to its internal version: %v", err)
+	}
+	for _, g := range Groups {
+		if g.Version.Group == autoscalingv1.GroupName {
+			t.Errorf("Groups serves %s, want only the Scale kind registered", g.Version)
+		}
 	}
 }

@@ -30,6 +30,7 @@ var nameRules = map[string]NameFunc{
 	"IngressClass":   apimachineryvalidation.NameIsDNSSubdomain,
 	"Event":          apimachineryvalidation.NameIsDNSSubdomain,
 	"Node":           apimachineryvalidation.NameIsDNSSubdomain,
+	"StatefulSet":    ValidateStatefulSetName,
 }
 
 // NameRule returns upstream's name rule for kind; unknown kinds get the

@@ -24,6 +24,7 @@ import (
 	"portal.dev/portal/controller/mirroring"
 	"portal.dev/portal/controller/nodeipam"
 	"portal.dev/portal/controller/nodelifecycle"
+	"portal.dev/portal/controller/replicaset"
 	"portal.dev/portal/controller/scheduler"
 	"portal.dev/portal/controller/servicelb"
 )
@@ -91,6 +92,11 @@ var starters = []starter{
 		}
 		return nodeipam.New(c.client, c.informers, nodeipam.Options{ClusterCIDRs: cidrs,
 			NodeCIDRMaskSizeIPv4: c.opts.NodeCIDRMaskSizeIPv4, NodeCIDRMaskSizeIPv6: c.opts.NodeCIDRMaskSizeIPv6}), nil
+	}},
+	{"replicaset", func(c controllerContext) (runner, error) {
+		return replicaset.New(c.client, c.informers, c.recorder("replicaset-controller"), replicaset.Options{
+			Registerer: c.registerer,
+		}), nil
 	}},
 	{"scheduler", func(c controllerContext) (runner, error) {
 		return scheduler.New(c.client, c.informers, c.recorder("default-scheduler"), scheduler.Options{
