@@ -41,6 +41,7 @@ func bareRun(ctx context.Context, c kubernetes.Interface, pid, n int, anchorCPU 
 	var wg sync.WaitGroup
 	errs := make(chan error, 32)
 	cpu0, t0 := host.CPU(pid), time.Now()
+	prof := startProfile(ctx, c, "bare")
 	for range 32 {
 		wg.Add(1)
 		go func() {
@@ -66,6 +67,7 @@ func bareRun(ctx context.Context, c kubernetes.Interface, pid, n int, anchorCPU 
 		return err
 	}
 	r.report("bare", t0, cpu0, anchorCPU)
+	prof()
 	// Their addresses go back to the nodes for the runs that follow.
 	zero := int64(0)
 	return c.CoreV1().Pods(namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero},

@@ -51,10 +51,12 @@ var (
 	rounds   = flag.Int("rollouts", 3, "rolling updates to time")
 	maxUnav  = flag.String("max-unavailable", "25%", "the rolling update's maxUnavailable (maxSurge is 25%)")
 	profile  = flag.String("cpuprofile", "", "write the server's CPU profile of the scale run to this file")
+	profRun  = flag.String("profile-run", "scale", "the run -cpuprofile profiles: scale or bare")
 	profSecs = flag.Int("profile-seconds", 15, "length of the CPU profile, from the scale request")
 	keep     = flag.Bool("keep", false, "keep the data directory and the server's log")
 	bare     = flag.Bool("bare", true, "also time the same number of bare pods created by the bench (no workload controller)")
 	onlyBare = flag.Bool("only-bare", false, "run the anchor and the bare pods only (a server without apps/v1)")
+	via      = flag.String("via", "deployment", "what the scale run scales: deployment, or replicaset (the ReplicaSet controller alone)")
 )
 
 func main() {
@@ -115,7 +117,7 @@ func run() error {
 	}
 	fmt.Printf("RESULT anchor cpu_per_service_create before=%s after=%s mean=%s\n", before.Round(time.Microsecond),
 		after.Round(time.Microsecond), ((before + after) / 2).Round(time.Microsecond))
-	if !*onlyBare {
+	if !*onlyBare && *via == "deployment" {
 		if err := rolloutRun(ctx, client); err != nil {
 			return err
 		}

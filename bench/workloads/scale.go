@@ -49,10 +49,8 @@ func scaleRun(ctx context.Context, c kubernetes.Interface, pid int, anchorCPU ti
 	if _, err := c.CoreV1().Services(namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	if _, err := c.AppsV1().Deployments(namespace).Create(ctx, deployment("web", 0), metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	if _, err := waitComplete(ctx, c, "web", time.Minute); err != nil {
+	sc, err := newScaler(ctx, c, *via)
+	if err != nil {
 		return err
 	}
 	pods, err := observePods(ctx, c, "app=web")
@@ -63,17 +61,9 @@ func scaleRun(ctx context.Context, c kubernetes.Interface, pid int, anchorCPU ti
 	if err != nil {
 		return err
 	}
-	prof := make(chan error, 1)
-	scale, err := c.AppsV1().Deployments(namespace).GetScale(ctx, "web", metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	scale.Spec.Replicas = int32(*replicas)
 	cpu0, t0 := host.CPU(pid), time.Now()
-	if *profile != "" {
-		go func() { prof <- cpuProfile(ctx, c, *profSecs, *profile) }()
-	}
-	if _, err := c.AppsV1().Deployments(namespace).UpdateScale(ctx, "web", scale, metav1.UpdateOptions{}); err != nil {
+	prof := startProfile(ctx, c, "scale")
+	if err := sc(int32(*replicas)); err != nil {
 		return err
 	}
 	r, err := follow(ctx, pods, eps, pid, *replicas, 5*time.Minute)
@@ -81,12 +71,48 @@ func scaleRun(ctx context.Context, c kubernetes.Interface, pid int, anchorCPU ti
 		return err
 	}
 	r.report("scale", t0, cpu0, anchorCPU)
-	if *profile != "" {
-		if err := <-prof; err != nil {
-			fmt.Println("# cpuprofile:", err)
-		}
-	}
+	prof()
 	return nil
+}
+
+// newScaler creates workload "web" of kind ("deployment" or "replicaset")
+// with no replicas, waits for its controller to have seen it, and returns
+// a function that scales it through the scale subresource, as `kubectl
+// scale` does.
+func newScaler(ctx context.Context, c kubernetes.Interface, kind string) (func(int32) error, error) {
+	d := deployment("web", 0)
+	switch kind {
+	case "deployment":
+		if _, err := c.AppsV1().Deployments(namespace).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+			return nil, err
+		}
+		if _, err := waitComplete(ctx, c, "web", time.Minute); err != nil {
+			return nil, err
+		}
+		return func(n int32) error {
+			s, err := c.AppsV1().Deployments(namespace).GetScale(ctx, "web", metav1.GetOptions{})
+			if err == nil {
+				s.Spec.Replicas = n
+				_, err = c.AppsV1().Deployments(namespace).UpdateScale(ctx, "web", s, metav1.UpdateOptions{})
+			}
+			return err
+		}, nil
+	case "replicaset":
+		rs := &appsv1.ReplicaSet{ObjectMeta: d.ObjectMeta, Spec: appsv1.ReplicaSetSpec{Replicas: d.Spec.Replicas,
+			Selector: d.Spec.Selector, Template: d.Spec.Template}}
+		if _, err := c.AppsV1().ReplicaSets(namespace).Create(ctx, rs, metav1.CreateOptions{}); err != nil {
+			return nil, err
+		}
+		return func(n int32) error {
+			s, err := c.AppsV1().ReplicaSets(namespace).GetScale(ctx, "web", metav1.GetOptions{})
+			if err == nil {
+				s.Spec.Replicas = n
+				_, err = c.AppsV1().ReplicaSets(namespace).UpdateScale(ctx, "web", s, metav1.UpdateOptions{})
+			}
+			return err
+		}, nil
+	}
+	return nil, fmt.Errorf("-via %q: want deployment or replicaset", kind)
 }
 
 // scaleResult is what follow saw: when the last pod reached each step, and
@@ -220,6 +246,21 @@ func complete(d *appsv1.Deployment) bool {
 
 func median(d []time.Duration) time.Duration {
 	return slices.Sorted(slices.Values(d))[len(d)/2]
+}
+
+// startProfile starts the server's CPU profile if -profile-run names run,
+// and returns the function that waits for it.
+func startProfile(ctx context.Context, c kubernetes.Interface, run string) (wait func()) {
+	if *profile == "" || *profRun != run {
+		return func() {}
+	}
+	done := make(chan error, 1)
+	go func() { done <- cpuProfile(ctx, c, *profSecs, *profile) }()
+	return func() {
+		if err := <-done; err != nil {
+			fmt.Println("# cpuprofile:", err)
+		}
+	}
 }
 
 // cpuProfile fetches the server's CPU profile over secs seconds (the
