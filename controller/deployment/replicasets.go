@@ -140,7 +140,7 @@ func findOldReplicaSets(d *appsv1.Deployment, rss []*appsv1.ReplicaSet) []*appsv
 	newRS := findNewReplicaSet(d, rss)
 	var old []*appsv1.ReplicaSet
 	for _, rs := range rss {
-		if newRS == nil || rs.UID != newRS.UID {
+		if newRS == nil || rs.Name != newRS.Name {
 			old = append(old, rs)
 		}
 	}
