@@ -123,8 +123,9 @@ type scaleResult struct {
 	cpuCreated, cpuEndpoint             time.Duration
 }
 
-// follow waits until n pods are ready in the slices, sampling the server's
-// CPU time when the last pod appears and when the last endpoint does.
+// follow waits until n pods are ready in the slices and the pod informer
+// has seen each of them scheduled and Ready, sampling the server's CPU
+// time when the last pod appears and when the last endpoint does.
 func follow(ctx context.Context, pods *podObserver, eps *sliceObserver, pid, n int, limit time.Duration) (*scaleResult, error) {
 	r := &scaleResult{n: n}
 	deadline := time.After(limit)
@@ -143,10 +144,16 @@ func follow(ctx context.Context, pods *podObserver, eps *sliceObserver, pid, n i
 				r.cpuCreated = host.CPU(pid)
 			}
 		}
-		if r.endpoint = eps.when(n); !r.endpoint.IsZero() {
-			r.cpuEndpoint = host.CPU(pid)
-			r.scheduled = pods.last(n, func(t *podTimes) time.Time { return t.scheduled })
-			r.ready = pods.last(n, func(t *podTimes) time.Time { return t.ready })
+		if r.endpoint.IsZero() {
+			if r.endpoint = eps.when(n); !r.endpoint.IsZero() {
+				r.cpuEndpoint = host.CPU(pid)
+			}
+		}
+		// The slice informer may hear of the last endpoint before the
+		// pod informer hears of the last pod's steps: wait for both.
+		r.scheduled = pods.last(n, func(t *podTimes) time.Time { return t.scheduled })
+		r.ready = pods.last(n, func(t *podTimes) time.Time { return t.ready })
+		if !r.endpoint.IsZero() && !r.scheduled.IsZero() && !r.ready.IsZero() {
 			return r, nil
 		}
 	}
