@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/metadata"
 
 	"portal.dev/portal/controller/daemonset"
+	"portal.dev/portal/controller/deployment"
 	"portal.dev/portal/controller/endpoints"
 	"portal.dev/portal/controller/endpointslice"
 	"portal.dev/portal/controller/gc"
@@ -105,6 +106,11 @@ var starters = []starter{
 	}},
 	{"statefulset", func(c controllerContext) (runner, error) {
 		return statefulset.New(c.client, c.informers, c.recorder("statefulset-controller"), statefulset.Options{}), nil
+	}},
+	{"deployment", func(c controllerContext) (runner, error) {
+		return deployment.New(c.client, c.informers, c.recorder("deployment-controller"), deployment.Options{
+			Registerer: c.registerer,
+		}), nil
 	}},
 	{"scheduler", func(c controllerContext) (runner, error) {
 		return scheduler.New(c.client, c.informers, c.recorder("default-scheduler"), scheduler.Options{

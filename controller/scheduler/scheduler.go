@@ -63,6 +63,9 @@ type Scheduler struct {
 	// workers do not both count a Node as the emptiest.
 	mu      sync.Mutex
 	assumed map[string]assumed // by Pod key
+
+	// binds are the binding calls in flight; Run waits for them.
+	binds sync.WaitGroup
 }
 
 // New returns a scheduler that binds through client, reads Pods and Nodes
@@ -122,6 +125,7 @@ func (s *Scheduler) Run(ctx context.Context, workers int) {
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("schedulerName", s.name))
 	s.factory.Start(ctx.Done())
 	s.loop.Run(ctx, workers)
+	s.binds.Wait()
 }
 
 func (s *Scheduler) onPod(obj any) {
@@ -219,21 +223,33 @@ func (s *Scheduler) schedule(ctx context.Context, key string) (retry bool, err e
 		}
 		return true, nil
 	}
+	// The bind goes on while the next Pod is placed, as upstream's binding
+	// cycle does: the choice is already assumed, so a worker waiting on the
+	// API server's answer would only slow the placing of the rest.
+	s.binds.Go(func() { s.bind(ctx, key, pod, node) })
+	return false, nil
+}
+
+// bind binds pod to node. A failed bind drops the assumption and tries the
+// Pod again after the initial back-off.
+func (s *Scheduler) bind(ctx context.Context, key string, pod *corev1.Pod, node string) {
 	binding := &corev1.Binding{
 		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID},
 		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
 	}
 	if err := s.client.CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
 		s.forget(key)
-		if apierrors.IsNotFound(err) {
-			return false, nil
+		if apierrors.IsNotFound(err) || ctx.Err() != nil {
+			return
 		}
-		return false, fmt.Errorf("bind pod %s to node %s: %w", key, node, err)
+		s.attempts.WithLabelValues("error").Inc()
+		klog.FromContext(ctx).Error(err, "Binding pod failed", "pod", key, "node", node)
+		s.loop.AddAfter(key, initialBackoff)
+		return
 	}
 	s.attempts.WithLabelValues("scheduled").Inc()
 	s.recorder.Eventf(pod, corev1.EventTypeNormal, "Scheduled", "Successfully assigned %s to %s", key, node)
 	klog.FromContext(ctx).V(2).Info("Bound pod", "pod", key, "node", node)
-	return false, nil
 }
 
 // countLocked counts the non-terminal Pods bound to each of nodes, the

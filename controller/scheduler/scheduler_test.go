@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -279,4 +281,37 @@ func TestPickNoNodes(t *testing.T) {
 	if node != "" || msg != errNoNodes {
 		t.Errorf("pick with no nodes: got %q/%q, want \"\"/%q", node, msg, errNoNodes)
 	}
+}
+
+// TestBindFailureRetried: binds run beside the scheduling workers, so a
+// failed bind must drop its assumption and place the Pod again itself.
+func TestBindFailureRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		client := fake.NewClientset(mkNode("a"), mkPod("p1"))
+		applyBindings(client)
+		failed := 0
+		client.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
+			if a.GetSubresource() != "binding" || failed > 0 {
+				return false, nil, nil
+			}
+			failed++
+			return true, nil, apierrors.NewInternalError(errors.New("etcd timed out"))
+		})
+		factory := informers.NewSharedInformerFactory(client, 0)
+		s := New(client, factory, record.NewFakeRecorder(100), Options{Registerer: prometheus.NewRegistry()})
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { s.Run(ctx, 2); close(done) }()
+		defer func() { cancel(); <-done; factory.Shutdown() }()
+
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		p, err := client.CoreV1().Pods("ns").Get(ctx, "p1", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if failed != 1 || p.Spec.NodeName != "a" {
+			t.Errorf("after one failed bind: got node %q (%d failures), want %q", p.Spec.NodeName, failed, "a")
+		}
+	})
 }
