@@ -273,6 +273,27 @@ func TestAppsValidation(t *testing.T) {
 		out, err := s.KubectlStdin(workloadManifest("Deployment", "web", "", "tier: front"), "-n", ns, "apply", "-f", "-")
 		checkInvalid(t, out, err, []string{"spec.selector: Invalid value", "field is immutable"})
 	})
+	t.Run("StatefulSet serviceName fixed", func(t *testing.T) {
+		out, err := s.KubectlStdin(workloadManifest("StatefulSet", "web", "serviceName: other\n", ""), "-n", ns, "apply", "-f", "-")
+		checkInvalid(t, out, err, []string{"spec: Forbidden", "(changed: serviceName)"})
+	})
+	t.Run("ControllerRevision data immutable", func(t *testing.T) {
+		const rev = "apiVersion: apps/v1\nkind: ControllerRevision\nmetadata: {name: web-1}\nrevision: 1\ndata: {spec: {replicas: %d}}\n"
+		s.MustKubectlStdin(fmt.Sprintf(rev, 1), "-n", ns, "create", "-f", "-")
+		out, err := s.KubectlStdin(fmt.Sprintf(rev, 2), "-n", ns, "replace", "-f", "-")
+		checkInvalid(t, out, err, []string{"data: Invalid value", "field is immutable"})
+	})
+	t.Run("negative scale", func(t *testing.T) {
+		ctx := context.Background()
+		deploys := s.Client().AppsV1().Deployments(ns)
+		scale, err := deploys.GetScale(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		scale.Spec.Replicas = -1
+		_, err = deploys.UpdateScale(ctx, "web", scale, metav1.UpdateOptions{})
+		checkCause(t, err, "spec.replicas")
+	})
 	t.Run("422 cause names the field", func(t *testing.T) {
 		d := &appsv1.Deployment{
 			ObjectMeta: metav1.ObjectMeta{Name: "mismatch"},
@@ -285,15 +306,21 @@ func TestAppsValidation(t *testing.T) {
 			},
 		}
 		_, err := s.Client().AppsV1().Deployments(ns).Create(context.Background(), d, metav1.CreateOptions{})
-		status, ok := err.(apierrors.APIStatus)
-		if !ok || status.Status().Code != 422 {
-			t.Fatalf("got %v, want a 422", err)
-		}
-		details := status.Status().Details
-		if details == nil || len(details.Causes) != 1 || details.Causes[0].Field != "spec.template.metadata.labels" {
-			t.Fatalf("causes: got %+v, want one on spec.template.metadata.labels", details)
-		}
+		checkCause(t, err, "spec.template.metadata.labels")
 	})
+}
+
+// checkCause fails t unless err is a 422 with exactly one cause, on field.
+func checkCause(t *testing.T, err error, field string) {
+	t.Helper()
+	status, ok := err.(apierrors.APIStatus)
+	if !ok || status.Status().Code != 422 {
+		t.Fatalf("got %v, want a 422", err)
+	}
+	details := status.Status().Details
+	if details == nil || len(details.Causes) != 1 || details.Causes[0].Field != field {
+		t.Fatalf("causes: got %+v, want one on %s", details, field)
+	}
 }
 
 // workloadManifest is a kind of workload selecting app=web, with extra

@@ -64,8 +64,8 @@ func validateWorkloadSelector(sel *metav1.LabelSelector, kind string, fldPath *f
 // validateWorkloadTemplate checks spec.template: its labels must be
 // selected by sel (when sel parsed), its metadata must be valid labels and
 // annotations, and its spec must be a valid Pod spec that restarts always
-// (a controller, not the kubelet, replaces a pod that ends). kind is used in
-// upstream's activeDeadlineSeconds message.
+// (a controller, not the kubelet, replaces a pod that ends) and has no
+// deadline. kind is used in upstream's activeDeadlineSeconds message.
 func validateWorkloadTemplate(tmpl *corev1.PodTemplateSpec, sel labels.Selector, kind string, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if sel != nil && !sel.Empty() && !sel.Matches(labels.Set(tmpl.Labels)) {
@@ -76,14 +76,8 @@ func validateWorkloadTemplate(tmpl *corev1.PodTemplateSpec, sel labels.Selector,
 	if tmpl.Spec.RestartPolicy != corev1.RestartPolicyAlways {
 		errs = append(errs, field.NotSupported(specPath.Child("restartPolicy"), tmpl.Spec.RestartPolicy, []corev1.RestartPolicy{corev1.RestartPolicyAlways}))
 	}
-	if d := tmpl.Spec.ActiveDeadlineSeconds; d != nil {
-		msg := fmt.Sprintf("activeDeadlineSeconds in %s is not Supported", kind)
-		// Upstream reports this as Forbidden for StatefulSets only.
-		if kind == "StatefulSet" {
-			errs = append(errs, field.Forbidden(specPath.Child("activeDeadlineSeconds"), msg))
-		} else {
-			errs = append(errs, field.Invalid(specPath.Child("activeDeadlineSeconds"), *d, msg))
-		}
+	if tmpl.Spec.ActiveDeadlineSeconds != nil {
+		errs = append(errs, field.Forbidden(specPath.Child("activeDeadlineSeconds"), fmt.Sprintf("activeDeadlineSeconds in %s is not Supported", kind)))
 	}
 	return errs
 }

@@ -38,7 +38,7 @@ func validateDaemonSetUpdateStrategy(s *appsv1.DaemonSetUpdateStrategy, fldPath 
 		}
 		return validateDaemonSetRollingUpdate(s.RollingUpdate, fldPath.Child("rollingUpdate"))
 	default:
-		return field.ErrorList{field.NotSupported(fldPath.Child("type"), s.Type, supportedDaemonSetStrategies)}
+		return field.ErrorList{field.NotSupported(fldPath, s.Type, supportedDaemonSetStrategies)}
 	}
 	return nil
 }

@@ -60,7 +60,7 @@ func validateDeploymentStrategy(s *appsv1.DeploymentStrategy, fldPath *field.Pat
 		}
 		return validateDeploymentRollingUpdate(s.RollingUpdate, fldPath.Child("rollingUpdate"))
 	default:
-		return field.ErrorList{field.NotSupported(fldPath.Child("type"), s.Type, supportedDeploymentStrategies)}
+		return field.ErrorList{field.NotSupported(fldPath, s.Type, supportedDeploymentStrategies)}
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package validation
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -35,8 +36,9 @@ func ValidateControllerRevisionUpdate(newCR, oldCR *appsv1.ControllerRevision) f
 	return errs
 }
 
-// sameRawData compares two revisions' data as JSON, so that a client that
-// sends the stored data back with other whitespace is not refused.
+// sameRawData compares two revisions' data as JSON values, so that a
+// client that sends the stored data back re-encoded (other whitespace or
+// key order) is not refused.
 func sameRawData(a, b runtime.RawExtension) bool {
 	if a.Object != nil || b.Object != nil {
 		return apiequality.Semantic.DeepEqual(a, b)
@@ -44,11 +46,11 @@ func sameRawData(a, b runtime.RawExtension) bool {
 	if bytes.Equal(a.Raw, b.Raw) {
 		return true
 	}
-	var ca, cb bytes.Buffer
-	if json.Compact(&ca, a.Raw) != nil || json.Compact(&cb, b.Raw) != nil {
+	var va, vb any
+	if json.Unmarshal(a.Raw, &va) != nil || json.Unmarshal(b.Raw, &vb) != nil {
 		return false
 	}
-	return bytes.Equal(ca.Bytes(), cb.Bytes())
+	return reflect.DeepEqual(va, vb)
 }
 
 // ValidateScale validates a write to a scale subresource: metadata and

@@ -2,6 +2,8 @@ package validation
 
 import (
 	"fmt"
+	"reflect"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -19,12 +21,13 @@ const revisionHashLength = 10
 const maxStatefulSetNameLength = validation.LabelValueMaxLength - 1 - revisionHashLength
 
 // ValidateStatefulSetName checks a StatefulSet name (prefix: a generateName
-// prefix). Beyond the DNS-1123 subdomain rule, the name must be short enough
-// that the controller-revision-hash label of its pods, the name followed by
-// "-" and a hash, is a valid label value; a longer name would make every pod
-// the controller creates fail validation.
+// prefix). It is a DNS-1123 label, as upstream, because its pods' names
+// (NAME-ORDINAL) are their hostnames; and it must be short enough that the
+// controller-revision-hash label of its pods, the name followed by "-" and
+// a hash, is a valid label value. Otherwise every pod the controller
+// creates would fail validation.
 func ValidateStatefulSetName(name string, prefix bool) []string {
-	msgs := apimachineryvalidation.NameIsDNSSubdomain(name, prefix)
+	msgs := apimachineryvalidation.NameIsDNSLabel(name, prefix)
 	if !prefix && len(name) > maxStatefulSetNameLength {
 		msgs = append(msgs, fmt.Sprintf("must be no more than %d characters, so that its pods' %s label (the name, \"-\" and a %d-character hash) is a valid label value",
 			maxStatefulSetNameLength, appsv1.ControllerRevisionHashLabelKey, revisionHashLength))
@@ -34,7 +37,7 @@ func ValidateStatefulSetName(name string, prefix bool) []string {
 
 var (
 	supportedPodManagementPolicies = []appsv1.PodManagementPolicyType{appsv1.OrderedReadyPodManagement, appsv1.ParallelPodManagement}
-	supportedPVCRetentionPolicies  = []appsv1.PersistentVolumeClaimRetentionPolicyType{appsv1.DeletePersistentVolumeClaimRetentionPolicyType, appsv1.RetainPersistentVolumeClaimRetentionPolicyType}
+	supportedPVCRetentionPolicies  = []appsv1.PersistentVolumeClaimRetentionPolicyType{appsv1.RetainPersistentVolumeClaimRetentionPolicyType, appsv1.DeletePersistentVolumeClaimRetentionPolicyType}
 )
 
 // ValidateStatefulSet validates a new StatefulSet: metadata (with the name
@@ -141,10 +144,24 @@ func ValidateStatefulSetUpdate(newSts, oldSts *appsv1.StatefulSet) field.ErrorLi
 	fixed.MinReadySeconds = oldSts.Spec.MinReadySeconds
 	fixed.RevisionHistoryLimit = oldSts.Spec.RevisionHistoryLimit
 	fixed.Selector = oldSts.Spec.Selector
-	if !apiequality.Semantic.DeepEqual(*fixed, oldSts.Spec) {
-		errs = append(errs, field.Forbidden(field.NewPath("spec"), "updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy', 'minReadySeconds' and 'revisionHistoryLimit' are forbidden"))
+	if changed := changedFields(fixed, &oldSts.Spec); len(changed) > 0 {
+		errs = append(errs, field.Forbidden(field.NewPath("spec"), fmt.Sprintf("updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy', 'minReadySeconds' and 'revisionHistoryLimit' are forbidden (changed: %s)",
+			strings.Join(changed, ", "))))
 	}
 	return errs
+}
+
+// changedFields returns the JSON names of the fields of two specs that
+// differ, so that the error says which change was refused.
+func changedFields(newSpec, oldSpec *appsv1.StatefulSetSpec) []string {
+	var changed []string
+	nv, ov, t := reflect.ValueOf(newSpec).Elem(), reflect.ValueOf(oldSpec).Elem(), reflect.TypeOf(*newSpec)
+	for i := range t.NumField() {
+		if !apiequality.Semantic.DeepEqual(nv.Field(i).Interface(), ov.Field(i).Interface()) {
+			changed = append(changed, jsonName(t.Field(i)))
+		}
+	}
+	return changed
 }
 
 // ValidateStatefulSetStatusUpdate validates a write to a StatefulSet's
@@ -167,8 +184,7 @@ func validateStatefulSetStatus(s *appsv1.StatefulSetStatus, fldPath *field.Path)
 	}
 	for _, c := range counts {
 		errs = append(errs, validateNonNegative(c.v, fldPath.Child(c.name))...)
-		// availableReplicas is bounded by readyReplicas below, as upstream.
-		if c.name != "replicas" && c.name != "availableReplicas" && s.Replicas >= 0 {
+		if c.name != "replicas" && s.Replicas >= 0 {
 			errs = append(errs, validateNotMoreThan(c.v, s.Replicas, "status.replicas", fldPath.Child(c.name))...)
 		}
 	}

@@ -101,28 +101,27 @@ type templateEdit func(sel **metav1.LabelSelector, tmpl *corev1.PodTemplateSpec)
 // selector and template.
 type workloadKind struct {
 	kind      string
-	emptyName string          // the kind named in the empty-selector message
-	deadline  field.ErrorType // the type of the activeDeadlineSeconds error
+	emptyName string // the kind named in the empty-selector message
 	validate  func(templateEdit) field.ErrorList
 }
 
 var workloadKinds = []workloadKind{
-	{"Deployment", "deployment", tInvalid, func(edit templateEdit) field.ErrorList {
+	{"Deployment", "deployment", func(edit templateEdit) field.ErrorList {
 		d := validDeployment()
 		edit(&d.Spec.Selector, &d.Spec.Template)
 		return ValidateDeployment(d)
 	}},
-	{"ReplicaSet", "deployment", tInvalid, func(edit templateEdit) field.ErrorList {
+	{"ReplicaSet", "deployment", func(edit templateEdit) field.ErrorList {
 		rs := validReplicaSet()
 		edit(&rs.Spec.Selector, &rs.Spec.Template)
 		return ValidateReplicaSet(rs)
 	}},
-	{"StatefulSet", "statefulset", tForbidden, func(edit templateEdit) field.ErrorList {
+	{"StatefulSet", "statefulset", func(edit templateEdit) field.ErrorList {
 		sts := validStatefulSet()
 		edit(&sts.Spec.Selector, &sts.Spec.Template)
 		return ValidateStatefulSet(sts)
 	}},
-	{"DaemonSet", "daemonset", tInvalid, func(edit templateEdit) field.ErrorList {
+	{"DaemonSet", "daemonset", func(edit templateEdit) field.ErrorList {
 		ds := validDaemonSet()
 		edit(&ds.Spec.Selector, &ds.Spec.Template)
 		return ValidateDaemonSet(ds)
@@ -179,7 +178,7 @@ func TestWorkloadSelectorAndTemplate(t *testing.T) {
 			}, want: []wantErr{e("spec.template.spec.restartPolicy", tNotSupported, `supported values: "Always"`)}},
 			{name: "activeDeadlineSeconds", edit: func(_ **metav1.LabelSelector, tmpl *corev1.PodTemplateSpec) {
 				tmpl.Spec.ActiveDeadlineSeconds = ptr(int64(30))
-			}, want: []wantErr{e("spec.template.spec.activeDeadlineSeconds", k.deadline, "activeDeadlineSeconds in "+deadlineKind+" is not Supported")}},
+			}, want: []wantErr{e("spec.template.spec.activeDeadlineSeconds", tForbidden, "activeDeadlineSeconds in "+deadlineKind+" is not Supported")}},
 			{name: "ephemeral containers", edit: func(_ **metav1.LabelSelector, tmpl *corev1.PodTemplateSpec) {
 				tmpl.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug", Image: "busybox"}}}
 			}, want: []wantErr{e("spec.template.spec.ephemeralContainers", tForbidden)}},
@@ -225,7 +224,7 @@ func TestValidateDeployment(t *testing.T) {
 		{name: "Recreate with rollingUpdate", edit: func(d *appsv1.Deployment) { d.Spec.Strategy.Type = appsv1.RecreateDeploymentStrategyType },
 			want: []wantErr{e("spec.strategy.rollingUpdate", tForbidden, "may not be specified when strategy `type` is 'Recreate'")}},
 		{name: "unknown strategy", edit: func(d *appsv1.Deployment) { d.Spec.Strategy.Type = "BlueGreen" },
-			want: []wantErr{e("spec.strategy.type", tNotSupported, `"Recreate", "RollingUpdate"`)}},
+			want: []wantErr{e("spec.strategy", tNotSupported, `"Recreate", "RollingUpdate"`)}},
 		{name: "RollingUpdate without parameters", edit: func(d *appsv1.Deployment) { d.Spec.Strategy.RollingUpdate = nil },
 			want: []wantErr{e("spec.strategy.rollingUpdate", tRequired)}},
 		{name: "maxSurge and maxUnavailable both 0", edit: func(d *appsv1.Deployment) {
@@ -353,7 +352,7 @@ func TestValidateDaemonSet(t *testing.T) {
 			ds.Spec.UpdateStrategy = appsv1.DaemonSetUpdateStrategy{Type: appsv1.OnDeleteDaemonSetStrategyType}
 		}},
 		{name: "unknown strategy", edit: func(ds *appsv1.DaemonSet) { ds.Spec.UpdateStrategy.Type = "Everywhere" },
-			want: []wantErr{e("spec.updateStrategy.type", tNotSupported, `"RollingUpdate", "OnDelete"`)}},
+			want: []wantErr{e("spec.updateStrategy", tNotSupported, `"RollingUpdate", "OnDelete"`)}},
 		{name: "RollingUpdate without parameters", edit: func(ds *appsv1.DaemonSet) { ds.Spec.UpdateStrategy.RollingUpdate = nil },
 			want: []wantErr{e("spec.updateStrategy.rollingUpdate", tRequired)}},
 		{name: "surge instead of unavailable", edit: func(ds *appsv1.DaemonSet) { ru(ds).MaxUnavailable, ru(ds).MaxSurge = count(0), percent("10%") }},
@@ -397,6 +396,8 @@ func TestValidateStatefulSet(t *testing.T) {
 		{name: "53-character name", edit: func(s *appsv1.StatefulSet) { s.Name = strings.Repeat("a", 53) },
 			want: []wantErr{e("metadata.name", tInvalid, "must be no more than 52 characters, so that its pods' controller-revision-hash label")}},
 		{name: "generateName prefix", edit: func(s *appsv1.StatefulSet) { s.GenerateName = "web-" }},
+		{name: "name with a dot", edit: func(s *appsv1.StatefulSet) { s.Name = "web.v1" },
+			want: []wantErr{e("metadata.name", tInvalid, "must not contain dots")}},
 		{name: "Parallel", edit: func(s *appsv1.StatefulSet) { s.Spec.PodManagementPolicy = appsv1.ParallelPodManagement }},
 		{name: "podManagementPolicy required", edit: func(s *appsv1.StatefulSet) { s.Spec.PodManagementPolicy = "" },
 			want: []wantErr{e("spec.podManagementPolicy", tRequired)}},
@@ -435,7 +436,7 @@ func TestValidateStatefulSet(t *testing.T) {
 		}},
 		{name: "retention policy unknown", edit: func(s *appsv1.StatefulSet) {
 			s.Spec.PersistentVolumeClaimRetentionPolicy.WhenScaled = "Archive"
-		}, want: []wantErr{e("spec.persistentVolumeClaimRetentionPolicy.whenScaled", tNotSupported, `"Delete", "Retain"`)}},
+		}, want: []wantErr{e("spec.persistentVolumeClaimRetentionPolicy.whenScaled", tNotSupported, `"Retain", "Delete"`)}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -466,9 +467,11 @@ func TestValidateStatefulSetUpdate(t *testing.T) {
 			s.Spec.RevisionHistoryLimit = ptr(int32(3))
 		}},
 		{name: "serviceName changed", edit: func(s *appsv1.StatefulSet) { s.Spec.ServiceName = "web" },
-			want: []wantErr{e("spec", tForbidden, onlyMsg)}},
-		{name: "podManagementPolicy changed", edit: func(s *appsv1.StatefulSet) { s.Spec.PodManagementPolicy = appsv1.ParallelPodManagement },
-			want: []wantErr{e("spec", tForbidden, onlyMsg)}},
+			want: []wantErr{e("spec", tForbidden, onlyMsg+" (changed: serviceName)")}},
+		{name: "podManagementPolicy and serviceName changed", edit: func(s *appsv1.StatefulSet) {
+			s.Spec.PodManagementPolicy = appsv1.ParallelPodManagement
+			s.Spec.ServiceName = "web"
+		}, want: []wantErr{e("spec", tForbidden, onlyMsg+" (changed: serviceName, podManagementPolicy)")}},
 		{name: "selector changed", edit: func(s *appsv1.StatefulSet) { s.Spec.Selector.MatchLabels["tier"] = "front" },
 			want: []wantErr{e("spec.selector", tInvalid, "field is immutable")}},
 		{name: "update checks the new spec", edit: func(s *appsv1.StatefulSet) { s.Spec.Replicas = ptr(int32(-1)) },
@@ -545,6 +548,7 @@ func TestWorkloadStatusUpdates(t *testing.T) {
 			return ValidateStatefulSetStatusUpdate(s, old)
 		}, want: []wantErr{
 			e("status.readyReplicas", tInvalid, "cannot be greater than status.replicas"),
+			e("status.availableReplicas", tInvalid, "cannot be greater than status.replicas"),
 			e("status.updatedReplicas", tInvalid, "must be greater than or equal to 0"),
 		}},
 		{name: "StatefulSet available above ready", run: func() field.ErrorList {
@@ -604,6 +608,12 @@ func TestValidateControllerRevision(t *testing.T) {
 		{name: "same data with other whitespace", run: func() field.ErrorList {
 			old, cr := validRevision(), validRevision()
 			cr.Data.Raw = []byte(`{"spec": {"template": {"metadata": {"labels": {"app": "web"}}}}}`)
+			return ValidateControllerRevisionUpdate(cr, old)
+		}},
+		{name: "same data with keys reordered", run: func() field.ErrorList {
+			old, cr := validRevision(), validRevision()
+			old.Data.Raw = []byte(`{"a":1,"b":{"c":[1,2]}}`)
+			cr.Data.Raw = []byte(`{"b":{"c":[1,2]},"a":1}`)
 			return ValidateControllerRevisionUpdate(cr, old)
 		}},
 		{name: "data changed", run: func() field.ErrorList {

@@ -1,7 +1,7 @@
 // Package validation checks the objects Portal serves (k8s.io/api versioned
 // types used directly as internal types) the way upstream Kubernetes does:
 // the same rules, field paths, error types and messages as
-// k8s.io/kubernetes/pkg/apis/{core,discovery,networking,coordination}/validation,
+// k8s.io/kubernetes/pkg/apis/{core,discovery,networking,coordination,apps,autoscaling}/validation,
 // so that clients see the errors they would see from a real cluster.
 //
 // Every function is pure: objects in, field.ErrorList out. The package owns
