@@ -104,6 +104,15 @@ func TestAppsAPI(t *testing.T) {
 			return err != nil && strings.Contains(out, "NotFound"), out
 		})
 	})
+	t.Run("namespace deletion", func(t *testing.T) {
+		// Deleting the namespace deletes its workloads: created again,
+		// it holds none of them.
+		s.MustKubectl("delete", "namespace", "apps", "--wait=true", "--timeout=60s")
+		s.MustKubectl("create", "namespace", "apps")
+		if out := k("get", "deploy,rs,sts,ds,controllerrevisions", "-o", "name"); strings.TrimSpace(out) != "" {
+			t.Fatalf("after the namespace was deleted and created again: got %q, want nothing", out)
+		}
+	})
 }
 
 // ownWorkload is workloadManifest with labels of its own (app=NAME), so

@@ -36,9 +36,30 @@ func (r resource) deleteAll(ctx context.Context, c kubernetes.Interface, ns stri
 	return meta.LenList(list), nil
 }
 
-// namespacedResources are the namespaced kinds Portal serves; pods go
-// first so that their endpoints go with them.
+// namespacedResources are the namespaced kinds Portal serves. Workloads
+// go first, so that no controller replaces the pods being deleted, then
+// pods, so that their endpoints go with them.
 var namespacedResources = []resource{
+	{"deployments", func(c kubernetes.Interface, ns string) collection { return c.AppsV1().Deployments(ns) },
+		func(ctx context.Context, c kubernetes.Interface, ns string) (runtime.Object, error) {
+			return c.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+		}},
+	{"statefulsets", func(c kubernetes.Interface, ns string) collection { return c.AppsV1().StatefulSets(ns) },
+		func(ctx context.Context, c kubernetes.Interface, ns string) (runtime.Object, error) {
+			return c.AppsV1().StatefulSets(ns).List(ctx, metav1.ListOptions{})
+		}},
+	{"daemonsets", func(c kubernetes.Interface, ns string) collection { return c.AppsV1().DaemonSets(ns) },
+		func(ctx context.Context, c kubernetes.Interface, ns string) (runtime.Object, error) {
+			return c.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{})
+		}},
+	{"replicasets", func(c kubernetes.Interface, ns string) collection { return c.AppsV1().ReplicaSets(ns) },
+		func(ctx context.Context, c kubernetes.Interface, ns string) (runtime.Object, error) {
+			return c.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{})
+		}},
+	{"controllerrevisions", func(c kubernetes.Interface, ns string) collection { return c.AppsV1().ControllerRevisions(ns) },
+		func(ctx context.Context, c kubernetes.Interface, ns string) (runtime.Object, error) {
+			return c.AppsV1().ControllerRevisions(ns).List(ctx, metav1.ListOptions{})
+		}},
 	{"pods", func(c kubernetes.Interface, ns string) collection { return c.CoreV1().Pods(ns) },
 		func(ctx context.Context, c kubernetes.Interface, ns string) (runtime.Object, error) {
 			return c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})

@@ -1,8 +1,8 @@
 // Package registry turns the served kinds into REST storage: one
 // genericregistry.Store per resource, with the strategy that defaults,
-// validates and protects status, plus the subresources (status, finalize,
-// binding) and the namespace deletion semantics. It owns what happens inside
-// a request; controllers and bootstrap loops live elsewhere.
+// validates and protects status, plus the subresources (status, scale,
+// finalize, binding) and the namespace deletion semantics. It owns what
+// happens inside a request; controllers and bootstrap loops live elsewhere.
 package registry
 
 import (
