@@ -140,3 +140,42 @@ func TestRequeueAfter(t *testing.T) {
 		t.Error("timed out: got a requeue, want none")
 	}
 }
+
+// TestUndoThroughSync plays kubectl rollout undo: the template goes back
+// to v1 after a rollout to v2; v1's ReplicaSet is scaled up again as
+// revision 3, remembering it was revision 1, and no third ReplicaSet
+// appears.
+func TestUndoThroughSync(t *testing.T) {
+	h := newHarness(t, web(2, "v1"))
+	setImage := func(image string) {
+		d := h.deployment()
+		d.Spec.Template.Spec.Containers[0].Image = image
+		if _, err := h.client.AppsV1().Deployments("ns").Update(context.Background(), d, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for range 8 {
+			h.sync()
+			h.settle()
+		}
+	}
+	setImage("v1")
+	setImage("v2")
+	setImage("v1")
+	rss, _ := h.client.AppsV1().ReplicaSets("ns").List(context.Background(), metav1.ListOptions{})
+	if len(rss.Items) != 2 {
+		t.Fatalf("got %d ReplicaSets, want 2", len(rss.Items))
+	}
+	for _, r := range rss.Items {
+		image := r.Spec.Template.Spec.Containers[0].Image
+		rev, hist := r.Annotations[RevisionAnnotation], r.Annotations[RevisionHistoryAnnotation]
+		switch {
+		case image == "v1" && (rev != "3" || hist != "1" || replicas(&r) != 2):
+			t.Errorf("v1: revision %q history %q replicas %d, want 3, 1, 2", rev, hist, replicas(&r))
+		case image == "v2" && (rev != "2" || replicas(&r) != 0):
+			t.Errorf("v2: revision %q replicas %d, want 2, 0", rev, replicas(&r))
+		}
+	}
+	if got := h.deployment().Annotations[RevisionAnnotation]; got != "3" {
+		t.Errorf("deployment revision: got %q, want 3", got)
+	}
+}
