@@ -79,8 +79,9 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 		Sync:      c.sync,
 	})
 	c.loop.Collect(opts.Registerer, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "deployment_controller_queue_length",
-		Help: "Deployments waiting for the deployment controller.",
+		Subsystem: "deployment_controller",
+		Name:      "queue_depth",
+		Help:      "Deployments waiting in the deployment controller's queue.",
 	}, func() float64 { return float64(c.loop.Len()) }))
 	c.watch(dInf.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,

@@ -39,16 +39,19 @@ func (c *Controller) newReplicaSet(ctx context.Context, d *appsv1.Deployment, rs
 	return c.createNewRS(ctx, d, old, newRevision)
 }
 
+// syncExistingNewRS brings the new ReplicaSet's annotations and
+// minReadySeconds up to date. It updates rs in place, the sync's own
+// copy, so that a later step of the same sync writes on the new version.
 func (c *Controller) syncExistingNewRS(ctx context.Context, d *appsv1.Deployment, rs *appsv1.ReplicaSet, newRevision string) (*appsv1.ReplicaSet, error) {
-	rs = rs.DeepCopy()
-	annotated := setNewReplicaSetAnnotations(d, rs, newRevision, true)
-	if annotated || rs.Spec.MinReadySeconds != d.Spec.MinReadySeconds {
-		rs.Spec.MinReadySeconds = d.Spec.MinReadySeconds
-		updated, err := c.client.AppsV1().ReplicaSets(rs.Namespace).Update(ctx, rs, metav1.UpdateOptions{})
+	cp := rs.DeepCopy()
+	annotated := setNewReplicaSetAnnotations(d, cp, newRevision, true)
+	if annotated || cp.Spec.MinReadySeconds != d.Spec.MinReadySeconds {
+		cp.Spec.MinReadySeconds = d.Spec.MinReadySeconds
+		updated, err := c.client.AppsV1().ReplicaSets(cp.Namespace).Update(ctx, cp, metav1.UpdateOptions{})
 		if err != nil {
-			return nil, fmt.Errorf("update replicaset %s/%s: %w", rs.Namespace, rs.Name, err)
+			return nil, fmt.Errorf("update replicaset %s/%s: %w", cp.Namespace, cp.Name, err)
 		}
-		rs = updated
+		*rs = *updated
 	}
 	needsUpdate := setDeploymentRevision(d, rs.Annotations[RevisionAnnotation])
 	if hasProgressDeadline(d) && getCondition(d.Status, progressing) == nil {
