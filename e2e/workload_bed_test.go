@@ -51,11 +51,14 @@ func newWorkloadBed(t *testing.T, separateControllers bool, disable ...string) *
 	router := b.Namespace("rt")
 	b.Link(wb.node, "10.100.1.1/24", router, "10.100.1.2/24")
 	wb.node.MustRun("ip", "route", "add", "default", "via", "10.100.1.2")
-	if separateControllers {
-		disable = append(disable, "controllers")
-	}
 	args := []string{"--bind-address", "0.0.0.0", "--advertise-address", "10.100.1.1",
 		"--hostname-override", "node1", "--node-ip", "10.100.1.1", "--node-monitor-grace-period", "1h"}
+	if separateControllers {
+		// The node's pod CIDR is given, not left to node IPAM: the server
+		// is ready only once its agent is, before any controller runs.
+		disable = append(disable, "controllers")
+		args = append(args, "--pod-cidr", "10.244.1.0/24")
+	}
 	if len(disable) > 0 {
 		args = append(args, "--disable", strings.Join(disable, ","))
 	}
