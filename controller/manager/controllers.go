@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 
+	"portal.dev/portal/controller/deployment"
 	"portal.dev/portal/controller/endpoints"
 	"portal.dev/portal/controller/endpointslice"
 	"portal.dev/portal/controller/gc"
@@ -95,6 +96,11 @@ var starters = []starter{
 	}},
 	{"replicaset", func(c controllerContext) (runner, error) {
 		return replicaset.New(c.client, c.informers, c.recorder("replicaset-controller"), replicaset.Options{
+			Registerer: c.registerer,
+		}), nil
+	}},
+	{"deployment", func(c controllerContext) (runner, error) {
+		return deployment.New(c.client, c.informers, c.recorder("deployment-controller"), deployment.Options{
 			Registerer: c.registerer,
 		}), nil
 	}},
