@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -16,7 +17,8 @@ import (
 
 // TestAppsAPI drives an unmodified kubectl through the apps/v1 API of
 // `portal server` (no controllers are needed for what it checks): create,
-// the table columns, explain, scale and server-side apply.
+// scale, the table columns, `get all`, field selectors, explain, server-side
+// apply and garbage collection of apps/v1 dependents.
 func TestAppsAPI(t *testing.T) {
 	s := framework.StartServer(t)
 	s.MustKubectl("create", "namespace", "apps")
@@ -26,20 +28,31 @@ func TestAppsAPI(t *testing.T) {
 	}
 
 	t.Run("create deployment", func(t *testing.T) {
-		if out := k("create", "deployment", "web", "--image=x", "--replicas=3"); !strings.Contains(out, "deployment.apps/web created") {
-			t.Fatalf("got %q, want created", out)
-		}
-		if got := k("get", "deploy", "web", "-o", "jsonpath={.spec.replicas} {.metadata.generation}"); got != "3 1" {
-			t.Fatalf("replicas and generation: got %q, want \"3 1\"", got)
+		// The created object as the server returned it: controllers may
+		// move the generation later, not in this response.
+		out := k("create", "deployment", "web", "--image=x", "--replicas=3", "-o", "jsonpath={.spec.replicas} {.metadata.generation} {.spec.strategy.type}")
+		if out != "3 1 RollingUpdate" {
+			t.Fatalf("created: got %q, want \"3 1 RollingUpdate\"", out)
 		}
 		k("get", "deploy,rs")
 	})
 	t.Run("scale", func(t *testing.T) {
+		generation := func() int {
+			n, err := strconv.Atoi(k("get", "deploy", "web", "-o", "jsonpath={.metadata.generation}"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		before := generation()
 		if out := k("scale", "deploy/web", "--replicas=5"); !strings.Contains(out, "deployment.apps/web scaled") {
 			t.Fatalf("got %q, want scaled", out)
 		}
-		if got := k("get", "deploy", "web", "-o", "jsonpath={.spec.replicas} {.metadata.generation}"); got != "5 2" {
-			t.Fatalf("replicas and generation after scale: got %q, want \"5 2\"", got)
+		if got := k("get", "deploy", "web", "-o", "jsonpath={.spec.replicas}"); got != "5" {
+			t.Fatalf("replicas after scale: got %q, want 5", got)
+		}
+		if after := generation(); after <= before {
+			t.Fatalf("generation after scale: got %d, want more than %d", after, before)
 		}
 		if out, err := s.Kubectl("-n", "apps", "scale", "deploy/web", "--current-replicas=3", "--replicas=1"); err == nil {
 			t.Fatalf("scale with a stale --current-replicas: got success %q, want a refusal", out)
@@ -55,6 +68,174 @@ func TestAppsAPI(t *testing.T) {
 			if !strings.Contains(scale, want) {
 				t.Fatalf("scale subresource: got %s, want %s in it", scale, want)
 			}
+		}
+		if got := header(k("get", "deploy", "web", "--subresource=scale")); got != "NAME DESIRED AVAILABLE AGE" {
+			t.Fatalf("get --subresource=scale: got header %q, want NAME DESIRED AVAILABLE AGE", got)
+		}
+		out, err := s.Kubectl("-n", "apps", "patch", "deploy", "web", "--subresource=scale", "--type=merge", "-p", `{"spec":{"replicas":-1}}`)
+		checkInvalid(t, out, err, []string{"spec.replicas: Invalid value"})
+	})
+	t.Run("scale with a stale resourceVersion", func(t *testing.T) {
+		stale := `{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"web","namespace":"apps","resourceVersion":"2"},"spec":{"replicas":7}}`
+		out, err := s.KubectlStdin(stale, "replace", "--raw", "/apis/apps/v1/namespaces/apps/deployments/web/scale", "-f", "-")
+		if err == nil || !strings.Contains(out, "the object has been modified") {
+			t.Fatalf("got %q, %v, want a conflict", out, err)
+		}
+		if got := k("get", "deploy", "web", "-o", "jsonpath={.spec.replicas}"); got != "2" {
+			t.Fatalf("replicas after a refused scale: got %q, want 2", got)
+		}
+	})
+	testAppsTables(t, s)
+	t.Run("explain", func(t *testing.T) {
+		out := k("explain", "deployment.spec.strategy")
+		for _, want := range []string{"FIELD: strategy <DeploymentStrategy>", "rollingUpdate", "maxSurge"} {
+			if !strings.Contains(out+k("explain", "deployment.spec.strategy.rollingUpdate"), want) {
+				t.Fatalf("explain: got %q, want %q in it", out, want)
+			}
+		}
+	})
+	testAppsServerSideApply(t, s)
+	t.Run("garbage collection", func(t *testing.T) {
+		// The collector finds apps/v1 owners and dependents through
+		// discovery: a revision owned by the DaemonSet goes with it.
+		k("delete", "daemonset", "agent")
+		eventually(t, "controllerrevision agent-1 collected", func() (bool, string) {
+			out, err := s.Kubectl("-n", "apps", "get", "controllerrevision", "agent-1")
+			return err != nil && strings.Contains(out, "NotFound"), out
+		})
+	})
+}
+
+// ownWorkload is workloadManifest with labels of its own (app=NAME), so
+// that, once controllers run, no Deployment adopts its ReplicaSets or pods.
+func ownWorkload(kind, name, extraSpec string) string {
+	return strings.ReplaceAll(workloadManifest(kind, name, extraSpec, ""), "app: web", "app: "+name)
+}
+
+// header returns the first line of kubectl's table output, split into words.
+func header(table string) string {
+	return strings.Join(strings.Fields(strings.SplitN(table, "\n", 2)[0]), " ")
+}
+
+// testAppsTables creates one object of every apps/v1 kind and checks the
+// columns, `kubectl get all` and the field selectors.
+func testAppsTables(t *testing.T, s *framework.Server) {
+	k := func(args ...string) string {
+		t.Helper()
+		return s.MustKubectl(append([]string{"-n", "apps"}, args...)...)
+	}
+	for _, m := range []string{
+		ownWorkload("ReplicaSet", "lone", "replicas: 0"),
+		ownWorkload("ReplicaSet", "pair", "replicas: 0"),
+		ownWorkload("StatefulSet", "db", "serviceName: db"),
+		ownWorkload("DaemonSet", "agent", ""),
+	} {
+		s.MustKubectlStdin(m, "-n", "apps", "apply", "-f", "-")
+	}
+	uid := k("get", "daemonset", "agent", "-o", "jsonpath={.metadata.uid}")
+	s.MustKubectlStdin(`apiVersion: apps/v1
+kind: ControllerRevision
+metadata:
+  name: agent-1
+  ownerReferences: [{apiVersion: apps/v1, kind: DaemonSet, name: agent, uid: `+uid+`, controller: true}]
+revision: 1
+data: {spec: {template: {}}}
+`, "-n", "apps", "apply", "-f", "-")
+
+	t.Run("columns", func(t *testing.T) {
+		for _, tc := range []struct{ args, want string }{
+			{"deploy", "NAME READY UP-TO-DATE AVAILABLE AGE"},
+			{"deploy -o wide", "NAME READY UP-TO-DATE AVAILABLE AGE CONTAINERS IMAGES SELECTOR"},
+			{"rs", "NAME DESIRED CURRENT READY AGE"},
+			{"rs -o wide", "NAME DESIRED CURRENT READY AGE CONTAINERS IMAGES SELECTOR"},
+			{"sts", "NAME READY AGE"},
+			{"sts -o wide", "NAME READY AGE CONTAINERS IMAGES"},
+			{"ds", "NAME DESIRED CURRENT READY UP-TO-DATE AVAILABLE NODE SELECTOR AGE"},
+			{"ds -o wide", "NAME DESIRED CURRENT READY UP-TO-DATE AVAILABLE NODE SELECTOR AGE CONTAINERS IMAGES SELECTOR"},
+			{"controllerrevisions", "NAME CONTROLLER REVISION AGE"},
+		} {
+			if got := header(k(strings.Fields("get " + tc.args)...)); got != tc.want {
+				t.Errorf("kubectl get %s: got header %q, want %q", tc.args, got, tc.want)
+			}
+		}
+		if row := k("get", "controllerrevision", "agent-1", "--no-headers"); !strings.Contains(row, "daemonset.apps/agent") {
+			t.Errorf("controllerrevision row: got %q, want its controller daemonset.apps/agent", row)
+		}
+		if row := k("get", "deploy", "web", "-o", "wide", "--no-headers"); !strings.Contains(row, "app=web") {
+			t.Errorf("deployment wide row: got %q, want its selector app=web", row)
+		}
+	})
+	t.Run("statefulset and replicaset scale", func(t *testing.T) {
+		k("scale", "sts/db", "--replicas=2")
+		k("scale", "rs/pair", "--replicas=2")
+		if got := k("get", "sts/db", "rs/pair", "-o", "jsonpath={.items[*].spec.replicas}"); got != "2 2" {
+			t.Errorf("replicas: got %q, want \"2 2\"", got)
+		}
+	})
+	t.Run("daemonset template generation", func(t *testing.T) {
+		get := func() string {
+			return k("get", "ds", "agent", "-o", `jsonpath={.metadata.annotations.deprecated\.daemonset\.template\.generation}`)
+		}
+		if got := get(); got != "1" {
+			t.Fatalf("on create: got %q, want 1", got)
+		}
+		k("set", "image", "ds/agent", "app=y")
+		if got := get(); got != "2" {
+			t.Fatalf("after a template change: got %q, want 2", got)
+		}
+	})
+	t.Run("get all", func(t *testing.T) {
+		out := k("get", "all", "-o", "name")
+		for _, want := range []string{"deployment.apps/web", "replicaset.apps/lone", "statefulset.apps/db", "daemonset.apps/agent"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("get all: got %q, want %s in it", out, want)
+			}
+		}
+		if strings.Contains(out, "controllerrevision") {
+			t.Errorf("get all: got %q, want no controllerrevisions (not in the category, as upstream)", out)
+		}
+	})
+	t.Run("field selectors", func(t *testing.T) {
+		if out := k("get", "rs", "--field-selector", "status.replicas=0,metadata.name=lone", "-o", "name"); strings.TrimSpace(out) != "replicaset.apps/lone" {
+			t.Errorf("status.replicas=0: got %q, want replicaset.apps/lone", out)
+		}
+		if out := k("get", "rs", "--field-selector", "status.replicas=7", "-o", "name"); strings.TrimSpace(out) != "" {
+			t.Errorf("status.replicas=7: got %q, want nothing", out)
+		}
+		if out, err := s.Kubectl("-n", "apps", "get", "deploy", "--field-selector", "status.replicas=0"); err == nil || !strings.Contains(out, "field label not supported") {
+			t.Errorf("deployments by status.replicas: got %q, %v, want refused as upstream", out, err)
+		}
+	})
+}
+
+// testAppsServerSideApply applies a Deployment server-side, then as another
+// field manager: a changed replicas conflicts with the first manager, and
+// after kubectl scale, with the manager of the scale subresource, as
+// upstream.
+func testAppsServerSideApply(t *testing.T, s *framework.Server) {
+	apply := func(manifest string, args ...string) (string, error) {
+		return s.KubectlStdin(manifest, append([]string{"-n", "apps", "apply", "--server-side", "-f", "-"}, args...)...)
+	}
+	m := ownWorkload("Deployment", "ssa", "replicas: 2")
+	t.Run("server-side apply", func(t *testing.T) {
+		if out, err := apply(m); err != nil || !strings.Contains(out, "serverside-applied") {
+			t.Fatalf("first apply: got %q, %v", out, err)
+		}
+		three := strings.Replace(m, "replicas: 2", "replicas: 3", 1)
+		out, err := apply(three, "--field-manager=other")
+		if err == nil || !strings.Contains(out, `conflict with "kubectl"`) || !strings.Contains(out, ".spec.replicas") {
+			t.Fatalf("apply by another manager: got %q, %v, want a conflict on .spec.replicas with kubectl", out, err)
+		}
+		if out, err := apply(three, "--field-manager=other", "--force-conflicts"); err != nil {
+			t.Fatalf("forced apply: got %q, %v", out, err)
+		}
+		s.MustKubectl("-n", "apps", "scale", "deploy/ssa", "--replicas=4")
+		out, err = apply(three, "--field-manager=other")
+		if err == nil || !strings.Contains(out, `conflict with "kubectl" with subresource "scale"`) {
+			t.Fatalf("apply after kubectl scale: got %q, %v, want a conflict with kubectl's scale", out, err)
+		}
+		if got := s.MustKubectl("-n", "apps", "get", "deploy", "ssa", "-o", "jsonpath={.spec.replicas}"); got != "4" {
+			t.Fatalf("replicas: got %q, want 4", got)
 		}
 	})
 }

@@ -5,10 +5,12 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/registry/rest"
 )
 
 // The template columns every workload shows under -o wide.
@@ -142,4 +144,19 @@ func controllerOf(refs []metav1.OwnerReference) string {
 		return strings.ToLower(gv.WithKind(ref.Kind).GroupKind().String()) + "/" + ref.Name
 	}
 	return "<none>"
+}
+
+// ScaleConvertor prints a Scale, as `kubectl get deploy web
+// --subresource=scale` shows it: NAME DESIRED AVAILABLE AGE. As upstream's,
+// its name column carries no "name" format.
+var ScaleConvertor rest.TableConvertor = printer[*autoscalingv1.Scale]{
+	columns: []metav1.TableColumnDefinition{
+		column("Name", "string", objectMetaDoc["name"]),
+		column("Desired", "integer", autoscalingv1.ScaleSpec{}.SwaggerDoc()["replicas"]),
+		column("Available", "integer", autoscalingv1.ScaleStatus{}.SwaggerDoc()["replicas"]),
+		ageColumn,
+	},
+	cells: func(s *autoscalingv1.Scale) []any {
+		return []any{s.Name, int64(s.Spec.Replicas), int64(s.Status.Replicas), age(s.CreationTimestamp)}
+	},
 }

@@ -1,10 +1,14 @@
 package printers
 
 import (
+	"context"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -114,4 +118,24 @@ func TestControllerRevisionRows(t *testing.T) {
 			want: []any{"orphan", "<none>", int64(2), "60m"},
 		},
 	})
+}
+
+func TestScaleRows(t *testing.T) {
+	pinClock(t)
+	s := &autoscalingv1.Scale{ObjectMeta: objectMeta("web", time.Hour),
+		Spec: autoscalingv1.ScaleSpec{Replicas: 5}, Status: autoscalingv1.ScaleStatus{Replicas: 3, Selector: "app=web"}}
+	table, err := ScaleConvertor.ConvertToTable(context.Background(), s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range table.ColumnDefinitions {
+		names = append(names, c.Name)
+	}
+	if got, want := strings.Join(names, " "), "Name Desired Available Age"; got != want {
+		t.Errorf("got columns %q, want %q", got, want)
+	}
+	if got, want := table.Rows[0].Cells, []any{"web", int64(5), int64(3), "60m"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("got cells %#v, want %#v", got, want)
+	}
 }

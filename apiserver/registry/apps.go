@@ -1,7 +1,10 @@
 package registry
 
 import (
+	"strconv"
+
 	appsv1 "k8s.io/api/apps/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"portal.dev/portal/apiserver/validation"
@@ -37,8 +40,22 @@ func appsKinds() []Kind {
 }
 
 func deploymentHooks() Hooks {
-	return withStatus(typed(validation.ValidateDeployment, validation.ValidateDeploymentUpdate),
+	h := withStatus(typed(validation.ValidateDeployment, validation.ValidateDeploymentUpdate),
 		validation.ValidateDeploymentStatusUpdate)
+	// The Deployment controller copies a Deployment's annotations (the
+	// change-cause among them) to its ReplicaSets, so, as upstream, a change
+	// of annotations moves the generation too and the controller sees it.
+	h.PrepareForUpdate = func(obj, old runtime.Object) {
+		d, o := obj.(*appsv1.Deployment), old.(*appsv1.Deployment)
+		if !apiequality.Semantic.DeepEqual(d.Annotations, o.Annotations) {
+			d.Generation = o.Generation + 1
+		}
+	}
+	// A status writer does not relabel a Deployment, as upstream.
+	h.PrepareForStatusUpdate = func(obj, old runtime.Object) {
+		obj.(*appsv1.Deployment).Labels = old.(*appsv1.Deployment).Labels
+	}
+	return h
 }
 
 func replicaSetHooks() Hooks {
@@ -52,8 +69,29 @@ func statefulSetHooks() Hooks {
 }
 
 func daemonSetHooks() Hooks {
-	return withStatus(typed(validation.ValidateDaemonSet, validation.ValidateDaemonSetUpdate),
+	h := withStatus(typed(validation.ValidateDaemonSet, validation.ValidateDaemonSetUpdate),
 		validation.ValidateDaemonSetStatusUpdate)
+	// Upstream keeps a DaemonSet's template generation, 1 on create and one
+	// more at each template change, and shows it in apps/v1 as the
+	// deprecated.daemonset.template.generation annotation, which clients
+	// cannot set; DaemonSet pods carry it as pod-template-generation.
+	h.PrepareForCreate = func(obj runtime.Object) { setTemplateGeneration(obj.(*appsv1.DaemonSet), 1) }
+	h.PrepareForUpdate = func(obj, old runtime.Object) {
+		ds, o := obj.(*appsv1.DaemonSet), old.(*appsv1.DaemonSet)
+		gen, _ := strconv.ParseInt(o.Annotations[appsv1.DeprecatedTemplateGeneration], 10, 64)
+		if !apiequality.Semantic.DeepEqual(ds.Spec.Template, o.Spec.Template) {
+			gen++
+		}
+		setTemplateGeneration(ds, gen)
+	}
+	return h
+}
+
+func setTemplateGeneration(ds *appsv1.DaemonSet, gen int64) {
+	if ds.Annotations == nil {
+		ds.Annotations = map[string]string{}
+	}
+	ds.Annotations[appsv1.DeprecatedTemplateGeneration] = strconv.FormatInt(gen, 10)
 }
 
 func controllerRevisionHooks() Hooks {

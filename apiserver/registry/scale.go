@@ -15,6 +15,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
+	"portal.dev/portal/apiserver/printers"
 	"portal.dev/portal/apiserver/validation"
 )
 
@@ -62,6 +63,11 @@ func (r *ScaleREST) Get(ctx context.Context, name string, options *metav1.GetOpt
 		return nil, err
 	}
 	return scaleOf(obj)
+}
+
+// ConvertToTable prints Scales for kubectl get --subresource=scale.
+func (r *ScaleREST) ConvertToTable(ctx context.Context, object runtime.Object, tableOptions runtime.Object) (*metav1.Table, error) {
+	return printers.ScaleConvertor.ConvertToTable(ctx, object, tableOptions)
 }
 
 // Update changes the workload's spec.replicas from the updated Scale and
@@ -200,4 +206,5 @@ func scaleFields(obj runtime.Object) (replicas **int32, selector *metav1.LabelSe
 var (
 	_ rest.Patcher                  = &ScaleREST{}
 	_ rest.GroupVersionKindProvider = &ScaleREST{}
+	_ rest.TableConvertor           = &ScaleREST{}
 )

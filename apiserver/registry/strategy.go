@@ -30,6 +30,9 @@ type Hooks struct {
 	ValidateUpdate   func(obj, old runtime.Object) field.ErrorList
 	// ValidateStatusUpdate checks an update through the status subresource.
 	ValidateStatusUpdate func(obj, old runtime.Object) field.ErrorList
+	// PrepareForStatusUpdate runs after the status subresource has carried
+	// spec and the protected metadata over from old.
+	PrepareForStatusUpdate func(obj, old runtime.Object)
 	// Warnings returns warnings for a create or update (old is nil on create).
 	Warnings func(obj, old runtime.Object) []string
 }
@@ -144,6 +147,9 @@ func (s statusStrategy) PrepareForUpdate(ctx context.Context, obj, old runtime.O
 		newMeta.SetOwnerReferences(oldMeta.GetOwnerReferences())
 		newMeta.SetFinalizers(oldMeta.GetFinalizers())
 		newMeta.SetManagedFields(oldMeta.GetManagedFields())
+	}
+	if s.hooks.PrepareForStatusUpdate != nil {
+		s.hooks.PrepareForStatusUpdate(obj, old)
 	}
 }
 
