@@ -149,8 +149,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	// Pods ready but not yet available become available minReadySeconds
 	// later without any event; look again then.
-	if rs.Spec.MinReadySeconds > 0 && rs.Status.ReadyReplicas == *rs.Spec.Replicas &&
-		rs.Status.AvailableReplicas != *rs.Spec.Replicas {
+	if rs.Spec.MinReadySeconds > 0 && rs.Status.ReadyReplicas == replicas(rs) &&
+		rs.Status.AvailableReplicas != replicas(rs) {
 		c.loop.AddAfter(key, time.Duration(rs.Spec.MinReadySeconds)*time.Second)
 	}
 	return nil

@@ -211,23 +211,28 @@ func TestFailedDeleteIsRetried(t *testing.T) {
 	}
 }
 
-// A controller that restarts has no expectations; its informer's first
-// list shows every Pod the last one created, so it creates only the rest.
-func TestRestartCreatesOnlyWhatIsMissing(t *testing.T) {
-	h := newHarness(t, replicaSet(700))
-	_ = h.sync() // burst of 500
+// At 1,000 replicas the count stays exact through a lagging cache and a
+// restart of the controller: a restarted controller has no expectations,
+// but its informer's first list shows every Pod the last one created.
+func TestThousandReplicasStayExact(t *testing.T) {
+	h := newHarness(t, replicaSet(1000))
+	_ = h.sync() // one burst
+	_ = h.sync() // the cache has not caught up: nothing more
 	if got := len(h.pods()); got != burstReplicas {
-		t.Fatalf("pods after the first sync: got %d, want %d", got, burstReplicas)
+		t.Fatalf("pods before the cache catches up: got %d, want %d", got, burstReplicas)
 	}
-	h2 := newHarness(t, objects(t, h)...)
-	h2.mustSync()
-	if got := len(h2.pods()); got != 700 {
-		t.Errorf("pods after the restart: got %d, want 700", got)
+	restarted := newHarness(t, objects(t, h)...)
+	restarted.mustSync()
+	if got := len(restarted.pods()); got != 1000 {
+		t.Errorf("pods after the restart: got %d, want 1000", got)
 	}
-	h2.catchUp()
-	h2.mustSync()
-	if got := len(h2.pods()); got != 700 {
-		t.Errorf("pods at rest: got %d, want 700", got)
+	restarted.catchUp()
+	restarted.mustSync()
+	if got := len(restarted.pods()); got != 1000 {
+		t.Errorf("pods at rest: got %d, want 1000", got)
+	}
+	if st := restarted.rs().Status; st.Replicas != 1000 {
+		t.Errorf("status.replicas: got %d, want 1000", st.Replicas)
 	}
 }
 
@@ -243,24 +248,24 @@ func objects(t *testing.T, h *harness) []runtime.Object {
 	return out
 }
 
-func TestIsAvailable(t *testing.T) {
-	now := epoch.Add(time.Hour)
-	tests := []struct {
-		name     string
-		pod      *corev1.Pod
-		minReady int32
-		want     bool
-	}{
-		{"not ready", pod("p", time.Time{}), 0, false},
-		{"ready, no minimum", pod("p", now), 0, true},
-		{"ready too recently", pod("p", now.Add(-30*time.Second)), 60, false},
-		{"ready long enough", pod("p", now.Add(-61*time.Second)), 60, true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := IsAvailable(tc.pod, tc.minReady, now); got != tc.want {
-				t.Errorf("got %v, want %v", got, tc.want)
-			}
-		})
+// On a scale-down the Pod sharing its node with more Pods of the
+// Deployment's ReplicaSets goes first, so what is left spreads out.
+func TestScaleDownSpreadsAcrossNodes(t *testing.T) {
+	deploy := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "d", UID: "d-uid", Controller: ptrTrue()}
+	web := replicaSet(1, func(rs *appsv1.ReplicaSet) { rs.OwnerReferences = []metav1.OwnerReference{deploy} })
+	old := replicaSet(1, func(rs *appsv1.ReplicaSet) {
+		rs.Name, rs.UID, rs.OwnerReferences = "web-old", "old-uid", []metav1.OwnerReference{deploy}
+	})
+	oldPod := pod("old-0", epoch, func(p *corev1.Pod) {
+		p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(old, kind)}
+		p.Labels = map[string]string{"app": "old"}
+	})
+	onNode2 := func(p *corev1.Pod) { p.Spec.NodeName = "node-2" }
+	h := newHarness(t, web, old, oldPod, pod("crowded", epoch), pod("alone", epoch, onNode2))
+	h.mustSync()
+	if got, want := h.pods(), []string{"alone", "old-0"}; !slices.Equal(got, want) {
+		t.Errorf("pods: got %v, want %v", got, want)
 	}
 }
+
+func ptrTrue() *bool { t := true; return &t }

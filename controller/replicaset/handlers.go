@@ -51,7 +51,7 @@ func (c *Controller) onReplicaSetDelete(obj any) {
 // ownerKey returns the key of the ReplicaSet a controller reference names,
 // if it is one this controller's cache knows under that UID.
 func (c *Controller) ownerKey(namespace string, ref *metav1.OwnerReference) (string, bool) {
-	if ref == nil || ref.Kind != kind.Kind || ref.APIVersion != kind.GroupVersion().String() {
+	if ref == nil || ref.Kind != kind.Kind {
 		return "", false
 	}
 	rs, err := c.replicaSets.ReplicaSets(namespace).Get(ref.Name)

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -19,7 +20,7 @@ import (
 // manage creates or deletes Pods so that rs has spec.replicas active
 // ones, at most burstReplicas per call.
 func (c *Controller) manage(ctx context.Context, key string, rs *appsv1.ReplicaSet, pods []*corev1.Pod) error {
-	diff := len(pods) - int(*rs.Spec.Replicas)
+	diff := len(pods) - int(replicas(rs))
 	switch {
 	case diff < 0:
 		return c.createPods(ctx, key, rs, min(-diff, burstReplicas))
@@ -37,7 +38,7 @@ func (c *Controller) manage(ctx context.Context, key string, rs *appsv1.ReplicaS
 func (c *Controller) createPods(ctx context.Context, key string, rs *appsv1.ReplicaSet, n int) error {
 	c.expectations.ExpectCreations(key, n)
 	logger := klog.FromContext(ctx)
-	logger.V(2).Info("Too few replicas", "replicaSet", klog.KObj(rs), "need", *rs.Spec.Replicas, "creating", n)
+	logger.V(2).Info("Too few replicas", "replicaSet", klog.KObj(rs), "need", replicas(rs), "creating", n)
 	var mu sync.Mutex
 	pending := 0 // creates whose Pod may still show up
 	ok, err := workload.SlowStart(ctx, n, func(ctx context.Context, _ int) error {
@@ -74,14 +75,14 @@ func (c *Controller) createPods(ctx context.Context, key string, rs *appsv1.Repl
 // then gone) counts once; a delete that failed is taken off at once.
 func (c *Controller) deletePods(ctx context.Context, key string, rs *appsv1.ReplicaSet, pods []*corev1.Pod, n int) error {
 	victims := append([]*corev1.Pod(nil), pods...)
-	workload.SortForDeletion(victims)
+	workload.RankForDeletion(victims, c.relatedPods(rs, pods), c.clock.Now())
 	victims = victims[:n]
 	uids := make([]types.UID, len(victims))
 	for i, p := range victims {
 		uids[i] = p.UID
 	}
 	c.expectations.ExpectDeletions(key, uids)
-	klog.FromContext(ctx).V(2).Info("Too many replicas", "replicaSet", klog.KObj(rs), "need", *rs.Spec.Replicas, "deleting", n)
+	klog.FromContext(ctx).V(2).Info("Too many replicas", "replicaSet", klog.KObj(rs), "need", replicas(rs), "deleting", n)
 
 	errs := make([]error, len(victims))
 	var wg sync.WaitGroup
@@ -121,4 +122,34 @@ func (c *Controller) deletePod(ctx context.Context, key string, rs *appsv1.Repli
 // done: the API server may have carried it out after the deadline.
 func timedOut(err error) bool {
 	return apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// relatedPods are the Pods counted for colocation when choosing which to
+// delete: those of every ReplicaSet with rs's controller (a Deployment's
+// old and new ones), or rs's own when it has none, as upstream.
+func (c *Controller) relatedPods(rs *appsv1.ReplicaSet, own []*corev1.Pod) []*corev1.Pod {
+	ref := metav1.GetControllerOfNoCopy(rs)
+	if ref == nil {
+		return own
+	}
+	sets, err := c.replicaSets.ReplicaSets(rs.Namespace).List(labels.Everything())
+	if err != nil {
+		return own
+	}
+	var related []*corev1.Pod
+	for _, sibling := range sets {
+		if r := metav1.GetControllerOfNoCopy(sibling); r == nil || r.UID != ref.UID {
+			continue
+		}
+		pods, err := c.pods.Candidates(sibling.Namespace, sibling.UID)
+		if err != nil {
+			return own
+		}
+		for _, p := range pods {
+			if metav1.IsControlledBy(p, sibling) {
+				related = append(related, p)
+			}
+		}
+	}
+	return related
 }

@@ -13,21 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"portal.dev/portal/controller/internal/podutil"
+	"portal.dev/portal/controller/internal/workload"
 )
-
-// IsAvailable reports whether pod has been ready for minReadySeconds at
-// now, as upstream counts availableReplicas.
-func IsAvailable(pod *corev1.Pod, minReadySeconds int32, now time.Time) bool {
-	c := podutil.ReadyCondition(pod)
-	if c == nil || c.Status != corev1.ConditionTrue {
-		return false
-	}
-	if minReadySeconds == 0 {
-		return true
-	}
-	ready := time.Duration(minReadySeconds) * time.Second
-	return !c.LastTransitionTime.IsZero() && c.LastTransitionTime.Add(ready).Before(now)
-}
 
 // calculateStatus is rs's status given the active Pods it owns and the
 // error, if any, of this sync's creates or deletes.
@@ -42,7 +29,7 @@ func calculateStatus(rs *appsv1.ReplicaSet, pods []*corev1.Pod, manageErr error,
 		}
 		if podutil.IsReady(p) {
 			status.ReadyReplicas++
-			if IsAvailable(p, rs.Spec.MinReadySeconds, now) {
+			if workload.IsAvailable(p, rs.Spec.MinReadySeconds, now) {
 				status.AvailableReplicas++
 			}
 		}
@@ -50,7 +37,7 @@ func calculateStatus(rs *appsv1.ReplicaSet, pods []*corev1.Pod, manageErr error,
 	switch {
 	case manageErr != nil && failureCondition(status) == nil:
 		reason := "FailedCreate"
-		if len(pods) > int(*rs.Spec.Replicas) {
+		if len(pods) > int(replicas(rs)) {
 			reason = "FailedDelete"
 		}
 		status.Conditions = append(status.Conditions, appsv1.ReplicaSetCondition{
@@ -107,4 +94,12 @@ func (c *Controller) updateStatus(ctx context.Context, rs *appsv1.ReplicaSet, st
 		}
 		rs = fresh
 	}
+}
+
+// replicas is spec.replicas, 1 when unset as the API server defaults it.
+func replicas(rs *appsv1.ReplicaSet) int32 {
+	if rs.Spec.Replicas == nil {
+		return 1
+	}
+	return *rs.Spec.Replicas
 }

@@ -1,7 +1,10 @@
 package workload
 
 import (
+	"math"
 	"sort"
+	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -63,6 +66,20 @@ func copyMap(m map[string]string) map[string]string {
 	return c
 }
 
+// IsAvailable reports whether pod has been ready for minReadySeconds at
+// now, as upstream counts availableReplicas.
+func IsAvailable(pod *corev1.Pod, minReadySeconds int32, now time.Time) bool {
+	c := podutil.ReadyCondition(pod)
+	if c == nil || c.Status != corev1.ConditionTrue {
+		return false
+	}
+	if minReadySeconds == 0 {
+		return true
+	}
+	ready := time.Duration(minReadySeconds) * time.Second
+	return !c.LastTransitionTime.IsZero() && c.LastTransitionTime.Add(ready).Before(now)
+}
+
 // IsActive reports whether pod still counts toward its controller's
 // replicas: not Succeeded or Failed and not being deleted.
 func IsActive(pod *corev1.Pod) bool {
@@ -85,13 +102,47 @@ func FilterActive(pods []*corev1.Pod) []*corev1.Pod {
 // SortForDeletion orders pods so that the ones to delete first on a
 // scale-down come first, as upstream's ActivePods: unassigned before
 // assigned; Pending before Unknown before Running; not ready before
-// ready; ready for less time before ready for longer; more restarts
-// before fewer; newer before older. The sort is stable.
+// ready; a lower pod-deletion-cost annotation before a higher one (as
+// upstream's ReplicaSets do); ready for less time before ready for
+// longer; more restarts before fewer; newer before older. The sort is
+// stable.
 func SortForDeletion(pods []*corev1.Pod) {
-	sort.SliceStable(pods, func(i, j int) bool { return deleteBefore(pods[i], pods[j]) })
+	RankForDeletion(pods, nil, time.Time{})
 }
 
-func deleteBefore(a, b *corev1.Pod) bool {
+// RankForDeletion orders pods as upstream's ReplicaSet controller does
+// (ActivePodsWithRanks): as SortForDeletion, but after the deletion cost,
+// Pods sharing their node with more of related (the active Pods of the
+// owner and, for a ReplicaSet of a Deployment, of its siblings) go first,
+// which spreads what is left across nodes; and with now set, ready and
+// creation times are compared on a logarithmic scale of their age, Pods
+// of about the same age in UID order, so that a scale-down does not
+// always take the very newest.
+func RankForDeletion(pods, related []*corev1.Pod, now time.Time) {
+	onNode := map[string]int{}
+	for _, p := range related {
+		if IsActive(p) {
+			onNode[p.Spec.NodeName]++
+		}
+	}
+	ranked := make([]rankedPod, len(pods))
+	for i, p := range pods {
+		ranked[i] = rankedPod{p, onNode[p.Spec.NodeName]}
+	}
+	sort.SliceStable(ranked, func(i, j int) bool { return deleteBefore(ranked[i], ranked[j], now) })
+	for i := range ranked {
+		pods[i] = ranked[i].pod
+	}
+}
+
+// rankedPod is a Pod with the number of related Pods on its node.
+type rankedPod struct {
+	pod       *corev1.Pod
+	colocated int
+}
+
+func deleteBefore(x, y rankedPod, now time.Time) bool {
+	a, b := x.pod, y.pod
 	if (a.Spec.NodeName == "") != (b.Spec.NodeName == "") {
 		return a.Spec.NodeName == ""
 	}
@@ -102,20 +153,47 @@ func deleteBefore(a, b *corev1.Pod) bool {
 	if ra != rb {
 		return !ra
 	}
+	if ca, cb := deletionCost(a), deletionCost(b); ca != cb {
+		return ca < cb
+	}
+	if x.colocated != y.colocated {
+		return x.colocated > y.colocated
+	}
 	if ra && rb {
-		ta, tb := readySince(a), readySince(b)
-		if !ta.Equal(&tb) {
-			return afterOrZero(ta, tb)
+		if ta, tb := readySince(a), readySince(b); !ta.Equal(&tb) {
+			return newerFirst(a, b, ta, tb, now)
 		}
 	}
 	if ca, cb := maxRestarts(a), maxRestarts(b); ca != cb {
 		return ca > cb
 	}
-	ta, tb := a.CreationTimestamp, b.CreationTimestamp
-	if !ta.Equal(&tb) {
-		return afterOrZero(ta, tb)
+	if ta, tb := a.CreationTimestamp, b.CreationTimestamp; !ta.Equal(&tb) {
+		return newerFirst(a, b, ta, tb, now)
 	}
 	return false
+}
+
+// newerFirst reports whether a (at ta) goes before b (at tb) on "newest
+// first": exactly without now, else by the power of two of their ages,
+// then by UID.
+func newerFirst(a, b *corev1.Pod, ta, tb metav1.Time, now time.Time) bool {
+	if now.IsZero() || ta.IsZero() || tb.IsZero() {
+		return afterOrZero(ta, tb)
+	}
+	if la, lb := ageBucket(now, ta), ageBucket(now, tb); la != lb {
+		return la < lb
+	}
+	return a.UID < b.UID
+}
+
+// ageBucket is floor(log2) of the age of t at now in nanoseconds, -1 for
+// no age.
+func ageBucket(now time.Time, t metav1.Time) int {
+	d := now.Sub(t.Time)
+	if d <= 0 {
+		return -1
+	}
+	return int(math.Log2(float64(d)))
 }
 
 // phaseRank orders phases for deletion: Pending, then Unknown, then
@@ -130,6 +208,22 @@ func phaseRank(p corev1.PodPhase) int {
 		return 2
 	}
 	return -1
+}
+
+// DeletionCostAnnotation ranks a controller's Pods for deletion on a
+// scale-down: lower costs go first. Missing or not an int32 counts as 0.
+const DeletionCostAnnotation = "controller.kubernetes.io/pod-deletion-cost"
+
+func deletionCost(pod *corev1.Pod) int32 {
+	v, ok := pod.Annotations[DeletionCostAnnotation]
+	if !ok {
+		return 0
+	}
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil {
+		return 0
+	}
+	return int32(n)
 }
 
 func readySince(pod *corev1.Pod) metav1.Time {
