@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -370,7 +371,8 @@ func TestDeploymentSurvivesControllerManagerKill(t *testing.T) {
 		if cur == nil || cur.Spec.Template.Spec.Containers[0].Image != "roll:v2" {
 			return false, "no ReplicaSet for roll:v2 yet"
 		}
-		return cur.Status.Replicas >= 1 && cur.Status.AvailableReplicas < replicas,
+		// Past the first step, so old pods have gone and new ones come.
+		return cur.Status.Replicas >= 2 && cur.Status.AvailableReplicas < replicas,
 			fmt.Sprintf("new ReplicaSet: %d pods, %d available", cur.Status.Replicas, cur.Status.AvailableReplicas)
 	})
 	wb.killControllerManager()
@@ -400,7 +402,7 @@ func TestDeploymentSurvivesControllerManagerKill(t *testing.T) {
 
 // podSampler lists pods without pause and keeps the most live ones it saw.
 type podSampler struct {
-	cancel  context.CancelFunc
+	halt    atomic.Bool
 	done    sync.WaitGroup
 	most    int
 	when    string
@@ -408,13 +410,14 @@ type podSampler struct {
 }
 
 func samplePods(t *testing.T, c kubernetes.Interface, selector string) *podSampler {
-	ctx, cancel := context.WithCancel(context.Background())
-	ps := &podSampler{cancel: cancel}
+	ps := &podSampler{}
 	ps.done.Add(1)
 	go func() {
 		defer ps.done.Done()
-		for ctx.Err() == nil {
-			list, err := c.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: selector})
+		// Each list runs to its end: a stop flag, not a cancelled
+		// context, so stopping never cuts a response short.
+		for !ps.halt.Load() {
+			list, err := c.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{LabelSelector: selector})
 			if err != nil {
 				continue
 			}
@@ -432,7 +435,7 @@ func samplePods(t *testing.T, c kubernetes.Interface, selector string) *podSampl
 	return ps
 }
 
-func (ps *podSampler) stopQuietly() { ps.cancel(); ps.done.Wait() }
+func (ps *podSampler) stopQuietly() { ps.halt.Store(true); ps.done.Wait() }
 
 // stop ends the sampling and returns the most live pods seen, and which.
 func (ps *podSampler) stop() (int, string) {
