@@ -290,23 +290,6 @@ func waitStatus(t *testing.T, s *framework.Server, jsonpath, want string) {
 	}
 }
 
-// eventuallyWithin is eventually with a deadline of d, for waits on pods
-// starting, which a loaded machine makes slow.
-func eventuallyWithin(t *testing.T, d time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		ok, detail := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %s", what, detail)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
 // historyRevisions returns the revision numbers `kubectl rollout history`
 // lists for web.
 func historyRevisions(s *framework.Server) []string {

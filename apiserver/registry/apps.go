@@ -84,6 +84,12 @@ func daemonSetHooks() Hooks {
 		}
 		setTemplateGeneration(ds, gen)
 	}
+	// A status writer cannot move it either: the controller counts a pod
+	// as updated when its pod-template-generation label equals it.
+	h.PrepareForStatusUpdate = func(obj, old runtime.Object) {
+		gen, _ := strconv.ParseInt(old.(*appsv1.DaemonSet).Annotations[appsv1.DeprecatedTemplateGeneration], 10, 64)
+		setTemplateGeneration(obj.(*appsv1.DaemonSet), gen)
+	}
 	return h
 }
 

@@ -117,6 +117,26 @@ func TestDaemonSetTemplateGeneration(t *testing.T) {
 	}
 }
 
+func TestDaemonSetStatusUpdateKeepsTemplateGeneration(t *testing.T) {
+	st := statusStrategy{newStrategy(appsKind(t, "daemonsets"))}
+	old := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Generation: 3,
+		Annotations: map[string]string{appsv1.DeprecatedTemplateGeneration: "3"}}}
+	for name, annotations := range map[string]map[string]string{
+		"set":     {appsv1.DeprecatedTemplateGeneration: "1"},
+		"dropped": nil,
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := old.DeepCopy()
+			d.Annotations = annotations
+			d.Status.NumberReady = 2
+			st.PrepareForUpdate(context.Background(), d, old)
+			if got := d.Annotations[appsv1.DeprecatedTemplateGeneration]; got != "3" || d.Status.NumberReady != 2 {
+				t.Errorf("got template generation %q, numberReady %d, want the stored 3 and the writer's 2", got, d.Status.NumberReady)
+			}
+		})
+	}
+}
+
 func TestDeploymentStatusUpdate(t *testing.T) {
 	st := statusStrategy{newStrategy(appsKind(t, "deployments"))}
 	old := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: 2, Labels: map[string]string{"app": "web"}}}
