@@ -67,8 +67,7 @@ func (c *Controller) apply(ctx context.Context, key string, ds *appsv1.DaemonSet
 	for i, p := range del {
 		uids[i] = p.UID
 	}
-	c.exp.ExpectCreations(key, len(create))
-	c.exp.ExpectDeletions(key, uids)
+	c.exp.Expect(key, len(create), uids)
 	made, createErr := workload.SlowStart(ctx, len(create), func(ctx context.Context, i int) error {
 		return c.createPod(ctx, key, ds, create[i], hash)
 	})

@@ -75,6 +75,20 @@ func (e *Expectations) ExpectDeletions(key string, uids []types.UID) {
 	x.set = e.now()
 }
 
+// Expect records that the controller for key is about to create adds
+// objects and delete the objects with these UIDs, replacing what was
+// expected of key before. A controller that both creates and deletes in one
+// sync sets both at once: ExpectCreations then ExpectDeletions would leave
+// only the deletions expected.
+func (e *Expectations) Expect(key string, adds int, dels []types.UID) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	x := e.getLocked(key)
+	x.adds = adds
+	x.dels = sets.New(dels...)
+	x.set = e.now()
+}
+
 // CreationObserved lowers the creations expected of key by one: the
 // informer showed one, or a create failed and will never show.
 func (e *Expectations) CreationObserved(key string) {

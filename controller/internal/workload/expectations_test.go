@@ -51,3 +51,20 @@ func TestExpectations(t *testing.T) {
 		t.Fatalf("deleted key: got unsatisfied, want satisfied")
 	}
 }
+
+func TestExpectSetsCreationsAndDeletions(t *testing.T) {
+	e := &Expectations{}
+	e.Expect("ns/ds", 2, []types.UID{"a"})
+	if adds, dels := e.Pending("ns/ds"); adds != 2 || dels != 1 {
+		t.Fatalf("pending: got %d adds, %d dels, want 2, 1", adds, dels)
+	}
+	e.CreationObserved("ns/ds")
+	e.CreationObserved("ns/ds")
+	if e.Satisfied("ns/ds") {
+		t.Fatalf("creations seen, deletion not: got satisfied, want not")
+	}
+	e.DeletionObserved("ns/ds", "a")
+	if !e.Satisfied("ns/ds") {
+		t.Fatalf("everything seen: got unsatisfied, want satisfied")
+	}
+}

@@ -1,0 +1,100 @@
+package daemonset
+
+import (
+	"errors"
+	"sync/atomic"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
+)
+
+const dsKey = "ns/ds"
+
+// stale is a controller whose informers never run: its caches hold what
+// the test put there, as a controller sees them before the watch events
+// of its own writes arrive. Syncs are called directly.
+type stale struct {
+	c       *Controller
+	client  *fake.Clientset
+	factory informers.SharedInformerFactory
+}
+
+func newStale(t *testing.T, objs ...runtime.Object) *stale {
+	t.Helper()
+	client := fake.NewClientset(objs...)
+	nameGenerator(client)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	c := New(client, factory, record.NewFakeRecorder(1000))
+	apps, core := factory.Apps().V1(), factory.Core().V1()
+	for _, o := range objs {
+		var err error
+		switch o := o.(type) {
+		case *appsv1.DaemonSet:
+			err = apps.DaemonSets().Informer().GetIndexer().Add(o)
+		case *corev1.Node:
+			err = core.Nodes().Informer().GetIndexer().Add(o)
+		case *corev1.Pod:
+			err = core.Pods().Informer().GetIndexer().Add(o)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &stale{c: c, client: client, factory: factory}
+}
+
+func (s *stale) sync(t *testing.T) error {
+	t.Helper()
+	return s.c.sync(t.Context(), dsKey)
+}
+
+// podCreates counts the Pod creates the controller sent per Node.
+func (s *stale) podCreates() map[string]int {
+	out := map[string]int{}
+	for _, a := range s.client.Actions() {
+		if a.GetVerb() == "create" && a.GetResource().Resource == "pods" {
+			out[targetNode(a.(clienttesting.CreateAction).GetObject().(*corev1.Pod))]++
+		}
+	}
+	return out
+}
+
+// failNthPodCreate makes the API server refuse the nth Pod create.
+func failNthPodCreate(client *fake.Clientset, n int32) {
+	var count atomic.Int32
+	client.PrependReactor("create", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if count.Add(1) == n {
+			return true, nil, errors.New("refused")
+		}
+		return false, nil, nil
+	})
+}
+
+func failAllPodCreates(client *fake.Clientset) {
+	client.PrependReactor("create", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("refused")
+	})
+}
+
+// Regression: apply expected its creations and then its deletions, and
+// setting the deletions cleared the creations, so a sync before the
+// informer showed the new Pods created a second Pod on each Node.
+func TestSyncBeforeCacheCatchesUpCreatesNoSecondPod(t *testing.T) {
+	s := newStale(t, mkDS(), mkNode("n1"), mkNode("n2"))
+	for range 2 {
+		if err := s.sync(t); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for node, n := range s.podCreates() {
+		if n != 1 {
+			t.Errorf("node %s: got %d pods created, want 1", node, n)
+		}
+	}
+}
