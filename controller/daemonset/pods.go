@@ -71,7 +71,8 @@ func (c *Controller) apply(ctx context.Context, key string, ds *appsv1.DaemonSet
 	made, createErr := workload.SlowStart(ctx, len(create), func(ctx context.Context, i int) error {
 		return c.createPod(ctx, key, ds, create[i], hash)
 	})
-	// Creates never attempted will never be observed.
+	// Creates that failed or were never tried will never be observed;
+	// createPod leaves them to this one count.
 	for range len(create) - made {
 		c.exp.CreationObserved(key)
 	}
@@ -91,14 +92,17 @@ func (c *Controller) apply(ctx context.Context, key string, ds *appsv1.DaemonSet
 	return errors.Join(errs...)
 }
 
-// createPod creates ds's Pod for node. A failed create is observed at
-// once: no event will report it.
+// createPod creates ds's Pod for node. A create that fails is left to
+// apply, which takes every create that did not succeed off the
+// expectations at once.
 func (c *Controller) createPod(ctx context.Context, key string, ds *appsv1.DaemonSet, node, hash string) error {
 	pod, err := c.client.CoreV1().Pods(ds.Namespace).Create(ctx, newPod(ds, node, hash), metav1.CreateOptions{})
 	if err != nil {
-		c.exp.CreationObserved(key)
 		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-			return nil // the namespace is going; nothing to report
+			// The namespace is going; nothing to report. Counted as made
+			// by apply, so taken off the expectations here.
+			c.exp.CreationObserved(key)
+			return nil
 		}
 		c.recorder.Eventf(ds, corev1.EventTypeWarning, reasonFailedCreate, "Error creating: %v", err)
 		return fmt.Errorf("create pod for daemonset %s on node %s: %w", key, node, err)

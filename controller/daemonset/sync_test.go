@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
@@ -96,5 +97,41 @@ func TestSyncBeforeCacheCatchesUpCreatesNoSecondPod(t *testing.T) {
 		if n != 1 {
 			t.Errorf("node %s: got %d pods created, want 1", node, n)
 		}
+	}
+}
+
+// Regression: a failed create was taken off the expectations twice, so
+// the informer showing one of the Pods that were made satisfied them
+// while another was still unseen, and the next sync made that one again.
+func TestFailedCreateLowersExpectationsOnce(t *testing.T) {
+	s := newStale(t, mkDS(), mkNode("n1"), mkNode("n2"), mkNode("n3"))
+	failNthPodCreate(s.client, 2)
+	if err := s.sync(t); err == nil {
+		t.Fatalf("sync with a refused create: got no error, want one")
+	}
+	if adds, _ := s.c.exp.Pending(dsKey); adds != 2 {
+		t.Fatalf("creations still expected: got %d, want 2 (two pods made, not yet seen)", adds)
+	}
+	// The informer shows the first Pod made.
+	list, err := s.client.CoreV1().Pods("ns").List(t.Context(), metav1.ListOptions{})
+	if err != nil || len(list.Items) != 2 {
+		t.Fatalf("pods after the first sync: got %d (%v), want 2", len(list.Items), err)
+	}
+	first := &list.Items[0]
+	if err := s.factory.Core().V1().Pods().Informer().GetIndexer().Add(first); err != nil {
+		t.Fatal(err)
+	}
+	s.c.onPodAdd(first)
+	if err := s.sync(t); err != nil {
+		t.Fatal(err)
+	}
+	// One Pod made is still unseen: the second sync must wait for it,
+	// not create Pods for the Nodes its cache shows empty.
+	total := 0
+	for _, n := range s.podCreates() {
+		total += n
+	}
+	if total != 3 {
+		t.Fatalf("pod creates after the second sync: got %d, want the first sync's 3", total)
 	}
 }
