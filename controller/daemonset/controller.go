@@ -2,6 +2,7 @@ package daemonset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -133,6 +134,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if ds.DeletionTimestamp != nil {
 		return nil // the garbage collector removes its Pods
 	}
+	// Read before the Pods: an event that lands between the two reads
+	// then shows in the Pods too, never the other way round.
+	satisfied := c.exp.Satisfied(key)
 	nodes, err := c.nodes.List(labels.Everything())
 	if err != nil {
 		return err
@@ -150,15 +154,15 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return err
 	}
 	byNode := groupByNode(pods)
-	if c.exp.Satisfied(key) {
-		if err := c.update(ctx, key, ds, nodes, byNode, hash); err != nil {
-			return err
-		}
+	var updateErr error
+	if satisfied {
+		updateErr = c.update(ctx, key, ds, nodes, byNode, hash)
 	}
-	if err := c.cleanupHistory(ctx, ds, h, pods); err != nil {
-		return err
-	}
-	return c.writeStatus(ctx, key, ds, nodes, byNode, hash)
+	// Pods that failed to be made or removed leave the rest to do: the
+	// history and status still say what the Nodes run now.
+	return errors.Join(updateErr,
+		c.cleanupHistory(ctx, ds, h, pods),
+		c.writeStatus(ctx, key, ds, nodes, byNode, hash))
 }
 
 // update makes the Pods manage asks for and, when there are none and the

@@ -8,9 +8,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 )
@@ -133,5 +135,60 @@ func TestFailedCreateLowersExpectationsOnce(t *testing.T) {
 	}
 	if total != 3 {
 		t.Fatalf("pod creates after the second sync: got %d, want the first sync's 3", total)
+	}
+}
+
+// hookPods is a Pod lister that runs onList after each namespace List,
+// as if an informer event landed just after the cache was read.
+type hookPods struct {
+	corelisters.PodLister
+	onList func()
+}
+
+func (h hookPods) Pods(ns string) corelisters.PodNamespaceLister {
+	return hookPodsNS{h.PodLister.Pods(ns), h.onList}
+}
+
+type hookPodsNS struct {
+	corelisters.PodNamespaceLister
+	onList func()
+}
+
+func (h hookPodsNS) List(sel labels.Selector) ([]*corev1.Pod, error) {
+	pods, err := h.PodNamespaceLister.List(sel)
+	h.onList()
+	return pods, err
+}
+
+// Regression: sync read the expectations after listing the Pods, so a
+// Pod whose add event landed in between was missing from the list yet
+// counted as seen, and the sync created a second Pod on its Node.
+func TestExpectationsReadBeforePods(t *testing.T) {
+	s := newStale(t, mkDS(), mkNode("n1"))
+	s.c.exp.Expect(dsKey, 1, nil) // n1's Pod, made by an earlier sync
+	s.c.pods = hookPods{PodLister: s.c.pods, onList: func() { s.c.exp.CreationObserved(dsKey) }}
+	if err := s.sync(t); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.podCreates(); len(got) != 0 {
+		t.Fatalf("pod creates: got %v, want none", got)
+	}
+}
+
+// Regression: a sync whose Pod creates failed returned at once, leaving
+// the status (and history) unwritten until a sync succeeded.
+func TestFailedCreateStillWritesStatus(t *testing.T) {
+	s := newStale(t, mkDS(), mkNode("n1"))
+	failAllPodCreates(s.client)
+	if err := s.sync(t); err == nil {
+		t.Fatalf("sync with refused creates: got no error, want one")
+	}
+	ds, err := s.client.AppsV1().DaemonSets("ns").Get(t.Context(), "ds", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ds.Status.DesiredNumberScheduled != 1 || ds.Status.ObservedGeneration != 1 {
+		t.Fatalf("status: got desired %d, observed generation %d, want 1, 1",
+			ds.Status.DesiredNumberScheduled, ds.Status.ObservedGeneration)
 	}
 }
