@@ -135,9 +135,9 @@ const templateGenerationLabel = "pod-template-generation"
 
 // updated reports whether pod runs ds's current template: its revision
 // hash is hash, or, as upstream still accepts, its template generation is
-// ds's.
+// ds's. An empty hash names no template, so it matches no Pod by hash.
 func updated(ds *appsv1.DaemonSet, pod *corev1.Pod, hash string) bool {
-	if pod.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] == hash {
+	if hash != "" && pod.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] == hash {
 		return true
 	}
 	gen := ds.Annotations[appsv1.DeprecatedTemplateGeneration]

@@ -101,3 +101,25 @@ func TestManage(t *testing.T) {
 		})
 	}
 }
+
+func TestUpdated(t *testing.T) {
+	noHash := func(p *corev1.Pod) { delete(p.Labels, appsv1.DefaultDaemonSetUniqueLabelKey) }
+	cases := []struct {
+		name string
+		pod  *corev1.Pod
+		hash string
+		want bool
+	}{
+		{name: "same hash", pod: mkPod("p", "a", "h", 0), hash: "h", want: true},
+		{name: "other hash", pod: mkPod("p", "a", "old", 0), hash: "h", want: false},
+		// Regression: an empty hash matched every Pod without the label.
+		{name: "no hash either side", pod: mkPod("p", "a", "", 0, noHash), hash: "", want: false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := updated(mkDS(), tc.pod, tc.hash); got != tc.want {
+				t.Fatalf("updated: got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
