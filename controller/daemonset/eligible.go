@@ -4,7 +4,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
-	"k8s.io/klog/v2"
+
+	"portal.dev/portal/controller/internal/nodetaint"
 )
 
 // nodeNameField is the node field a daemon Pod's affinity pins it by.
@@ -89,7 +90,9 @@ type fit struct {
 // node, as upstream's NodeShouldRunDaemonPod decides: the template's
 // nodeName, nodeSelector and required affinity must match, and the Pod with
 // the daemon tolerations must tolerate the Node's NoSchedule (to start) and
-// NoExecute (to stay) taints.
+// NoExecute (to stay) taints. The taints the Node's state implies count as
+// the scheduler counts them: a daemon Pod tolerates a cordoned Node but is
+// not started on one that is not Ready, where it would stay Pending.
 func nodeFit(ds *appsv1.DaemonSet, node *corev1.Node) fit {
 	tmpl := &ds.Spec.Template.Spec
 	if tmpl.NodeName != "" && tmpl.NodeName != node.Name {
@@ -100,13 +103,11 @@ func nodeFit(ds *appsv1.DaemonSet, node *corev1.Node) fit {
 		return fit{}
 	}
 	tols := addTolerations(tmpl.Tolerations, daemonTolerations(tmpl.HostNetwork))
+	taints := append(nodetaint.Implied(node), node.Spec.Taints...)
 	f := fit{shouldRun: true, shouldContinue: true}
-	for i := range node.Spec.Taints {
-		t := &node.Spec.Taints[i]
-		if t.Effect != corev1.TaintEffectNoSchedule && t.Effect != corev1.TaintEffectNoExecute {
-			continue
-		}
-		if tolerated(tols, t) {
+	for i := range taints {
+		t := &taints[i]
+		if !nodetaint.Blocking(t) || nodetaint.Tolerates(tols, t) {
 			continue
 		}
 		f.shouldRun = false
@@ -115,15 +116,6 @@ func nodeFit(ds *appsv1.DaemonSet, node *corev1.Node) fit {
 		}
 	}
 	return f
-}
-
-func tolerated(tols []corev1.Toleration, taint *corev1.Taint) bool {
-	for i := range tols {
-		if tols[i].ToleratesTaint(klog.Logger{}, taint, false) {
-			return true
-		}
-	}
-	return false
 }
 
 // targetNode returns the Node a daemon Pod is for: the one it is bound to,

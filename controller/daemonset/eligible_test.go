@@ -24,6 +24,11 @@ func TestNodeFit(t *testing.T) {
 		{"daemon tolerations: unreachable NoExecute", nil, mkNode("a", taint(corev1.TaintNodeUnreachable, corev1.TaintEffectNoExecute)), fit{true, true}},
 		{"daemon tolerations: unschedulable", nil, mkNode("a", taint(corev1.TaintNodeUnschedulable, corev1.TaintEffectNoSchedule)), fit{true, true}},
 		{"daemon tolerations: disk pressure", nil, mkNode("a", taint(corev1.TaintNodeDiskPressure, corev1.TaintEffectNoSchedule)), fit{true, true}},
+		{"cordoned node: daemon pods tolerate unschedulable", nil, mkNode("a", cordoned), fit{true, true}},
+		// Regression: a NotReady Node got a daemon Pod that stayed Pending
+		// and counted as desired but unavailable, stalling rolling updates.
+		{"not-ready node: no new pod, running one stays", nil, mkNode("a", notReady), fit{false, true}},
+		{"not-ready node, template tolerates not-ready", []dsOpt{tolerate(corev1.TaintNodeNotReady)}, mkNode("a", notReady), fit{true, true}},
 		{"network-unavailable only for host network pods", nil, mkNode("a", taint(corev1.TaintNodeNetworkUnavailable, corev1.TaintEffectNoSchedule)), fit{false, true}},
 	}
 	for _, tc := range cases {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"portal.dev/portal/controller/internal/loop"
+	"portal.dev/portal/controller/internal/nodetaint"
 )
 
 // Informer event handlers: each event becomes the keys of the DaemonSets
@@ -143,7 +144,8 @@ func (c *Controller) enqueueMatching(pod *corev1.Pod) {
 }
 
 // onNodeUpdate queues every DaemonSet when a Node changes in a way that may
-// change which DaemonSets belong on it.
+// change which DaemonSets belong on it: its labels, its taints, or the
+// taints its state implies (cordoned, Ready).
 func (c *Controller) onNodeUpdate(oldObj, newObj any) {
 	old, ok1 := oldObj.(*corev1.Node)
 	cur, ok2 := newObj.(*corev1.Node)
@@ -151,7 +153,7 @@ func (c *Controller) onNodeUpdate(oldObj, newObj any) {
 		return
 	}
 	if !reflect.DeepEqual(old.Labels, cur.Labels) || !reflect.DeepEqual(old.Spec.Taints, cur.Spec.Taints) ||
-		old.Spec.Unschedulable != cur.Spec.Unschedulable {
+		old.Spec.Unschedulable != cur.Spec.Unschedulable || nodetaint.Ready(old) != nodetaint.Ready(cur) {
 		c.enqueueAll()
 	}
 }

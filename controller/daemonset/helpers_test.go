@@ -36,6 +36,9 @@ func taint(key string, effect corev1.TaintEffect) nodeOpt {
 	}
 }
 
+func notReady(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionFalse }
+func cordoned(n *corev1.Node) { n.Spec.Unschedulable = true }
+
 type dsOpt func(*appsv1.DaemonSet)
 
 // mkDS returns a DaemonSet "ns/ds" selecting app=d, with upstream's

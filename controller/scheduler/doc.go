@@ -1,10 +1,12 @@
 // Package scheduler is Portal's scheduler: it binds every Pod that names no
 // node, and whose schedulerName is empty or DefaultSchedulerName, to a Node
 // that fits it, choosing the Node with the fewest Pods bound (ties broken by
-// name). A Node fits when it is schedulable and Ready (or the Pod tolerates
-// the unschedulable and not-ready taints those states imply, as DaemonSet
-// Pods do), matches the Pod's required node affinity and carries no
-// NoSchedule or NoExecute taint the Pod does not tolerate.
+// name). A Node fits when it is schedulable and Ready, or the Pod tolerates
+// the unschedulable:NoSchedule and not-ready:NoSchedule taints those states
+// imply (see controller/internal/nodetaint; DaemonSet Pods tolerate only
+// the unschedulable one, and not-ready only with NoExecute), matches the
+// Pod's required node affinity and carries no NoSchedule or NoExecute taint
+// the Pod does not tolerate.
 //
 // It writes only Bindings (the pods/binding subresource, as upstream's
 // scheduler does), the PodScheduled condition of Pods it cannot place, and

@@ -7,7 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
-	"k8s.io/klog/v2"
+
+	"portal.dev/portal/controller/internal/nodetaint"
 )
 
 // Upstream's filter failure texts, in the order upstream's filters run.
@@ -20,15 +21,6 @@ const (
 
 // errNoNodes is upstream's text when the cluster has no Nodes at all.
 const errNoNodes = "no nodes available to schedule pods"
-
-// The taints a Node's state implies. Upstream's node lifecycle controller
-// puts them on the Node; Portal's does not, so the scheduler reads the
-// state itself and lets a Pod that tolerates the taint, as every DaemonSet
-// Pod does, onto the Node anyway.
-var (
-	unschedulableTaint = corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}
-	notReadyTaint      = corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}
-)
 
 // pick returns the Node pod should be bound to: among the Nodes that fit,
 // the one with the fewest Pods in count, ties broken by name. If none fits
@@ -66,43 +58,33 @@ func pick(pod *corev1.Pod, nodes []*corev1.Node, count map[string]int) (string, 
 type filter struct {
 	tolerations []corev1.Toleration
 	affinity    nodeaffinity.RequiredNodeAffinity
-	// The implied taints the Pod tolerates.
-	unschedulableOK, notReadyOK bool
 }
 
 func newFilter(pod *corev1.Pod) *filter {
-	f := &filter{
+	return &filter{
 		tolerations: pod.Spec.Tolerations,
 		affinity:    nodeaffinity.GetRequiredNodeAffinity(pod),
 	}
-	f.unschedulableOK = f.tolerates(&unschedulableTaint)
-	f.notReadyOK = f.tolerates(&notReadyTaint)
-	return f
-}
-
-func (f *filter) tolerates(taint *corev1.Taint) bool {
-	for i := range f.tolerations {
-		if f.tolerations[i].ToleratesTaint(klog.Logger{}, taint, false) {
-			return true
-		}
-	}
-	return false
 }
 
 // unfit returns why node cannot take the Pod, "" if it can. The checks run
 // in upstream's filter order (NodeUnschedulable, TaintToleration,
-// NodeAffinity), Portal's readiness check standing in for the not-ready
-// taint; the first that fails names the reason.
+// NodeAffinity), the taints the Node's state implies standing in for those
+// upstream's node lifecycle controller would put on it; the first that
+// fails names the reason.
 func (f *filter) unfit(node *corev1.Node) string {
-	switch {
-	case node.Spec.Unschedulable && !f.unschedulableOK:
-		return reasonUnschedulable
-	case !f.notReadyOK && !ready(node):
+	for _, t := range nodetaint.Implied(node) {
+		if nodetaint.Tolerates(f.tolerations, &t) {
+			continue
+		}
+		if t.Key == corev1.TaintNodeUnschedulable {
+			return reasonUnschedulable
+		}
 		return reasonNotReady
 	}
 	for i := range node.Spec.Taints {
 		t := &node.Spec.Taints[i]
-		if (t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute) && !f.tolerates(t) {
+		if nodetaint.Blocking(t) && !nodetaint.Tolerates(f.tolerations, t) {
 			return fmt.Sprintf(reasonTaint, t.Key, t.Value)
 		}
 	}
@@ -112,15 +94,6 @@ func (f *filter) unfit(node *corev1.Node) string {
 		return reasonSelector
 	}
 	return ""
-}
-
-func ready(node *corev1.Node) bool {
-	for _, c := range node.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // responsible reports whether this scheduler should place pod.
