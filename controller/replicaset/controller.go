@@ -53,6 +53,7 @@ type Controller struct {
 	recorder     record.EventRecorder
 	clock        clock.PassiveClock
 	replicaSets  appslisters.ReplicaSetLister
+	owners       workload.Owners[*appsv1.ReplicaSet]
 	pods         *workload.ByController[*corev1.Pod]
 	expectations *workload.Expectations
 	loop         *loop.Loop[string]
@@ -73,6 +74,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 		recorder:     recorder,
 		clock:        clk,
 		replicaSets:  rsInf.Lister(),
+		owners:       newOwners(rsInf.Lister()),
 		pods:         workload.NewByController[*corev1.Pod](podInf),
 		expectations: &workload.Expectations{Clock: clk},
 	}

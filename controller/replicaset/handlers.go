@@ -10,9 +10,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	appslisters "k8s.io/client-go/listers/apps/v1"
 
 	"portal.dev/portal/controller/internal/loop"
 	"portal.dev/portal/controller/internal/podutil"
+	"portal.dev/portal/controller/internal/workload"
 )
 
 // Informer event handlers: they turn events into ReplicaSet keys and count
@@ -48,17 +50,25 @@ func (c *Controller) onReplicaSetDelete(obj any) {
 	c.loop.Add(key)
 }
 
+// newOwners returns the view of the ReplicaSet cache the Pod handlers
+// resolve references and selectors against.
+func newOwners(sets appslisters.ReplicaSetLister) workload.Owners[*appsv1.ReplicaSet] {
+	return workload.Owners[*appsv1.ReplicaSet]{
+		Kind: kind.Kind,
+		Get: func(ns, name string) (*appsv1.ReplicaSet, error) {
+			return sets.ReplicaSets(ns).Get(name)
+		},
+		List: func(ns string) ([]*appsv1.ReplicaSet, error) {
+			return sets.ReplicaSets(ns).List(labels.Everything())
+		},
+		Selector: func(rs *appsv1.ReplicaSet) *metav1.LabelSelector { return rs.Spec.Selector },
+	}
+}
+
 // ownerKey returns the key of the ReplicaSet a controller reference names,
 // if it is one this controller's cache knows under that UID.
 func (c *Controller) ownerKey(namespace string, ref *metav1.OwnerReference) (string, bool) {
-	if ref == nil || ref.Kind != kind.Kind {
-		return "", false
-	}
-	rs, err := c.replicaSets.ReplicaSets(namespace).Get(ref.Name)
-	if err != nil || rs.UID != ref.UID {
-		return "", false
-	}
-	return namespace + "/" + rs.Name, true
+	return c.owners.Key(namespace, ref)
 }
 
 func (c *Controller) onPodAdd(obj any) {
@@ -145,19 +155,11 @@ func refEqual(a, b *metav1.OwnerReference) bool {
 // enqueueSelecting queues the ReplicaSets whose selector matches an orphan
 // Pod, so one of them adopts it.
 func (c *Controller) enqueueSelecting(pod *corev1.Pod) {
-	if len(pod.Labels) == 0 {
-		return
-	}
-	sets, err := c.replicaSets.ReplicaSets(pod.Namespace).List(labels.Everything())
+	keys, err := c.owners.Selecting(pod.Namespace, pod.Labels)
 	if err != nil {
-		utilruntime.HandleError(fmt.Errorf("%s: list replicasets in %s: %w", controllerName, pod.Namespace, err))
-		return
+		utilruntime.HandleError(fmt.Errorf("%s: %w", controllerName, err))
 	}
-	for _, rs := range sets {
-		sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
-		if err != nil || sel.Empty() || !sel.Matches(labels.Set(pod.Labels)) {
-			continue
-		}
-		c.loop.Add(rs.Namespace + "/" + rs.Name)
+	for _, key := range keys {
+		c.loop.Add(key)
 	}
 }
