@@ -53,6 +53,7 @@ type Controller struct {
 	factory   informers.SharedInformerFactory
 	recorder  record.EventRecorder
 	sets      appslisters.DaemonSetLister
+	owners    workload.Owners[*appsv1.DaemonSet]
 	revisions appslisters.ControllerRevisionLister
 	pods      corelisters.PodLister
 	nodes     corelisters.NodeLister
@@ -71,6 +72,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 		factory:   factory,
 		recorder:  recorder,
 		sets:      apps.DaemonSets().Lister(),
+		owners:    newOwners(apps.DaemonSets().Lister()),
 		revisions: apps.ControllerRevisions().Lister(),
 		pods:      core.Pods().Lister(),
 		nodes:     core.Nodes().Lister(),

@@ -1,6 +1,7 @@
 package daemonset
 
 import (
+	"fmt"
 	"reflect"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -8,10 +9,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	appslisters "k8s.io/client-go/listers/apps/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"portal.dev/portal/controller/internal/loop"
 	"portal.dev/portal/controller/internal/nodetaint"
+	"portal.dev/portal/controller/internal/workload"
 )
 
 // Informer event handlers: each event becomes the keys of the DaemonSets
@@ -24,8 +27,8 @@ func (c *Controller) watchHandlers(sets, revisions, pods, nodes cache.SharedInde
 	}{
 		{sets, cache.ResourceEventHandlerFuncs{
 			AddFunc:    c.enqueue,
-			UpdateFunc: func(_, cur any) { c.enqueue(cur) },
-			DeleteFunc: c.enqueue,
+			UpdateFunc: c.onDaemonSetUpdate,
+			DeleteFunc: c.onDaemonSetDelete,
 		}},
 		// A revision changed or deleted by hand is put back.
 		{revisions, cache.ResourceEventHandlerFuncs{
@@ -55,14 +58,32 @@ func (c *Controller) enqueue(obj any) {
 	}
 }
 
+func (c *Controller) onDaemonSetUpdate(oldObj, newObj any) {
+	old, ok1 := oldObj.(*appsv1.DaemonSet)
+	cur, ok2 := newObj.(*appsv1.DaemonSet)
+	if ok1 && ok2 && old.UID != cur.UID {
+		// Deleted and re-created between two events: the old one's
+		// expectations mean nothing for the new one.
+		c.onDaemonSetDelete(old)
+	}
+	c.enqueue(newObj)
+}
+
+func (c *Controller) onDaemonSetDelete(obj any) {
+	if key, ok := loop.Key(obj); ok {
+		c.exp.Delete(key)
+		c.loop.Add(key)
+	}
+}
+
 // enqueueOwner queues the DaemonSet controlling a revision.
 func (c *Controller) enqueueOwner(obj any) {
 	rev, ok := loop.FromTombstone[*appsv1.ControllerRevision](obj)
 	if !ok {
 		return
 	}
-	if ref := metav1.GetControllerOf(rev); ref != nil && ref.Kind == kind.Kind && ref.APIVersion == kind.GroupVersion().String() {
-		c.loop.Add(rev.Namespace + "/" + ref.Name)
+	if key, ok := c.owners.Key(rev.Namespace, metav1.GetControllerOfNoCopy(rev)); ok {
+		c.loop.Add(key)
 	}
 }
 
@@ -73,13 +94,19 @@ func (c *Controller) enqueueAll() {
 	}
 }
 
-// ownerKey returns the key of the DaemonSet controlling pod, if any.
-func ownerKey(pod *corev1.Pod) (string, bool) {
-	ref := metav1.GetControllerOf(pod)
-	if ref == nil || ref.Kind != kind.Kind || ref.APIVersion != kind.GroupVersion().String() {
-		return "", false
+// newOwners returns the view of the DaemonSet cache the Pod handlers
+// resolve references and selectors against.
+func newOwners(sets appslisters.DaemonSetLister) workload.Owners[*appsv1.DaemonSet] {
+	return workload.Owners[*appsv1.DaemonSet]{
+		Kind: kind.Kind,
+		Get: func(ns, name string) (*appsv1.DaemonSet, error) {
+			return sets.DaemonSets(ns).Get(name)
+		},
+		List: func(ns string) ([]*appsv1.DaemonSet, error) {
+			return sets.DaemonSets(ns).List(labels.Everything())
+		},
+		Selector: func(ds *appsv1.DaemonSet) *metav1.LabelSelector { return ds.Spec.Selector },
 	}
-	return pod.Namespace + "/" + ref.Name, true
 }
 
 func (c *Controller) onPodAdd(obj any) {
@@ -87,12 +114,20 @@ func (c *Controller) onPodAdd(obj any) {
 	if !ok {
 		return
 	}
-	if key, ok := ownerKey(pod); ok {
-		c.exp.CreationObserved(key)
-		c.loop.Add(key)
+	if pod.DeletionTimestamp != nil {
+		// Seen for the first time already going (a restart, a relist):
+		// it is a deletion, not a creation.
+		c.onPodDelete(pod)
 		return
 	}
-	c.enqueueMatching(pod)
+	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
+		if key, ok := c.owners.Key(pod.Namespace, ref); ok {
+			c.exp.CreationObserved(key)
+			c.loop.Add(key)
+		}
+		return
+	}
+	c.enqueueSelecting(pod)
 }
 
 func (c *Controller) onPodUpdate(oldObj, newObj any) {
@@ -101,19 +136,27 @@ func (c *Controller) onPodUpdate(oldObj, newObj any) {
 	if !ok1 || !ok2 || (cur.ResourceVersion != "" && cur.ResourceVersion == old.ResourceVersion) {
 		return
 	}
-	key, owned := ownerKey(cur)
-	if owned && cur.DeletionTimestamp != nil && old.DeletionTimestamp == nil {
+	if cur.DeletionTimestamp != nil {
 		// A graceful delete shows first as this update; count it then.
-		c.exp.DeletionObserved(key, cur.UID)
+		c.onPodDelete(cur)
+		return
 	}
-	if oldKey, ok := ownerKey(old); ok && oldKey != key {
-		c.loop.Add(oldKey)
+	curRef, oldRef := metav1.GetControllerOfNoCopy(cur), metav1.GetControllerOfNoCopy(old)
+	refChanged := !sameRef(curRef, oldRef)
+	if refChanged && oldRef != nil {
+		if key, ok := c.owners.Key(old.Namespace, oldRef); ok {
+			c.loop.Add(key)
+		}
 	}
-	switch {
-	case owned:
-		c.loop.Add(key)
-	case !reflect.DeepEqual(old.Labels, cur.Labels):
-		c.enqueueMatching(cur)
+	if curRef != nil {
+		if key, ok := c.owners.Key(cur.Namespace, curRef); ok {
+			c.loop.Add(key)
+		}
+		return
+	}
+	// An orphan, or one just released: the sets selecting it may adopt it.
+	if refChanged || !reflect.DeepEqual(old.Labels, cur.Labels) {
+		c.enqueueSelecting(cur)
 	}
 }
 
@@ -122,24 +165,28 @@ func (c *Controller) onPodDelete(obj any) {
 	if !ok {
 		return
 	}
-	if key, ok := ownerKey(pod); ok {
+	if key, ok := c.owners.Key(pod.Namespace, metav1.GetControllerOfNoCopy(pod)); ok {
 		c.exp.DeletionObserved(key, pod.UID)
 		c.loop.Add(key)
 	}
 }
 
-// enqueueMatching queues the DaemonSets whose selector matches an orphan
-// Pod, which may adopt it.
-func (c *Controller) enqueueMatching(pod *corev1.Pod) {
-	if pod.DeletionTimestamp != nil {
-		return
+func sameRef(a, b *metav1.OwnerReference) bool {
+	if a == nil || b == nil {
+		return a == b
 	}
-	sets, _ := c.sets.DaemonSets(pod.Namespace).List(labels.Everything())
-	for _, ds := range sets {
-		sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
-		if err == nil && !sel.Empty() && sel.Matches(labels.Set(pod.Labels)) {
-			c.loop.Add(ds.Namespace + "/" + ds.Name)
-		}
+	return a.UID == b.UID
+}
+
+// enqueueSelecting queues the DaemonSets whose selector matches an orphan
+// Pod, which may adopt it.
+func (c *Controller) enqueueSelecting(pod *corev1.Pod) {
+	keys, err := c.owners.Selecting(pod.Namespace, pod.Labels)
+	if err != nil {
+		utilruntime.HandleError(fmt.Errorf("%s: %w", controllerName, err))
+	}
+	for _, key := range keys {
+		c.loop.Add(key)
 	}
 }
 
