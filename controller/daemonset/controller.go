@@ -38,12 +38,8 @@ const (
 
 // Event reasons, as upstream's.
 const (
-	reasonSelectingAll     = "SelectingAll"
-	reasonFailedDaemonPod  = "FailedDaemonPod"
-	reasonSuccessfulCreate = "SuccessfulCreate"
-	reasonFailedCreate     = "FailedCreate"
-	reasonSuccessfulDelete = "SuccessfulDelete"
-	reasonFailedDelete     = "FailedDelete"
+	reasonSelectingAll    = "SelectingAll"
+	reasonFailedDaemonPod = "FailedDaemonPod"
 )
 
 // Controller keeps DaemonSets' Pods on their Nodes. Build it with New,

@@ -2,16 +2,12 @@ package replicaset
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"portal.dev/portal/controller/internal/workload"
@@ -30,41 +26,16 @@ func (c *Controller) manage(ctx context.Context, key string, rs *appsv1.ReplicaS
 	return nil
 }
 
-// createPods creates n Pods in slow-start batches. Expectations are raised
-// first, so that the informer's add events, however late, are counted
-// against them and a sync in between never creates the same Pods again;
-// the creates that failed, or were never tried, will never be seen and
-// are taken off at once.
+// createPods creates n Pods through the toolkit's PodWriter, which raises
+// the expectations first, so that the informer's add events, however late,
+// are counted against them and a sync in between never creates the same
+// Pods again.
 func (c *Controller) createPods(ctx context.Context, key string, rs *appsv1.ReplicaSet, n int) error {
-	c.expectations.ExpectCreations(key, n)
-	logger := klog.FromContext(ctx)
-	logger.V(2).Info("Too few replicas", "replicaSet", klog.KObj(rs), "need", replicas(rs), "creating", n)
-	var mu sync.Mutex
-	pending := 0 // creates whose Pod may still show up
-	ok, err := workload.SlowStart(ctx, n, func(ctx context.Context, _ int) error {
-		pod := workload.PodFromTemplate(&rs.Spec.Template, rs, kind, "")
-		created, err := c.client.CoreV1().Pods(rs.Namespace).Create(ctx, pod, metav1.CreateOptions{})
-		switch {
-		case err == nil:
-			c.recorder.Eventf(rs, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", created.Name)
-			return nil
-		case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
-			return nil // every create fails until the namespace is gone; nothing to report
-		case timedOut(err):
-			// The Pod may have been created all the same: keep expecting
-			// it, or the next sync could create one too many. If it was
-			// not, the expectation lapses after its timeout.
-			mu.Lock()
-			pending++
-			mu.Unlock()
-		}
-		c.recorder.Eventf(rs, corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
-		return err
-	})
+	klog.FromContext(ctx).V(2).Info("Too few replicas", "replicaSet", klog.KObj(rs), "need", replicas(rs), "creating", n)
+	err := c.writer().Write(ctx, key, rs, n, func(int) *corev1.Pod {
+		return workload.PodFromTemplate(&rs.Spec.Template, rs, kind, "")
+	}, nil)
 	if err != nil {
-		for range n - ok - pending {
-			c.expectations.CreationObserved(key)
-		}
 		return fmt.Errorf("create pods for replicaset %s: %w", key, err)
 	}
 	return nil
@@ -72,56 +43,20 @@ func (c *Controller) createPods(ctx context.Context, key string, rs *appsv1.Repl
 
 // deletePods deletes the n Pods upstream would delete first. Expectations
 // list their UIDs, so that a Pod seen going twice (marked for deletion,
-// then gone) counts once; a delete that failed is taken off at once.
+// then gone) counts once.
 func (c *Controller) deletePods(ctx context.Context, key string, rs *appsv1.ReplicaSet, pods []*corev1.Pod, n int) error {
 	victims := append([]*corev1.Pod(nil), pods...)
 	workload.RankForDeletion(victims, c.relatedPods(rs, pods), c.clock.Now())
 	victims = victims[:n]
-	uids := make([]types.UID, len(victims))
-	for i, p := range victims {
-		uids[i] = p.UID
-	}
-	c.expectations.ExpectDeletions(key, uids)
 	klog.FromContext(ctx).V(2).Info("Too many replicas", "replicaSet", klog.KObj(rs), "need", replicas(rs), "deleting", n)
-
-	errs := make([]error, len(victims))
-	var wg sync.WaitGroup
-	for i, pod := range victims {
-		wg.Go(func() { errs[i] = c.deletePod(ctx, key, rs, pod) })
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := c.writer().Write(ctx, key, rs, 0, nil, victims); err != nil {
 		return fmt.Errorf("delete pods of replicaset %s: %w", key, err)
 	}
 	return nil
 }
 
-func (c *Controller) deletePod(ctx context.Context, key string, rs *appsv1.ReplicaSet, pod *corev1.Pod) error {
-	// The UID precondition keeps a Pod re-created under the same name safe.
-	err := c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
-		Preconditions: &metav1.Preconditions{UID: &pod.UID},
-	})
-	if err == nil {
-		c.recorder.Eventf(rs, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", pod.Name)
-		return nil
-	}
-	switch {
-	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
-		c.expectations.DeletionObserved(key, pod.UID)
-		return nil // gone already
-	case !timedOut(err):
-		c.expectations.DeletionObserved(key, pod.UID)
-	}
-	// After a timeout the Pod may be going all the same: keep expecting
-	// it, or the next sync could delete one too many.
-	c.recorder.Eventf(rs, corev1.EventTypeWarning, "FailedDelete", "Error deleting: %v", err)
-	return err
-}
-
-// timedOut reports whether a write failed without saying whether it was
-// done: the API server may have carried it out after the deadline.
-func timedOut(err error) bool {
-	return apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || errors.Is(err, context.DeadlineExceeded)
+func (c *Controller) writer() workload.PodWriter {
+	return workload.PodWriter{Client: c.client, Recorder: c.recorder, Expectations: c.expectations}
 }
 
 // relatedPods are the Pods counted for colocation when choosing which to
