@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/utils/clock"
 
 	"portal.dev/portal/controller/internal/loop"
 	"portal.dev/portal/controller/internal/workload"
@@ -42,6 +44,13 @@ const (
 	reasonFailedDaemonPod = "FailedDaemonPod"
 )
 
+// Options configure a Controller. The zero value is ready to use.
+type Options struct {
+	// Clock tells Pod availability, rolling-update progress and
+	// expectation age; nil is the real clock.
+	Clock clock.PassiveClock
+}
+
 // Controller keeps DaemonSets' Pods on their Nodes. Build it with New,
 // then Run it.
 type Controller struct {
@@ -51,26 +60,36 @@ type Controller struct {
 	sets      appslisters.DaemonSetLister
 	owners    workload.Owners[*appsv1.DaemonSet]
 	revisions appslisters.ControllerRevisionLister
-	pods      corelisters.PodLister
-	nodes     corelisters.NodeLister
-	loop      *loop.Loop[string]
-	exp       workload.Expectations
-	failed    *flowcontrol.Backoff
+	// podsOf returns the Pods a DaemonSet controls and the orphans in its
+	// namespace, the candidates for claiming.
+	podsOf func(namespace string, uid types.UID) ([]*corev1.Pod, error)
+	clock  clock.PassiveClock
+	nodes  corelisters.NodeLister
+	loop   *loop.Loop[string]
+	exp    workload.Expectations
+	failed *flowcontrol.Backoff
 }
 
 // New returns a controller that reads DaemonSets, ControllerRevisions,
 // Pods and Nodes through factory, writes through client and records Events
-// through recorder. It adds its event handlers now; Run starts the work.
-func New(client kubernetes.Interface, factory informers.SharedInformerFactory, recorder record.EventRecorder) *Controller {
+// through recorder. It adds its event handlers and its Pod index now; Run
+// starts the work.
+func New(client kubernetes.Interface, factory informers.SharedInformerFactory, recorder record.EventRecorder, opts Options) *Controller {
 	apps, core := factory.Apps().V1(), factory.Core().V1()
+	clk := opts.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
 	c := &Controller{
+		clock:     clk,
+		exp:       workload.Expectations{Clock: clk},
+		podsOf:    workload.NewByController[*corev1.Pod](core.Pods().Informer()).Candidates,
 		client:    client,
 		factory:   factory,
 		recorder:  recorder,
 		sets:      apps.DaemonSets().Lister(),
 		owners:    newOwners(apps.DaemonSets().Lister()),
 		revisions: apps.ControllerRevisions().Lister(),
-		pods:      core.Pods().Lister(),
 		nodes:     core.Nodes().Lister(),
 		failed:    flowcontrol.NewBackOff(failedBackoffInitial, failedBackoffMax),
 	}
@@ -170,7 +189,7 @@ func (c *Controller) update(ctx context.Context, key string, ds *appsv1.DaemonSe
 		return c.replaceFailed(key, ds, pod, node)
 	})
 	if len(ch.create) == 0 && len(ch.delete) == 0 && ds.Spec.UpdateStrategy.Type == appsv1.RollingUpdateDaemonSetStrategyType {
-		ch = rollingUpdate(ds, nodes, byNode, hash, time.Now())
+		ch = rollingUpdate(ds, nodes, byNode, hash, c.clock.Now())
 	}
 	return c.apply(ctx, key, ds, ch, hash)
 }
@@ -209,7 +228,7 @@ func groupByNode(pods []*corev1.Pod) map[string][]*corev1.Pod {
 // writeStatus writes ds's status if it changed, and syncs again when a
 // Ready Pod will have been Ready for minReadySeconds.
 func (c *Controller) writeStatus(ctx context.Context, key string, ds *appsv1.DaemonSet, nodes []*corev1.Node, byNode map[string][]*corev1.Pod, hash string) error {
-	st := computeStatus(ds, nodes, byNode, hash, time.Now())
+	st := computeStatus(ds, nodes, byNode, hash, c.clock.Now())
 	if !equality.Semantic.DeepEqual(st, ds.Status) {
 		up := ds.DeepCopy()
 		up.Status = st

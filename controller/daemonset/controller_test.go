@@ -53,7 +53,7 @@ func start(t *testing.T, objs ...runtime.Object) *env {
 	nameGenerator(client)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	recorder := record.NewFakeRecorder(1000)
-	c := New(client, factory, recorder)
+	c := New(client, factory, recorder, Options{})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { c.Run(ctx, 2); close(done) }()

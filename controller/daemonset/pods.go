@@ -26,9 +26,9 @@ func (c *Controller) recheck(ds *appsv1.DaemonSet) func(context.Context) (metav1
 // claimPods returns the Pods ds controls, adopting orphans its selector
 // matches and releasing those it no longer matches, as upstream.
 func (c *Controller) claimPods(ctx context.Context, ds *appsv1.DaemonSet, selector labels.Selector) ([]*corev1.Pod, error) {
-	all, err := c.pods.Pods(ds.Namespace).List(labels.Everything())
+	all, err := c.podsOf(ds.Namespace, ds.UID)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("list pods of daemonset %s/%s: %w", ds.Namespace, ds.Name, err)
 	}
 	cl := &workload.Claimer[*corev1.Pod]{
 		Owner: ds, Kind: kind, Selector: selector,

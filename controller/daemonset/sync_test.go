@@ -4,17 +4,19 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	testclock "k8s.io/utils/clock/testing"
 )
 
 const dsKey = "ns/ds"
@@ -30,10 +32,16 @@ type stale struct {
 
 func newStale(t *testing.T, objs ...runtime.Object) *stale {
 	t.Helper()
+	return newStaleAt(t, nil, objs...)
+}
+
+// newStaleAt is newStale with the controller's clock at clk (nil: real).
+func newStaleAt(t *testing.T, clk clock.PassiveClock, objs ...runtime.Object) *stale {
+	t.Helper()
 	client := fake.NewClientset(objs...)
 	nameGenerator(client)
 	factory := informers.NewSharedInformerFactory(client, 0)
-	c := New(client, factory, record.NewFakeRecorder(1000))
+	c := New(client, factory, record.NewFakeRecorder(1000), Options{Clock: clk})
 	apps, core := factory.Apps().V1(), factory.Core().V1()
 	for _, o := range objs {
 		var err error
@@ -138,35 +146,19 @@ func TestFailedCreateLowersExpectationsOnce(t *testing.T) {
 	}
 }
 
-// hookPods is a Pod lister that runs onList after each namespace List,
-// as if an informer event landed just after the cache was read.
-type hookPods struct {
-	corelisters.PodLister
-	onList func()
-}
-
-func (h hookPods) Pods(ns string) corelisters.PodNamespaceLister {
-	return hookPodsNS{h.PodLister.Pods(ns), h.onList}
-}
-
-type hookPodsNS struct {
-	corelisters.PodNamespaceLister
-	onList func()
-}
-
-func (h hookPodsNS) List(sel labels.Selector) ([]*corev1.Pod, error) {
-	pods, err := h.PodNamespaceLister.List(sel)
-	h.onList()
-	return pods, err
-}
-
 // Regression: sync read the expectations after listing the Pods, so a
 // Pod whose add event landed in between was missing from the list yet
 // counted as seen, and the sync created a second Pod on its Node.
 func TestExpectationsReadBeforePods(t *testing.T) {
 	s := newStale(t, mkDS(), mkNode("n1"))
 	s.c.exp.Expect(dsKey, 1, nil) // n1's Pod, made by an earlier sync
-	s.c.pods = hookPods{PodLister: s.c.pods, onList: func() { s.c.exp.CreationObserved(dsKey) }}
+	// The Pod's add event lands just after the sync read the cache.
+	podsOf := s.c.podsOf
+	s.c.podsOf = func(ns string, uid types.UID) ([]*corev1.Pod, error) {
+		pods, err := podsOf(ns, uid)
+		s.c.exp.CreationObserved(dsKey)
+		return pods, err
+	}
 	if err := s.sync(t); err != nil {
 		t.Fatal(err)
 	}
@@ -190,5 +182,23 @@ func TestFailedCreateStillWritesStatus(t *testing.T) {
 	if ds.Status.DesiredNumberScheduled != 1 || ds.Status.ObservedGeneration != 1 {
 		t.Fatalf("status: got desired %d, observed generation %d, want 1, 1",
 			ds.Status.DesiredNumberScheduled, ds.Status.ObservedGeneration)
+	}
+}
+
+// The controller tells availability by its clock: a Pod Ready since t0
+// is not available 30s later when minReadySeconds is 60.
+func TestStatusUsesControllerClock(t *testing.T) {
+	ds := mkDS(func(ds *appsv1.DaemonSet) { ds.Spec.MinReadySeconds = 60 })
+	pod := mkPod("p", "n1", "h", 0, ready)
+	s := newStaleAt(t, testclock.NewFakePassiveClock(t0.Add(30*time.Second)), ds, mkNode("n1"), pod)
+	if err := s.sync(t); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.client.AppsV1().DaemonSets("ns").Get(t.Context(), "ds", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.NumberReady != 1 || got.Status.NumberAvailable != 0 {
+		t.Fatalf("status: got ready %d, available %d, want 1, 0", got.Status.NumberReady, got.Status.NumberAvailable)
 	}
 }

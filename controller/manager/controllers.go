@@ -102,7 +102,7 @@ var starters = []starter{
 		}), nil
 	}},
 	{"daemonset", func(c controllerContext) (runner, error) {
-		return daemonset.New(c.client, c.informers, c.recorder("daemonset-controller")), nil
+		return daemonset.New(c.client, c.informers, c.recorder("daemonset-controller"), daemonset.Options{}), nil
 	}},
 	{"statefulset", func(c controllerContext) (runner, error) {
 		return statefulset.New(c.client, c.informers, c.recorder("statefulset-controller"), statefulset.Options{}), nil
