@@ -89,6 +89,12 @@ func (b *bootstrapper) run(hc genericapiserver.PostStartHookContext) error {
 		}
 		return true, nil
 	}); err != nil {
+		// A server that stops during its first pass is not broken: a post-start
+		// hook's error is fatal, and would end the process its caller is
+		// stopping in order.
+		if ctx.Err() != nil {
+			return nil
+		}
 		return fmt.Errorf("bootstrap: %w", err)
 	}
 	go wait.UntilWithContext(ctx, func(ctx context.Context) {
