@@ -141,11 +141,15 @@ func testAppsTables(t *testing.T, s *framework.Server) {
 	} {
 		s.MustKubectlStdin(m, "-n", "apps", "apply", "-f", "-")
 	}
+	// The revision carries the DaemonSet's labels: the DaemonSet
+	// controller, as upstream's, releases a revision its selector does not
+	// match, and the checks below want it owned.
 	uid := k("get", "daemonset", "agent", "-o", "jsonpath={.metadata.uid}")
 	s.MustKubectlStdin(`apiVersion: apps/v1
 kind: ControllerRevision
 metadata:
   name: agent-1
+  labels: {app: agent}
   ownerReferences: [{apiVersion: apps/v1, kind: DaemonSet, name: agent, uid: `+uid+`, controller: true}]
 revision: 1
 data: {spec: {template: {}}}
