@@ -34,7 +34,13 @@ import (
 
 // controllerContext is what a controller needs to start.
 type controllerContext struct {
-	client    kubernetes.Interface
+	// client is the controller's own: each controller gets one with its
+	// own rate limiter, as upstream's controllers each have their own
+	// client, so that one busy controller (a ReplicaSet creating 1,000
+	// pods) does not hold back another (the scheduler binding them).
+	client kubernetes.Interface
+	// newClient builds such a client; the informers share another.
+	newClient func(controller string) (kubernetes.Interface, error)
 	metadata  metadata.Interface
 	discovery discovery.DiscoveryInterface
 	informers informers.SharedInformerFactory
@@ -153,6 +159,12 @@ func startControllers(ctx context.Context, wg *sync.WaitGroup, c controllerConte
 		if late[s.name] != lateOnes {
 			continue
 		}
+		client, err := c.newClient(s.name)
+		if err != nil {
+			return names, fmt.Errorf("%s: %w", s.name, err)
+		}
+		c := c
+		c.client = client
 		ctrl, err := s.build(c)
 		if err != nil {
 			return names, fmt.Errorf("%s: %w", s.name, err)

@@ -272,8 +272,13 @@ func (m *Manager) newControllerContext(ctx context.Context) (controllerContext, 
 		return controllerContext{}, err
 	}
 	recorder, shutdown := newRecorders(ctx, client)
+	newClient := func(controller string) (kubernetes.Interface, error) {
+		own := rest.CopyConfig(typed)
+		own.UserAgent = rest.DefaultKubernetesUserAgent() + "/" + controller
+		return kubernetes.NewForConfig(own)
+	}
 	return controllerContext{
-		client: client, metadata: meta, discovery: disc, opts: m.opts,
+		client: client, newClient: newClient, metadata: meta, discovery: disc, opts: m.opts,
 		informers:  informers.NewSharedInformerFactory(client, 0),
 		recorder:   recorder,
 		shutdown:   shutdown,
