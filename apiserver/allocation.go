@@ -58,7 +58,7 @@ func newAllocator(o Options, cfg svcconfig.ServiceConfig) (*allocator.Allocator,
 // addAllocatorHooks starts following reservations before the server
 // reports ready, and runs the repair loop.
 func addAllocatorHooks(s *genericapiserver.GenericAPIServer, alloc *allocator.Allocator, etcd *clientv3.Client, repairInterval, leakGrace time.Duration) error {
-	if err := s.AddPostStartHook("portal-service-allocator", func(hc genericapiserver.PostStartHookContext) error {
+	if err := s.AddPostStartHook("portal-service-allocator", unlessStopped(func(hc genericapiserver.PostStartHookContext) error {
 		go alloc.Run(hc.Context)
 		go func() {
 			<-hc.Context.Done()
@@ -66,7 +66,7 @@ func addAllocatorHooks(s *genericapiserver.GenericAPIServer, alloc *allocator.Al
 		}()
 		return wait.PollUntilContextTimeout(hc.Context, 20*time.Millisecond, time.Minute, true,
 			func(context.Context) (bool, error) { return alloc.Synced(), nil })
-	}); err != nil {
+	})); err != nil {
 		return err
 	}
 	return s.AddPostStartHook("portal-service-allocation-repair", func(hc genericapiserver.PostStartHookContext) error {

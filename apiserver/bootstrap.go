@@ -30,7 +30,7 @@ var SystemNamespaces = []string{"default", "kube-system", "kube-public", "kube-n
 
 func addBootstrapHooks(s *genericapiserver.GenericAPIServer, o Options, ca *pki.CA, cidrs []netip.Prefix) error {
 	b := &bootstrapper{o: o, cidrs: cidrs}
-	if err := s.AddPostStartHook("portal-bootstrap", b.run); err != nil {
+	if err := s.AddPostStartHook("portal-bootstrap", unlessStopped(b.run)); err != nil {
 		return err
 	}
 	if err := s.AddPostStartHook("portal-namespace-controller", func(hc genericapiserver.PostStartHookContext) error {
@@ -46,6 +46,18 @@ func addBootstrapHooks(s *genericapiserver.GenericAPIServer, o Options, ca *pki.
 	return s.AddPostStartHook("portal-admin-kubeconfig", func(hc genericapiserver.PostStartHookContext) error {
 		return writeAdminKubeconfig(o, ca)
 	})
+}
+
+// unlessStopped wraps a post-start hook that waits for something: the
+// generic API server treats a hook's error as fatal, and an error that the
+// server's own stop caused is not a failure of the server.
+func unlessStopped(hook genericapiserver.PostStartHookFunc) genericapiserver.PostStartHookFunc {
+	return func(hc genericapiserver.PostStartHookContext) error {
+		if err := hook(hc); err != nil && hc.Context.Err() == nil {
+			return err
+		}
+		return nil
+	}
 }
 
 func writeAdminKubeconfig(o Options, ca *pki.CA) error {
@@ -89,12 +101,6 @@ func (b *bootstrapper) run(hc genericapiserver.PostStartHookContext) error {
 		}
 		return true, nil
 	}); err != nil {
-		// A server that stops during its first pass is not broken: a post-start
-		// hook's error is fatal, and would end the process its caller is
-		// stopping in order.
-		if ctx.Err() != nil {
-			return nil
-		}
 		return fmt.Errorf("bootstrap: %w", err)
 	}
 	go wait.UntilWithContext(ctx, func(ctx context.Context) {
