@@ -46,9 +46,7 @@ func (c *Controller) watchHandlers(sets, revisions, pods, nodes cache.SharedInde
 			DeleteFunc: func(any) { c.enqueueAll() },
 		}},
 	} {
-		if err := c.loop.Watch(w.inf, w.h); err != nil {
-			utilruntime.HandleError(err)
-		}
+		c.loop.WatchOrLog(w.inf, w.h)
 	}
 }
 

@@ -83,24 +83,18 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 		Name:      "queue_depth",
 		Help:      "Deployments waiting in the deployment controller's queue.",
 	}, func() float64 { return float64(c.loop.Len()) }))
-	c.watch(dInf.Informer(), cache.ResourceEventHandlerFuncs{
+	c.loop.WatchOrLog(dInf.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
 		UpdateFunc: func(_, cur any) { c.enqueue(cur) },
 		DeleteFunc: c.enqueue,
 	})
-	c.watch(rsInf.Informer(), cache.ResourceEventHandlerFuncs{
+	c.loop.WatchOrLog(rsInf.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onReplicaSetAdd,
 		UpdateFunc: c.onReplicaSetUpdate,
 		DeleteFunc: c.onReplicaSetDelete,
 	})
-	c.watch(podInf, cache.ResourceEventHandlerFuncs{DeleteFunc: c.onPodDelete})
+	c.loop.WatchOrLog(podInf, cache.ResourceEventHandlerFuncs{DeleteFunc: c.onPodDelete})
 	return c
-}
-
-func (c *Controller) watch(inf cache.SharedIndexInformer, h cache.ResourceEventHandler) {
-	if err := c.loop.Watch(inf, h); err != nil {
-		utilruntime.HandleError(err)
-	}
 }
 
 // Run syncs with the given number of workers until ctx ends, then stops

@@ -85,27 +85,21 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, o
 	})
 	c.metrics = newMetrics(c.loop.Len)
 	c.loop.Collect(opts.Registerer, c.metrics.collectors()...)
-	c.watch(core.Services().Informer(), cache.ResourceEventHandlerFuncs{
+	c.loop.WatchOrLog(core.Services().Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueObject,
 		UpdateFunc: func(_, cur any) { c.enqueueObject(cur) },
 		DeleteFunc: c.onServiceDelete,
 	})
-	c.watch(core.Pods().Informer(), cache.ResourceEventHandlerFuncs{
+	c.loop.WatchOrLog(core.Pods().Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onPodAddOrDelete,
 		UpdateFunc: c.onPodUpdate,
 		DeleteFunc: c.onPodAddOrDelete,
 	})
-	c.watch(core.Endpoints().Informer(), cache.ResourceEventHandlerFuncs{
+	c.loop.WatchOrLog(core.Endpoints().Informer(), cache.ResourceEventHandlerFuncs{
 		UpdateFunc: c.onEndpointsUpdate,
 		DeleteFunc: c.enqueueObject,
 	})
 	return c
-}
-
-func (c *Controller) watch(inf cache.SharedIndexInformer, h cache.ResourceEventHandler) {
-	if err := c.loop.Watch(inf, h); err != nil {
-		utilruntime.HandleError(err)
-	}
 }
 
 // Run syncs with the given number of workers until ctx ends, then stops

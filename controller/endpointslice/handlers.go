@@ -26,32 +26,26 @@ func (c *Controller) wireInformers() {
 	c.services, c.pods, c.nodes, c.slices = svcInf.Lister(), podInf.Lister(), nodeInf.Lister(), sliceInf.Lister()
 	c.podsByNode = podutil.NewByNode(podInf.Informer())
 
-	c.handle(svcInf.Informer(), cache.ResourceEventHandlerFuncs{
+	c.loop.WatchOrLog(svcInf.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onService,
 		UpdateFunc: func(_, cur any) { c.onService(cur) },
 		DeleteFunc: c.onService,
 	})
-	c.handle(podInf.Informer(), cache.ResourceEventHandlerFuncs{
+	c.loop.WatchOrLog(podInf.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.onPod(nil, obj) },
 		UpdateFunc: c.onPod,
 		DeleteFunc: func(obj any) { c.onPod(nil, obj) },
 	})
-	c.handle(nodeInf.Informer(), cache.ResourceEventHandlerFuncs{
+	c.loop.WatchOrLog(nodeInf.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.onNode(nil, obj) },
 		UpdateFunc: c.onNode,
 		DeleteFunc: func(obj any) { c.onNode(nil, obj) },
 	})
-	c.handle(sliceInf.Informer(), cache.ResourceEventHandlerFuncs{
+	c.loop.WatchOrLog(sliceInf.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.onSlice(nil, obj) },
 		UpdateFunc: c.onSlice,
 		DeleteFunc: c.onSliceDelete,
 	})
-}
-
-func (c *Controller) handle(inf cache.SharedIndexInformer, h cache.ResourceEventHandler) {
-	if err := c.loop.Watch(inf, h); err != nil {
-		utilruntime.HandleError(err)
-	}
 }
 
 func (c *Controller) onService(obj any) {

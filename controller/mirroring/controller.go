@@ -92,17 +92,17 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, o
 	})
 	c.metrics = newMetrics(c.loop.Len)
 	c.loop.Collect(opts.Registerer, c.metrics.collectors()...)
-	c.watch(core.Endpoints().Informer(), cache.ResourceEventHandlerFuncs{
+	c.loop.WatchOrLog(core.Endpoints().Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onEndpoints,
 		UpdateFunc: c.onEndpointsUpdate,
 		DeleteFunc: c.onEndpoints,
 	})
-	c.watch(core.Services().Informer(), cache.ResourceEventHandlerFuncs{
+	c.loop.WatchOrLog(core.Services().Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onService,
 		UpdateFunc: c.onServiceUpdate,
 		DeleteFunc: c.onService,
 	})
-	c.watch(discovery.EndpointSlices().Informer(), cache.ResourceEventHandlerFuncs{
+	c.loop.WatchOrLog(discovery.EndpointSlices().Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onSliceAddOrDelete,
 		UpdateFunc: c.onSliceUpdate,
 		DeleteFunc: c.onSliceAddOrDelete,
@@ -117,12 +117,6 @@ func rateLimiter() workqueue.TypedRateLimiter[string] {
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, 100*time.Second),
 		&workqueue.TypedBucketRateLimiter[string]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
 	)
-}
-
-func (c *Controller) watch(inf cache.SharedIndexInformer, h cache.ResourceEventHandler) {
-	if err := c.loop.Watch(inf, h); err != nil {
-		utilruntime.HandleError(err)
-	}
 }
 
 // Run syncs with the given number of workers until ctx ends, then stops

@@ -85,23 +85,17 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 	})
 	m := newMetrics(c.loop.Len)
 	c.loop.Collect(opts.Registerer, m...)
-	c.watch(rsInf.Informer(), cache.ResourceEventHandlerFuncs{
+	c.loop.WatchOrLog(rsInf.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
 		UpdateFunc: c.onReplicaSetUpdate,
 		DeleteFunc: c.onReplicaSetDelete,
 	})
-	c.watch(podInf, cache.ResourceEventHandlerFuncs{
+	c.loop.WatchOrLog(podInf, cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onPodAdd,
 		UpdateFunc: c.onPodUpdate,
 		DeleteFunc: c.onPodDelete,
 	})
 	return c
-}
-
-func (c *Controller) watch(inf cache.SharedIndexInformer, h cache.ResourceEventHandler) {
-	if err := c.loop.Watch(inf, h); err != nil {
-		utilruntime.HandleError(err)
-	}
 }
 
 // Run syncs with the given number of workers until ctx ends, then stops

@@ -99,23 +99,17 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[string](initialBackoff, maxBackoff),
 	})
 	s.loop.Collect(opts.Registerer, s.attempts)
-	s.watch(podInf.Informer(), cache.ResourceEventHandlerFuncs{
+	s.loop.WatchOrLog(podInf.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    s.onPod,
 		UpdateFunc: func(_, obj any) { s.onPod(obj) },
 		DeleteFunc: s.onPodDelete,
 	})
-	s.watch(nodeInf.Informer(), cache.ResourceEventHandlerFuncs{
+	s.loop.WatchOrLog(nodeInf.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { s.requeuePending() },
 		UpdateFunc: func(any, any) { s.requeuePending() },
 		DeleteFunc: func(any) { s.requeuePending() },
 	})
 	return s
-}
-
-func (s *Scheduler) watch(inf cache.SharedIndexInformer, h cache.ResourceEventHandler) {
-	if err := s.loop.Watch(inf, h); err != nil {
-		klog.ErrorS(err, "Scheduler not watching")
-	}
 }
 
 // Run starts the factory's informers that are not running yet, waits for

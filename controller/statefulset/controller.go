@@ -70,24 +70,18 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 		ReportFailures: true,
 		Clock:          clk,
 	})
-	c.watch(apps.StatefulSets().Informer(), cache.ResourceEventHandlerFuncs{
+	c.loop.WatchOrLog(apps.StatefulSets().Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
 		UpdateFunc: func(_, cur any) { c.enqueue(cur) },
 		DeleteFunc: c.enqueue,
 	})
-	c.watch(core.Pods().Informer(), cache.ResourceEventHandlerFuncs{
+	c.loop.WatchOrLog(core.Pods().Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onPod,
 		UpdateFunc: c.onPodUpdate,
 		DeleteFunc: c.onPod,
 	})
 	c.loop.WaitFor(apps.ControllerRevisions().Informer().HasSynced)
 	return c
-}
-
-func (c *Controller) watch(inf cache.SharedIndexInformer, h cache.ResourceEventHandler) {
-	if err := c.loop.Watch(inf, h); err != nil {
-		utilruntime.HandleError(err)
-	}
 }
 
 // Run syncs with the given number of workers until ctx ends, then stops

@@ -5,11 +5,12 @@
 // removes every event handler it added, before it returns.
 //
 // A controller builds one Loop in its constructor, registers its event
-// handlers through Watch (whose handlers only turn events into keys), and
-// calls Run from its own Run. The package holds no global state: metrics
-// are registered with the Registerer a controller is given, for as long as
-// its Loop runs, so a controller rebuilt after a new leader election
-// registers its metrics again without colliding with the last term's.
+// handlers through Watch or WatchOrLog (whose handlers only turn events
+// into keys), and calls Run from its own Run. The package holds no global
+// state: metrics are registered with the Registerer a controller is
+// given, for as long as its Loop runs, so a controller rebuilt after a new
+// leader election registers its metrics again without colliding with the
+// last term's.
 package loop
 
 import (
@@ -148,6 +149,16 @@ func (l *Loop[K]) Watch(inf cache.SharedInformer, h cache.ResourceEventHandler) 
 	defer l.mu.Unlock()
 	l.handlers = append(l.handlers, registration{inf, reg})
 	return nil
+}
+
+// WatchOrLog is Watch for a constructor with no error to return: a
+// handler that cannot be added, because the informer has already stopped,
+// is reported through utilruntime.HandleError, and the controller runs
+// without those events rather than not at all.
+func (l *Loop[K]) WatchOrLog(inf cache.SharedInformer, h cache.ResourceEventHandler) {
+	if err := l.Watch(inf, h); err != nil {
+		utilruntime.HandleError(err)
+	}
 }
 
 // WaitFor makes Run wait for more caches to sync than those watched:

@@ -385,3 +385,32 @@ func TestReportFailures(t *testing.T) {
 		})
 	}
 }
+
+// TestWatchOrLogReportsAStoppedInformer: a handler that cannot be added
+// is logged as an error naming the controller. Not in a synctest bubble:
+// HandleError's back-off reads the real clock's start time.
+func TestWatchOrLogReportsAStoppedInformer(t *testing.T) {
+	var mu sync.Mutex
+	var logged []string
+	klog.SetLogger(funcr.New(func(_, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		logged = append(logged, args)
+	}, funcr.Options{}))
+	defer klog.ClearLogger()
+
+	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
+	inf := factory.Core().V1().Services().Informer()
+	ctx, stopFactory := context.WithCancel(t.Context())
+	factory.Start(ctx.Done())
+	stopFactory()
+	factory.Shutdown()
+
+	l := New(Config[string]{Name: "test", Sync: (&recorder{}).sync})
+	l.WatchOrLog(inf, cache.ResourceEventHandlerFuncs{})
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.ContainsFunc(logged, func(s string) bool { return strings.Contains(s, "test: add event handler") }) {
+		t.Errorf("got log %q, want an error naming the controller's handler", logged)
+	}
+}
