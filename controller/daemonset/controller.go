@@ -59,6 +59,7 @@ type Controller struct {
 	recorder  record.EventRecorder
 	sets      appslisters.DaemonSetLister
 	owners    workload.Owners[*appsv1.DaemonSet]
+	podEvents workload.PodHandlers
 	revisions appslisters.ControllerRevisionLister
 	// podsOf returns the Pods a DaemonSet controls and the orphans in its
 	// namespace, the candidates for claiming.
@@ -88,7 +89,6 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 		factory:   factory,
 		recorder:  recorder,
 		sets:      apps.DaemonSets().Lister(),
-		owners:    newOwners(apps.DaemonSets().Lister()),
 		revisions: apps.ControllerRevisions().Lister(),
 		nodes:     core.Nodes().Lister(),
 		failed:    flowcontrol.NewBackOff(failedBackoffInitial, failedBackoffMax),
@@ -99,6 +99,9 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 		ReportFailures: true,
 		Background:     []func(context.Context){c.gcBackoff},
 	})
+	c.owners = workload.NewOwners(kind.Kind, c.sets.DaemonSets,
+		func(ds *appsv1.DaemonSet) *metav1.LabelSelector { return ds.Spec.Selector })
+	c.podEvents = c.owners.PodHandlers(c.loop.Add, &c.exp)
 	c.watchHandlers(apps.DaemonSets().Informer(), apps.ControllerRevisions().Informer(),
 		core.Pods().Informer(), core.Nodes().Informer())
 	return c

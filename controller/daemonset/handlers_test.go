@@ -23,7 +23,7 @@ func TestNodeTurningReadyQueuesDaemonSets(t *testing.T) {
 func TestOldDaemonSetsPodsNotCounted(t *testing.T) {
 	s := newStale(t, mkDS(func(ds *appsv1.DaemonSet) { ds.UID = "new-uid" }))
 	s.c.exp.Expect(dsKey, 1, nil)
-	s.c.onPodAdd(mkPod("old", "n1", "h", 0)) // controlled by "ds-uid"
+	s.c.podEvents.OnAdd(mkPod("old", "n1", "h", 0)) // controlled by "ds-uid"
 	if adds, _ := s.c.exp.Pending(dsKey); adds != 1 {
 		t.Fatalf("creations pending: got %d, want 1", adds)
 	}
@@ -35,7 +35,7 @@ func TestPodAddedWhileDeletingCountsAsDeletion(t *testing.T) {
 	s := newStale(t, mkDS())
 	pod := mkPod("p", "n1", "h", 0, deleting)
 	s.c.exp.Expect(dsKey, 1, []types.UID{pod.UID})
-	s.c.onPodAdd(pod)
+	s.c.podEvents.OnAdd(pod)
 	if adds, dels := s.c.exp.Pending(dsKey); adds != 1 || dels != 0 {
 		t.Fatalf("pending: got %d adds, %d dels, want 1, 0", adds, dels)
 	}
@@ -52,7 +52,7 @@ func TestReleasedPodQueuesSelectingDaemonSets(t *testing.T) {
 	released := owned.DeepCopy()
 	released.ResourceVersion = "2"
 	released.OwnerReferences = nil
-	s.c.onPodUpdate(owned, released)
+	s.c.podEvents.OnUpdate(owned, released)
 	if got := s.c.loop.Len(); got != 2 {
 		t.Fatalf("queued keys: got %d, want 2 (the old owner and the other selecting set)", got)
 	}

@@ -131,7 +131,7 @@ func TestFailedCreateLowersExpectationsOnce(t *testing.T) {
 	if err := s.factory.Core().V1().Pods().Informer().GetIndexer().Add(first); err != nil {
 		t.Fatal(err)
 	}
-	s.c.onPodAdd(first)
+	s.c.podEvents.OnAdd(first)
 	if err := s.sync(t); err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ type Controller struct {
 	recorder     record.EventRecorder
 	clock        clock.PassiveClock
 	replicaSets  appslisters.ReplicaSetLister
-	owners       workload.Owners[*appsv1.ReplicaSet]
+	podEvents    workload.PodHandlers
 	pods         *workload.ByController[*corev1.Pod]
 	expectations *workload.Expectations
 	loop         *loop.Loop[string]
@@ -74,7 +74,6 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 		recorder:     recorder,
 		clock:        clk,
 		replicaSets:  rsInf.Lister(),
-		owners:       newOwners(rsInf.Lister()),
 		pods:         workload.NewByController[*corev1.Pod](podInf),
 		expectations: &workload.Expectations{Clock: clk},
 	}
@@ -90,11 +89,11 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 		UpdateFunc: c.onReplicaSetUpdate,
 		DeleteFunc: c.onReplicaSetDelete,
 	})
-	c.loop.WatchOrLog(podInf, cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.onPodAdd,
-		UpdateFunc: c.onPodUpdate,
-		DeleteFunc: c.onPodDelete,
-	})
+	owners := workload.NewOwners(kind.Kind, rsInf.Lister().ReplicaSets,
+		func(rs *appsv1.ReplicaSet) *metav1.LabelSelector { return rs.Spec.Selector })
+	c.podEvents = owners.PodHandlers(c.loop.Add, c.expectations)
+	c.podEvents.OwnedUpdate = c.checkAvailableLater
+	c.loop.WatchOrLog(podInf, c.podEvents.Funcs())
 	return c
 }
 

@@ -16,12 +16,12 @@ func TestEventsLowerExpectations(t *testing.T) {
 	p := pod("a", epoch)
 
 	e.ExpectCreations("ns/web", 2)
-	h.ctrl.onPodAdd(p)
+	h.ctrl.podEvents.OnAdd(p)
 	if adds, _ := e.Pending("ns/web"); adds != 1 {
 		t.Errorf("after an owned Pod's add: got %d creations pending, want 1", adds)
 	}
 	other := pod("b", epoch, func(p *corev1.Pod) { p.OwnerReferences[0].UID = "someone-else" })
-	h.ctrl.onPodAdd(other)
+	h.ctrl.podEvents.OnAdd(other)
 	if adds, _ := e.Pending("ns/web"); adds != 1 {
 		t.Errorf("after another owner's Pod: got %d creations pending, want 1", adds)
 	}
@@ -31,13 +31,13 @@ func TestEventsLowerExpectations(t *testing.T) {
 	going.ResourceVersion = "2"
 	now := metav1.NewTime(epoch)
 	going.DeletionTimestamp = &now
-	h.ctrl.onPodUpdate(p, going)
+	h.ctrl.podEvents.OnUpdate(p, going)
 	if _, dels := e.Pending("ns/web"); dels != 0 {
 		t.Errorf("after the Pod was marked for deletion: got %d deletions pending, want 0", dels)
 	}
 
 	e.ExpectDeletions("ns/web", []types.UID{"uid-c"})
-	h.ctrl.onPodDelete(cache.DeletedFinalStateUnknown{Key: "ns/c", Obj: pod("c", epoch)})
+	h.ctrl.podEvents.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/c", Obj: pod("c", epoch)})
 	if _, dels := e.Pending("ns/web"); dels != 0 {
 		t.Errorf("after a missed delete: got %d deletions pending, want 0", dels)
 	}
@@ -60,7 +60,7 @@ func TestOrphanQueuesMatchingReplicaSets(t *testing.T) {
 		rs.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}
 	})
 	h := newHarness(t, replicaSet(1), other)
-	h.ctrl.onPodAdd(pod("orphan", epoch, orphan))
+	h.ctrl.podEvents.OnAdd(pod("orphan", epoch, orphan))
 	if got := h.ctrl.loop.Len(); got != 1 {
 		t.Errorf("queued keys: got %d, want 1 (web only)", got)
 	}

@@ -104,16 +104,16 @@ func (h *harness) catchUp() {
 			h.t.Fatal(err)
 		}
 		if exists {
-			h.ctrl.onPodUpdate(old, p)
+			h.ctrl.podEvents.OnUpdate(old, p)
 		} else {
-			h.ctrl.onPodAdd(p)
+			h.ctrl.podEvents.OnAdd(p)
 		}
 	}
 	for _, o := range h.podCache.List() {
 		p := o.(*corev1.Pod)
 		if !seen[p.Namespace+"/"+p.Name] {
 			_ = h.podCache.Delete(p)
-			h.ctrl.onPodDelete(p)
+			h.ctrl.podEvents.OnDelete(p)
 		}
 	}
 	sets, err := h.client.AppsV1().ReplicaSets("").List(ctx, metav1.ListOptions{})

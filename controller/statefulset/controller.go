@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -45,6 +44,7 @@ type Controller struct {
 	pods      *workload.ByController[*corev1.Pod]
 	revisions *workload.ByController[*appsv1.ControllerRevision]
 	loop      *loop.Loop[string]
+	podEvents workload.PodHandlers
 }
 
 // New returns a controller that reads StatefulSets, Pods and
@@ -75,11 +75,13 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 		UpdateFunc: func(_, cur any) { c.enqueue(cur) },
 		DeleteFunc: c.enqueue,
 	})
-	c.loop.WatchOrLog(core.Pods().Informer(), cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.onPod,
-		UpdateFunc: c.onPodUpdate,
-		DeleteFunc: c.onPod,
-	})
+	c.podEvents = workload.PodHandlers{
+		Owner: workload.NewOwners(kind.Kind, c.sets.StatefulSets,
+			func(set *appsv1.StatefulSet) *metav1.LabelSelector { return set.Spec.Selector }).Key,
+		Adopters: c.adopters,
+		Enqueue:  c.loop.Add,
+	}
+	c.loop.WatchOrLog(core.Pods().Informer(), c.podEvents.Funcs())
 	c.loop.WaitFor(apps.ControllerRevisions().Informer().HasSynced)
 	return c
 }
@@ -157,26 +159,6 @@ func (c *Controller) writeStatus(ctx context.Context, set *appsv1.StatefulSet, s
 	klog.FromContext(ctx).V(4).Info("Updated status", "statefulset", klog.KObj(set),
 		"replicas", st.Replicas, "ready", st.ReadyReplicas, "updated", st.UpdatedReplicas)
 	return nil
-}
-
-// setsFor returns the StatefulSets whose selector matches an orphan pod,
-// which may adopt it.
-func (c *Controller) setsFor(pod *corev1.Pod) []*appsv1.StatefulSet {
-	sets, err := c.sets.StatefulSets(pod.Namespace).List(labels.Everything())
-	if err != nil {
-		return nil
-	}
-	var out []*appsv1.StatefulSet
-	for _, set := range sets {
-		sel, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
-		if err != nil || sel.Empty() || !sel.Matches(labels.Set(pod.Labels)) {
-			continue
-		}
-		if _, ok := ordinalOf(set, pod); ok {
-			out = append(out, set)
-		}
-	}
-	return out
 }
 
 // recheck is how soon a sync that waits for the cache to catch up with

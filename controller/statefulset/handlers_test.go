@@ -19,23 +19,28 @@ func TestPodEventsQueueSets(t *testing.T) {
 	})
 	stale := member(set, 2, "r1", func(p *corev1.Pod) { p.OwnerReferences[0].UID = "uid-old-web" })
 	tests := []struct {
-		name string
-		pod  any
-		want int
+		name    string
+		pod     any
+		deleted bool
+		want    int
 	}{
-		{"an owned pod queues its set", owned, 1},
-		{"a deleted owned pod seen late queues its set", cache.DeletedFinalStateUnknown{Key: "default/web-0", Obj: owned}, 1},
-		{"an orphan with the set's name and labels queues it", orphan, 1},
-		{"an orphan with another name does not", otherName, 0},
-		{"an orphan with other labels does not", otherLabels, 0},
-		{"a pod another kind controls does not", foreign, 0},
-		{"a pod of an earlier set of that name does not", stale, 0},
+		{"an owned pod queues its set", owned, false, 1},
+		{"a deleted owned pod seen late queues its set", cache.DeletedFinalStateUnknown{Key: "default/web-0", Obj: owned}, true, 1},
+		{"an orphan with the set's name and labels queues it", orphan, false, 1},
+		{"an orphan with another name does not", otherName, false, 0},
+		{"an orphan with other labels does not", otherLabels, false, 0},
+		{"a pod another kind controls does not", foreign, false, 0},
+		{"a pod of an earlier set of that name does not", stale, false, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, set)
 			h.refresh()
-			h.ctrl.onPod(tc.pod)
+			if tc.deleted {
+				h.ctrl.podEvents.OnDelete(tc.pod)
+			} else {
+				h.ctrl.podEvents.OnAdd(tc.pod)
+			}
 			if got := h.ctrl.loop.Len(); got != tc.want {
 				t.Errorf("got %d keys queued, want %d", got, tc.want)
 			}
@@ -52,11 +57,11 @@ func TestPodUpdateQueuesOldAndNewOwner(t *testing.T) {
 	released.Labels["app"] = "x"
 	h := newHarness(t, set)
 	h.refresh()
-	h.ctrl.onPodUpdate(old, old)
+	h.ctrl.podEvents.OnUpdate(old, old)
 	if got := h.ctrl.loop.Len(); got != 0 {
 		t.Errorf("resync: got %d keys queued, want 0", got)
 	}
-	h.ctrl.onPodUpdate(old, released)
+	h.ctrl.podEvents.OnUpdate(old, released)
 	if got := h.ctrl.loop.Len(); got != 1 {
 		t.Errorf("released pod: got %d keys queued, want the old owner", got)
 	}

@@ -22,6 +22,25 @@ type Owners[T metav1.Object] struct {
 	Selector func(T) *metav1.LabelSelector
 }
 
+// namespaceLister is the per-namespace view a generated lister gives
+// (ReplicaSetNamespaceLister, say).
+type namespaceLister[T any] interface {
+	List(selector labels.Selector) ([]T, error)
+	Get(name string) (T, error)
+}
+
+// NewOwners returns the Owners of kind read through a generated lister's
+// per-namespace views (a ReplicaSetLister's ReplicaSets method, say), with
+// selector giving an owner's label selector.
+func NewOwners[T metav1.Object, L namespaceLister[T]](kind string, inNamespace func(string) L, selector func(T) *metav1.LabelSelector) Owners[T] {
+	return Owners[T]{
+		Kind:     kind,
+		Get:      func(ns, name string) (T, error) { return inNamespace(ns).Get(name) },
+		List:     func(ns string) ([]T, error) { return inNamespace(ns).List(labels.Everything()) },
+		Selector: selector,
+	}
+}
+
 // Key returns the "namespace/name" key of the controller ref names, if ref
 // is of the kind and the cache holds that controller under ref's UID. A
 // controller deleted and re-created under the same name has a new UID, so

@@ -5,34 +5,22 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	"k8s.io/client-go/tools/cache"
 )
 
+// testOwners reads sets through a lister, as a controller does.
 func testOwners(sets ...*appsv1.ReplicaSet) Owners[*appsv1.ReplicaSet] {
-	return Owners[*appsv1.ReplicaSet]{
-		Kind: "ReplicaSet",
-		Get: func(ns, name string) (*appsv1.ReplicaSet, error) {
-			for _, rs := range sets {
-				if rs.Namespace == ns && rs.Name == name {
-					return rs, nil
-				}
-			}
-			return nil, errors.NewNotFound(schema.GroupResource{Resource: "replicasets"}, name)
-		},
-		List: func(ns string) ([]*appsv1.ReplicaSet, error) {
-			var out []*appsv1.ReplicaSet
-			for _, rs := range sets {
-				if rs.Namespace == ns {
-					out = append(out, rs)
-				}
-			}
-			return out, nil
-		},
-		Selector: func(rs *appsv1.ReplicaSet) *metav1.LabelSelector { return rs.Spec.Selector },
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	for _, rs := range sets {
+		if err := idx.Add(rs); err != nil {
+			panic(err)
+		}
 	}
+	return NewOwners("ReplicaSet", appslisters.NewReplicaSetLister(idx).ReplicaSets,
+		func(rs *appsv1.ReplicaSet) *metav1.LabelSelector { return rs.Spec.Selector })
 }
 
 func ownerRS(name, uid string, sel map[string]string) *appsv1.ReplicaSet {
@@ -77,7 +65,8 @@ func TestOwnersSelecting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"ns/web", "ns/also-web"}; !slices.Equal(got, want) {
+	slices.Sort(got) // in the lister's order, which is none
+	if want := []string{"ns/also-web", "ns/web"}; !slices.Equal(got, want) {
 		t.Fatalf("Selecting: got %v, want %v", got, want)
 	}
 	if got, _ := o.Selecting("ns", nil); len(got) != 0 {
