@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -16,7 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 )
@@ -283,35 +286,95 @@ func TestPickNoNodes(t *testing.T) {
 	}
 }
 
-// TestBindFailureRetried: binds run beside the scheduling workers, so a
-// failed bind must drop its assumption and place the Pod again itself.
+// TestBindFailureRetried: binds run beside the scheduling worker, so a
+// slow bind does not hold up the next Pod, and a bind that then fails must
+// drop its assumption and queue the Pod again itself, since no worker is
+// waiting on it to retry. With the bind in the worker, the second Pod
+// waits; without the retry, the first is never bound.
 func TestBindFailureRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		client := fake.NewClientset(mkNode("a"), mkPod("p1"))
-		applyBindings(client)
-		failed := 0
-		client.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
-			if a.GetSubresource() != "binding" || failed > 0 {
-				return false, nil, nil
-			}
-			failed++
-			return true, nil, apierrors.NewInternalError(errors.New("etcd timed out"))
-		})
-		factory := informers.NewSharedInformerFactory(client, 0)
+		fc := fake.NewClientset(mkNode("a"), mkNode("b"), mkPod("p1"), mkPod("p2"))
+		applyBindings(fc)
+		client := &heldBind{Interface: fc, release: make(chan struct{})}
+		release := sync.OnceFunc(func() { close(client.release) })
+		factory := informers.NewSharedInformerFactory(fc, 0)
 		s := New(client, factory, record.NewFakeRecorder(100), Options{Registerer: prometheus.NewRegistry()})
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan struct{})
-		go func() { s.Run(ctx, 2); close(done) }()
-		defer func() { cancel(); <-done; factory.Shutdown() }()
-
-		time.Sleep(5 * time.Second)
-		synctest.Wait()
-		p, err := client.CoreV1().Pods("ns").Get(ctx, "p1", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
+		go func() { s.Run(ctx, 1); close(done) }()
+		defer func() { release(); cancel(); <-done; factory.Shutdown() }()
+		nodeOf := func(name string) string {
+			p, err := fc.CoreV1().Pods("ns").Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p.Spec.NodeName
 		}
-		if failed != 1 || p.Spec.NodeName != "a" {
-			t.Errorf("after one failed bind: got node %q (%d failures), want %q", p.Spec.NodeName, failed, "a")
+
+		time.Sleep(time.Second)
+		synctest.Wait()
+		held, other := client.heldPod(), "p1"
+		if held == "p1" {
+			other = "p2"
+		}
+		if held == "" || nodeOf(other) == "" {
+			t.Fatalf("while the first bind (of %q) hangs: %s bound to %q, want it placed meanwhile", held, other, nodeOf(other))
+		}
+		release()
+		time.Sleep(2 * initialBackoff)
+		synctest.Wait()
+		if got := nodeOf(held); got == "" || got == nodeOf(other) {
+			t.Errorf("after its bind failed: %s bound to %q, want the node %s is not on", held, got, other)
 		}
 	})
+}
+
+// heldBind is a client whose first pods/binding call waits for release
+// and then fails, as a bind timing out on a busy API server does. It wraps
+// the clientset rather than adding a reactor, since the fake runs its
+// reactors under one lock.
+type heldBind struct {
+	kubernetes.Interface
+	release chan struct{}
+
+	mu   sync.Mutex
+	held string // the Pod whose bind was held
+}
+
+func (c *heldBind) heldPod() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.held
+}
+
+func (c *heldBind) CoreV1() corev1client.CoreV1Interface {
+	return heldCore{CoreV1Interface: c.Interface.CoreV1(), c: c}
+}
+
+type heldCore struct {
+	corev1client.CoreV1Interface
+	c *heldBind
+}
+
+func (h heldCore) Pods(ns string) corev1client.PodInterface {
+	return heldPods{PodInterface: h.CoreV1Interface.Pods(ns), c: h.c}
+}
+
+type heldPods struct {
+	corev1client.PodInterface
+	c *heldBind
+}
+
+func (p heldPods) Bind(ctx context.Context, b *corev1.Binding, opts metav1.CreateOptions) error {
+	p.c.mu.Lock()
+	first := p.c.held == ""
+	if first {
+		p.c.held = b.Name
+	}
+	p.c.mu.Unlock()
+	if first {
+		<-p.c.release
+		return apierrors.NewInternalError(errors.New("etcd timed out"))
+	}
+	return p.PodInterface.Bind(ctx, b, opts)
 }
