@@ -16,13 +16,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	testclock "k8s.io/utils/clock/testing"
+
+	"portal.dev/portal/controller/internal/workload/workloadtest"
 )
 
-var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+var epoch = workloadtest.Epoch
 
 // harness drives a Controller's sync by hand over a fake clientset, with
 // informer caches that catch up with the API server when the test says.
@@ -41,12 +42,10 @@ func newHarness(t *testing.T, objs ...runtime.Object) *harness {
 	clk := testclock.NewFakeClock(epoch.Add(time.Hour))
 	// The fake API server gives objects neither UIDs nor creation times;
 	// the real one does both.
-	client.PrependReactor("create", "replicasets", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		r := a.(k8stesting.CreateAction).GetObject().(*appsv1.ReplicaSet)
-		r.UID = types.UID("uid-" + r.Name)
-		r.CreationTimestamp = metav1.NewTime(clk.Now())
+	workloadtest.OnCreate(client, "replicasets", func(r metav1.Object) {
+		r.SetUID(types.UID("uid-" + r.GetName()))
+		r.SetCreationTimestamp(metav1.NewTime(clk.Now()))
 		clk.Step(time.Second)
-		return false, nil, nil
 	})
 	factory := informers.NewSharedInformerFactory(client, 0)
 	rec := record.NewFakeRecorder(1000)
@@ -68,27 +67,12 @@ func (h *harness) catchUp() {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	for i := range ds.Items {
-		if err := h.dCache.Update(&ds.Items[i]); err != nil {
-			h.t.Fatal(err)
-		}
-	}
+	workloadtest.CatchUp(h.t, h.dCache, ds.Items, nil)
 	rss, err := h.client.AppsV1().ReplicaSets("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	seen := map[string]bool{}
-	for i := range rss.Items {
-		seen[rss.Items[i].Name] = true
-		if err := h.rsCache.Update(&rss.Items[i]); err != nil {
-			h.t.Fatal(err)
-		}
-	}
-	for _, o := range h.rsCache.List() {
-		if r := o.(*appsv1.ReplicaSet); !seen[r.Name] {
-			_ = h.rsCache.Delete(r)
-		}
-	}
+	workloadtest.CatchUp(h.t, h.rsCache, rss.Items, nil)
 }
 
 // sync catches the caches up, then syncs ns/web.
@@ -140,17 +124,7 @@ func (h *harness) settle() {
 	}
 }
 
-func (h *harness) events() []string {
-	var out []string
-	for {
-		select {
-		case e := <-h.recorder.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}
+func (h *harness) events() []string { return workloadtest.Events(h.recorder) }
 
 func itoa(n int32) string { return strconv.Itoa(int(n)) }
 

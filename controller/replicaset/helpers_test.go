@@ -16,17 +16,18 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	testclock "k8s.io/utils/clock/testing"
+
+	"portal.dev/portal/controller/internal/workload/workloadtest"
 )
 
 // podNames numbers created Pods across harnesses, so a restarted
 // controller's Pods never take the last one's names.
 var podNames atomic.Int32
 
-var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+var epoch = workloadtest.Epoch
 
 // harness drives a Controller's sync by hand over a fake clientset, with
 // informer caches the test fills: a cache that lags the API server (a
@@ -47,15 +48,13 @@ func newHarness(t *testing.T, objs ...runtime.Object) *harness {
 	client := fake.NewSimpleClientset(objs...)
 	// The fake API server neither names Pods after generateName nor gives
 	// them UIDs; the real one does both.
-	client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		pod := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod)
-		if pod.Name == "" {
+	workloadtest.OnCreate(client, "pods", func(pod metav1.Object) {
+		if pod.GetName() == "" {
 			i := podNames.Add(1)
-			pod.Name = fmt.Sprintf("%s%03d", pod.GenerateName, i)
-			pod.UID = types.UID(fmt.Sprintf("uid-%s", pod.Name))
-			pod.CreationTimestamp = metav1.NewTime(epoch.Add(time.Duration(i) * time.Second))
+			pod.SetName(fmt.Sprintf("%s%03d", pod.GetGenerateName(), i))
+			pod.SetUID(types.UID("uid-" + pod.GetName()))
+			pod.SetCreationTimestamp(metav1.NewTime(epoch.Add(time.Duration(i) * time.Second)))
 		}
-		return false, nil, nil
 	})
 	factory := informers.NewSharedInformerFactory(client, 0)
 	rec := record.NewFakeRecorder(1000)
@@ -95,36 +94,12 @@ func (h *harness) catchUp() {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	seen := map[string]bool{}
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		seen[p.Namespace+"/"+p.Name] = true
-		old, exists, _ := h.podCache.Get(p)
-		if err := h.podCache.Update(p); err != nil {
-			h.t.Fatal(err)
-		}
-		if exists {
-			h.ctrl.podEvents.OnUpdate(old, p)
-		} else {
-			h.ctrl.podEvents.OnAdd(p)
-		}
-	}
-	for _, o := range h.podCache.List() {
-		p := o.(*corev1.Pod)
-		if !seen[p.Namespace+"/"+p.Name] {
-			_ = h.podCache.Delete(p)
-			h.ctrl.podEvents.OnDelete(p)
-		}
-	}
+	workloadtest.CatchUp(h.t, h.podCache, pods.Items, h.ctrl.podEvents.Funcs())
 	sets, err := h.client.AppsV1().ReplicaSets("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	for i := range sets.Items {
-		if err := h.rsCache.Update(&sets.Items[i]); err != nil {
-			h.t.Fatal(err)
-		}
-	}
+	workloadtest.CatchUp(h.t, h.rsCache, sets.Items, nil)
 }
 
 // sync runs one sync of ns/web and returns its error.
@@ -177,15 +152,11 @@ func (h *harness) creates() int {
 // events drains the Events recorded so far, as "Type Reason" lines.
 func (h *harness) events() []string {
 	var out []string
-	for {
-		select {
-		case e := <-h.recorder.Events:
-			f := strings.Fields(e)
-			out = append(out, f[0]+" "+f[1])
-		default:
-			return out
-		}
+	for _, e := range workloadtest.Events(h.recorder) {
+		f := strings.Fields(e)
+		out = append(out, f[0]+" "+f[1])
 	}
+	return out
 }
 
 func replicaSet(replicas int32, opts ...func(*appsv1.ReplicaSet)) *appsv1.ReplicaSet {
