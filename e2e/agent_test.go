@@ -73,33 +73,18 @@ func newAgentBed(t *testing.T) *agentBed {
 	ab.node.MustRun("ip", "route", "add", "default", "via", agentClientIP)
 	ab.node2.MustRun("ip", "route", "add", "default", "via", agentNodeIP)
 	ab.client.MustRun("ip", "route", "add", "10.244.0.0/16", "via", "10.100.0.1")
-	s := &framework.Server{Command: "server", DataDir: t.TempDir(), Port: 6443,
-		Args: []string{"--disable", "dns,proxy,agent,ingress", "--node-monitor-grace-period", "1h"},
-		Wrap: []string{"ip", "netns", "exec", ab.node.Name},
-		Dial: ab.node.DialContext,
-	}
-	framework.Attach(t, s)
-	s.Start()
-	ab.server, ab.c = s, s.Client()
+	ab.server = startAPIServer(t, ab.node)
+	ab.c = ab.server.Client()
 	var err error
 	if ab.log, err = os.Create(filepath.Join(ab.rootDir, "agent.log")); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if t.Failed() || os.Getenv("PORTAL_E2E_AGENT_LOG") != "" {
-			data, _ := os.ReadFile(ab.log.Name())
-			lines := strings.Split(string(data), "\n")
-			if len(lines) > 80 {
-				lines = lines[len(lines)-80:]
-			}
-			t.Logf("last lines of the agent log:\n%s", strings.Join(lines, "\n"))
-		}
-	})
+	logAgentOnFailure(t, "the agent log", ab.log.Name(), 80)
 	// Off, as on a node that never loaded br_netfilter: the agent must
 	// turn it on (TestAgent checks).
 	ab.node.MustRun("sysctl", "-q", "-w", "net.bridge.bridge-nf-call-iptables=0")
 	ab.startAgent()
-	ab.forwardAPI()
+	forwardAPI(t, ab.server, ab.node, ab.node2)
 	log2, err := os.Create(filepath.Join(ab.rootDir, "agent2.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -115,34 +100,6 @@ func (ab *agentBed) startAgent() {
 	ab.agent = ab.node.Start(ab.log, framework.Binary(ab.t), "agent", "--kubeconfig", ab.server.Kubeconfig(),
 		"--hostname-override", "node1", "--node-ip", agentNodeIP, "--pod-cidr", agentPodCIDR,
 		"--node-labels", "topology.kubernetes.io/zone=zone-a", "--root-dir", filepath.Join(ab.rootDir, "agent"), "-v=2")
-}
-
-// forwardAPI makes node1's API port (on its loopback) answer on node2's
-// loopback too, so node2's agent uses the same kubeconfig.
-func (ab *agentBed) forwardAPI() {
-	l, err := ab.node2.Listen(fmt.Sprintf("127.0.0.1:%d", ab.server.Port))
-	if err != nil {
-		ab.t.Fatal(err)
-	}
-	ab.t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				up, err := ab.node.DialContext(context.Background(), "tcp", fmt.Sprintf("127.0.0.1:%d", ab.server.Port))
-				if err != nil {
-					return
-				}
-				defer up.Close()
-				go io.Copy(up, c)
-				io.Copy(c, up)
-			}()
-		}
-	}()
 }
 
 func (ab *agentBed) killAgent() {

@@ -93,21 +93,6 @@ func endpointsOf(t *testing.T, c kubernetes.Interface, ns, svc string) (map[stri
 	return out, list.Items
 }
 
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		ok, detail := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %s", what, detail)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 func TestEndpointSliceScenarios(t *testing.T) {
 	// The test's nodes renew no Lease; keep node lifecycle from marking
 	// their pods not ready halfway through.

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -50,14 +49,8 @@ func newDSBed(t *testing.T) *dsBed {
 	// with the default route the server needs to advertise it.
 	b.bed.Link(b.node1, "10.100.1.1/24", b.bed.Namespace("gw"), "10.100.1.254/24")
 	b.node1.MustRun("ip", "route", "add", "default", "via", "10.100.1.254")
-	s := &framework.Server{Command: "server", DataDir: t.TempDir(), Port: 6443,
-		Args: []string{"--disable", "dns,proxy,agent,ingress", "--node-monitor-grace-period", "1h"},
-		Wrap: []string{"ip", "netns", "exec", b.node1.Name},
-		Dial: b.node1.DialContext,
-	}
-	framework.Attach(t, s)
-	s.Start()
-	b.server, b.c = s, s.Client()
+	b.server = startAPIServer(t, b.node1)
+	b.c = b.server.Client()
 	return b
 }
 
@@ -73,66 +66,16 @@ func (b *dsBed) addNode(n int) {
 		ip = fmt.Sprintf("10.100.%d.2", n)
 		b.bed.Link(b.node1, fmt.Sprintf("10.100.%d.1/24", n), ns, ip+"/24")
 		ns.MustRun("ip", "route", "add", "default", "via", fmt.Sprintf("10.100.%d.1", n))
-		b.forwardAPI(ns)
+		forwardAPI(b.t, b.server, b.node1, ns)
 	}
 	log, err := os.Create(filepath.Join(b.rootDir, name+".log"))
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	b.t.Cleanup(func() {
-		if b.t.Failed() {
-			data, _ := os.ReadFile(log.Name())
-			lines := strings.Split(string(data), "\n")
-			b.t.Logf("last lines of %s's agent log:\n%s", name, strings.Join(lines[max(0, len(lines)-40):], "\n"))
-		}
-	})
+	logAgentOnFailure(b.t, name+"'s agent log", log.Name(), 40)
 	ns.Start(log, framework.Binary(b.t), "agent", "--kubeconfig", b.server.Kubeconfig(),
 		"--hostname-override", name, "--node-ip", ip, "--pod-cidr", fmt.Sprintf("10.245.%d.0/24", n),
 		"--root-dir", filepath.Join(b.rootDir, name), "-v=2")
-}
-
-// forwardAPI makes node1's API port answer on ns's loopback too.
-func (b *dsBed) forwardAPI(ns *testbed.NS) {
-	l, err := ns.Listen(fmt.Sprintf("127.0.0.1:%d", b.server.Port))
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	b.t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				up, err := b.node1.DialContext(context.Background(), "tcp", fmt.Sprintf("127.0.0.1:%d", b.server.Port))
-				if err != nil {
-					return
-				}
-				defer up.Close()
-				go io.Copy(up, c)
-				io.Copy(c, up)
-			}()
-		}
-	}()
-}
-
-// await polls cond for up to a minute: agents start and pods run in
-// seconds, but the machine is shared.
-func await(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		ok, detail := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %s", what, detail)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }
 
 // daemonPods returns "node:name" for each live, Ready pod of the
@@ -162,7 +105,7 @@ func (b *dsBed) daemonPods(app string) (ready []string, all string) {
 func (b *dsBed) onEachNode(app string, nodes ...string) []string {
 	b.t.Helper()
 	var pods []string
-	await(b.t, fmt.Sprintf("daemonset %s: one ready pod on each of %v", app, nodes), func() (bool, string) {
+	eventuallyWithin(b.t, time.Minute, fmt.Sprintf("daemonset %s: one ready pod on each of %v", app, nodes), func() (bool, string) {
 		ready, all := b.daemonPods(app)
 		pods = ready
 		var got []string
@@ -208,7 +151,7 @@ func TestDaemonSet(t *testing.T) {
 	b := newDSBed(t)
 	b.addNode(1)
 	b.addNode(2)
-	await(t, "two Ready nodes", func() (bool, string) {
+	eventuallyWithin(t, time.Minute, "two Ready nodes", func() (bool, string) {
 		nodes, err := b.c.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
 		if err != nil {
 			return false, err.Error()

@@ -95,7 +95,7 @@ func TestReplicaSet(t *testing.T) {
 				fmt.Sprintf("%d pods, %d ready and owned; status %+v", len(ps), ready, st)
 		}
 	}
-	rsEventually(t, 60, "3 ready replicas", settled(3))
+	eventuallyWithin(t, time.Minute, "3 ready replicas", settled(3))
 	if p := ab.get("adoptee"); p == nil || metav1.GetControllerOf(p) == nil || metav1.GetControllerOf(p).Name != "web" {
 		t.Fatalf("adoptee: got %v, want controlled by ReplicaSet web", p)
 	}
@@ -106,7 +106,7 @@ func TestReplicaSet(t *testing.T) {
 		if err := pods.Delete(ctx, victim, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		rsEventually(t, 60, "a replacement", func() (bool, string) {
+		eventuallyWithin(t, time.Minute, "a replacement", func() (bool, string) {
 			ok, detail := settled(3)()
 			return ok && !slices.Contains(rsPodNames(webPods()), victim), detail
 		})
@@ -120,7 +120,7 @@ func TestReplicaSet(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		rsEventually(t, 30, "two pods not ready", func() (bool, string) {
+		eventuallyWithin(t, 30*time.Second, "two pods not ready", func() (bool, string) {
 			notReady := 0
 			for _, p := range webPods() {
 				if !podReady(&p) {
@@ -130,7 +130,7 @@ func TestReplicaSet(t *testing.T) {
 			return notReady == 2, fmt.Sprintf("%d not ready", notReady)
 		})
 		kubectl(t, ab.server, "default", "", "scale", "replicaset/web", "--replicas=1")
-		rsEventually(t, 60, "one ready replica", settled(1))
+		eventuallyWithin(t, time.Minute, "one ready replica", settled(1))
 		if got := rsPodNames(webPods()); !slices.Equal(got, []string{keep}) {
 			t.Errorf("pods left: got %v, want [%s]", got, keep)
 		}
@@ -145,7 +145,7 @@ func TestReplicaSet(t *testing.T) {
 
 	t.Run("deleting the replicaset deletes its pods", func(t *testing.T) {
 		kubectl(t, ab.server, "default", "", "delete", "replicaset", "web")
-		rsEventually(t, 60, "pods gone", func() (bool, string) {
+		eventuallyWithin(t, time.Minute, "pods gone", func() (bool, string) {
 			list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
 			if err != nil {
 				return false, err.Error()
@@ -163,20 +163,4 @@ func rsPodNames(pods []corev1.Pod) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// rsEventually polls cond for up to seconds and fails t with its detail.
-func rsEventually(t *testing.T, seconds int, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(time.Duration(seconds) * time.Second)
-	for {
-		ok, detail := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %s", what, detail)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }

@@ -30,13 +30,7 @@ func TestServerRunsDNS(t *testing.T) {
 	if code, body := clientGet(&http.Client{Timeout: 5 * time.Second}, "http://"+ready+"/ready"); code != 200 {
 		t.Errorf("GET /ready on --dns-ready-bind-address: got %d %q, want 200", code, body)
 	}
-	dig := func(name string) string {
-		out, err := exec.Command("dig", "@127.0.0.1", "-p", s.DNSPort(), "+short", "+time=2", "+tries=1", name).CombinedOutput()
-		if err != nil {
-			t.Fatalf("dig %s: %v: %s", name, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
+	dig := func(name string) string { return digShort(t, nil, "127.0.0.1", s.DNSPort(), name) }
 	if got := dig("kubernetes.default.svc.cluster.local"); got != "10.96.0.1" {
 		t.Errorf("kubernetes.default: got %q, want 10.96.0.1", got)
 	}
@@ -63,23 +57,8 @@ func TestServerRunsDNS(t *testing.T) {
 // port when /metrics is served on the node's address, and it answers there.
 // Runs in a network namespace, as the agent changes the node's network.
 func TestServerDNSPublishesKubeDNS(t *testing.T) {
-	if _, err := exec.LookPath("dig"); err != nil {
-		t.Skip("dig not installed (Debian package bind9-dnsutils)")
-	}
-	const nodeIP = "10.100.1.1"
-	b := testbed.New(t)
-	node, peer := b.Namespace("node"), b.Namespace("peer")
-	b.Link(node, nodeIP+"/24", peer, "10.100.1.2/24")
-	node.MustRun("ip", "route", "add", "default", "via", "10.100.1.2")
-	s := &framework.Server{Command: "server", DataDir: t.TempDir(), Port: 6443,
-		Args: []string{"--disable", "proxy", "--advertise-address", nodeIP, "--hostname-override", "node1",
-			"--node-ip", nodeIP, "--dns-metrics-bind-address", "0.0.0.0:9153"},
-		Wrap: []string{"ip", "netns", "exec", node.Name},
-		Dial: node.DialContext,
-	}
-	framework.Attach(t, s)
-	t.Cleanup(func() { agent.KillPods(filepath.Join(s.DataDir, "agent")) })
-	s.Start()
+	const nodeIP = dnsNodeIP
+	s, node := startDNSNode(t, "--disable", "proxy", "--dns-metrics-bind-address", "0.0.0.0:9153")
 	c := s.Client()
 	ctx := context.Background()
 
@@ -109,7 +88,7 @@ func TestServerDNSPublishesKubeDNS(t *testing.T) {
 
 	// A query on the node's address, then its count on the published
 	// metrics port.
-	if out := node.MustRun("dig", "@"+nodeIP, "+short", "+time=2", "+tries=1", "kubernetes.default.svc.cluster.local"); strings.TrimSpace(out) != "10.96.0.1" {
+	if out := digShort(t, node, nodeIP, "53", "kubernetes.default.svc.cluster.local"); out != "10.96.0.1" {
 		t.Errorf("dig kubernetes.default at %s: got %q, want 10.96.0.1", nodeIP, out)
 	}
 	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DialContext: node.DialContext}}
@@ -120,4 +99,47 @@ func TestServerDNSPublishesKubeDNS(t *testing.T) {
 	if code, body := clientGet(client, "http://127.0.0.1:8181/ready"); code != 200 {
 		t.Errorf("GET /ready on 127.0.0.1:8181: got %d %q, want 200", code, body)
 	}
+}
+
+// dnsNodeIP is the address of the node startDNSNode makes.
+const dnsNodeIP = "10.100.1.1"
+
+// startDNSNode runs `portal server` with its agent and DNS in a node
+// namespace at dnsNodeIP, whose default route goes through a peer
+// namespace; args are the server's beyond the node's address and name.
+// It skips the test without dig, which its callers ask the DNS with.
+func startDNSNode(t *testing.T, args ...string) (*framework.Server, *testbed.NS) {
+	if _, err := exec.LookPath("dig"); err != nil {
+		t.Skip("dig not installed (Debian package bind9-dnsutils)")
+	}
+	b := testbed.New(t)
+	node, peer := b.Namespace("node"), b.Namespace("peer")
+	b.Link(node, dnsNodeIP+"/24", peer, "10.100.1.2/24")
+	node.MustRun("ip", "route", "add", "default", "via", "10.100.1.2")
+	s := &framework.Server{Command: "server", DataDir: t.TempDir(), Port: 6443,
+		Args: append([]string{"--advertise-address", dnsNodeIP, "--hostname-override", "node1", "--node-ip", dnsNodeIP}, args...),
+		Wrap: []string{"ip", "netns", "exec", node.Name},
+		Dial: node.DialContext,
+	}
+	framework.Attach(t, s)
+	t.Cleanup(func() { agent.KillPods(filepath.Join(s.DataDir, "agent")) })
+	s.Start()
+	return s, node
+}
+
+// digShort asks the DNS server at server:port for name, from ns (nil: the
+// host), once with a 2 s timeout, and returns dig's short answer. A dig
+// that fails fails the test.
+func digShort(t *testing.T, ns *testbed.NS, server, port, name string) string {
+	t.Helper()
+	args := []string{"@" + server, "-p", port, "+short", "+time=2", "+tries=1", name}
+	cmd := exec.Command("dig", args...)
+	if ns != nil {
+		cmd = ns.Command("dig", args...)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("dig %s: %v: %s", name, err, out)
+	}
+	return strings.TrimSpace(string(out))
 }

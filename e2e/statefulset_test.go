@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"context"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -16,9 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
-	"portal.dev/portal/agent"
 	"portal.dev/portal/e2e/framework"
-	"portal.dev/portal/e2e/testbed"
 )
 
 // statefulSetManifest is the seeds' headless-Service example: a
@@ -144,23 +140,7 @@ func (l *podLog) get(prefixes ...string) []string {
 // undo brings the first revision back; scaling to 1 removes web-2 before
 // web-1.
 func TestStatefulSet(t *testing.T) {
-	if _, err := exec.LookPath("dig"); err != nil {
-		t.Skip("dig not installed (Debian package bind9-dnsutils)")
-	}
-	const nodeIP = "10.100.1.1"
-	b := testbed.New(t)
-	node, peer := b.Namespace("node"), b.Namespace("peer")
-	b.Link(node, nodeIP+"/24", peer, "10.100.1.2/24")
-	node.MustRun("ip", "route", "add", "default", "via", "10.100.1.2")
-	s := &framework.Server{Command: "server", DataDir: t.TempDir(), Port: 6443,
-		Args: []string{"--disable", "proxy,ingress", "--advertise-address", nodeIP, "--hostname-override", "node1",
-			"--node-ip", nodeIP, "--node-monitor-grace-period", "1h"},
-		Wrap: []string{"ip", "netns", "exec", node.Name},
-		Dial: node.DialContext,
-	}
-	framework.Attach(t, s)
-	t.Cleanup(func() { agent.KillPods(filepath.Join(s.DataDir, "agent")) })
-	s.Start()
+	s, node := startDNSNode(t, "--disable", "proxy,ingress", "--node-monitor-grace-period", "1h")
 	c := s.Client()
 	ctx := context.Background()
 
@@ -183,9 +163,7 @@ func TestStatefulSet(t *testing.T) {
 	})
 	pods := podsByName(t, c)
 
-	dig := func(name string) string {
-		return strings.TrimSpace(node.MustRun("dig", "@"+nodeIP, "+short", "+time=2", "+tries=1", name))
-	}
+	dig := func(name string) string { return digShort(t, node, dnsNodeIP, "53", name) }
 	for _, name := range []string{"web-0", "web-1", "web-2"} {
 		p := pods[name]
 		if p.Spec.Hostname != name || p.Spec.Subdomain != "nginx" {

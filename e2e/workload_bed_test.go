@@ -125,23 +125,6 @@ func (wb *workloadBed) waitNodeReady() {
 	})
 }
 
-// eventuallyWithin is eventually with a deadline of the caller's choosing,
-// for steps that start processes on a loaded machine.
-func eventuallyWithin(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, detail := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after %v: %s", what, timeout, detail)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // rollout is what a test checks of a Deployment's state.
 type rollout struct {
 	deploy *appsv1.Deployment
