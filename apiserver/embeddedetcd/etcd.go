@@ -2,7 +2,9 @@
 // `portal apiserver` use when no --etcd-servers are given. It listens only on
 // loopback, with TLS and client-certificate authentication, and leaves
 // compaction to the API server. It owns the etcd directory under the data
-// directory and nothing else.
+// directory and nothing else; before etcd opens that directory it checks
+// the WAL and the database read-only (check.go), so that damage on disk
+// ends the start with a message naming the file, not a hang or a panic.
 package embeddedetcd
 
 import (

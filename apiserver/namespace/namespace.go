@@ -1,7 +1,9 @@
 // Package namespace empties namespaces that are being deleted and then lets
 // them go: for a Terminating namespace it deletes every namespaced object
 // in it, waits until none is left, clears the "kubernetes" finalizer through
-// the finalize subresource and deletes the namespace again.
+// the finalize subresource and deletes the namespace again. While it waits,
+// the namespace's status conditions say what remains and why, with
+// upstream's condition types, reasons and messages (conditions.go).
 //
 // It is part of the API server, which starts it in a post-start hook with
 // its loopback client, since the "kubernetes" finalizer the registry puts
