@@ -136,14 +136,14 @@ func (a *Allocator) pickLocked(s *slot) (Key, error) {
 		}
 		i, ok := p.bits.Next(a.rand)
 		if !ok {
-			return "", ErrFull
+			return "", &FullError{Field: s.field, Index: s.index}
 		}
 		p.bits.Set(i)
 		return ipKey(p.r.addr(i)), nil
 	}
 	i, ok := a.ports.bits.Next(a.rand)
 	if !ok {
-		return "", ErrFull
+		return "", &FullError{Field: s.field, Index: s.index}
 	}
 	a.ports.bits.Set(i)
 	return portKey(a.ports.r.Base + i), nil

@@ -58,6 +58,22 @@ func (e *PortRangeError) Error() string {
 // Is makes errors.Is(err, ErrNotInRange) hold.
 func (e *PortRangeError) Is(target error) bool { return target == ErrNotInRange }
 
+// FullError says the range a Service field takes its value from has
+// nothing left: the cluster IPs of a family, or the node ports. It names
+// the field, so that the API server can report it there.
+type FullError struct {
+	Field Field
+	// Index is the entry of spec.clusterIPs or spec.ports that needed
+	// a value.
+	Index int
+}
+
+// Error returns upstream's allocators' text.
+func (e *FullError) Error() string { return ErrFull.Error() }
+
+// Is makes errors.Is(err, ErrFull) hold.
+func (e *FullError) Is(target error) bool { return target == ErrFull }
+
 // noRangeError names the family ErrNoRange is about.
 type noRangeError struct{ family corev1.IPFamily }
 

@@ -37,6 +37,10 @@ func (op *Op) Finish(ctx context.Context, success bool) {
 type slot struct {
 	family corev1.IPFamily // "" for a port
 	set    func(k Key)
+	// field and index name the Service field the value goes to, to
+	// report when its range is full.
+	field Field
+	index int
 }
 
 // claim is an item a Service names (or already holds), with the field that
@@ -61,7 +65,7 @@ func Owner(svc *corev1.Service) string { return svc.Namespace + "/" + svc.Name }
 // write succeeds. It fills in the chosen cluster IPs and ports.
 //
 // A value svc names that it cannot have is refused with RequestErrors. A
-// range with nothing left gives ErrFull, a family without a range
+// range with nothing left gives a *FullError (errors.Is ErrFull), a family without a range
 // ErrNoRange; any other error is the store's, or ErrCollided.
 func (a *Allocator) Allocate(ctx context.Context, svc, old *corev1.Service, dryRun bool) (*Op, error) {
 	held := map[Key]bool{}
@@ -158,7 +162,7 @@ func (a *Allocator) planIPs(svc *corev1.Service, held map[Key]bool) ([]claim, []
 			continue
 		}
 		i := i
-		slots = append(slots, &slot{family: fam, set: func(k Key) {
+		slots = append(slots, &slot{family: fam, field: FieldClusterIP, index: i, set: func(k Key) {
 			for len(svc.Spec.ClusterIPs) <= i {
 				svc.Spec.ClusterIPs = append(svc.Spec.ClusterIPs, "")
 			}
@@ -224,7 +228,7 @@ func (a *Allocator) planPorts(svc *corev1.Service, held map[Key]bool) ([]claim, 
 				p.NodePort = np
 				continue
 			}
-			s := &slot{set: func(k Key) { p.NodePort = int32(portOf(k)) }}
+			s := &slot{field: FieldNodePort, index: i, set: func(k Key) { p.NodePort = int32(portOf(k)) }}
 			byPort[p.Port] = s
 			slots = append(slots, s)
 		}
@@ -233,7 +237,8 @@ func (a *Allocator) planPorts(svc *corev1.Service, held map[Key]bool) ([]claim, 
 		if hc := svc.Spec.HealthCheckNodePort; hc != 0 {
 			addClaim(RequestError{Field: FieldHealthCheckNodePort, Port: hc})
 		} else {
-			slots = append(slots, &slot{set: func(k Key) { svc.Spec.HealthCheckNodePort = int32(portOf(k)) }})
+			slots = append(slots, &slot{field: FieldHealthCheckNodePort,
+				set: func(k Key) { svc.Spec.HealthCheckNodePort = int32(portOf(k)) }})
 		}
 	}
 	return claims, slots, errs

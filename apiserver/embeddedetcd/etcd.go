@@ -2,7 +2,9 @@
 // `portal apiserver` use when no --etcd-servers are given. It listens only on
 // loopback, with TLS and client-certificate authentication, and leaves
 // compaction to the API server. It owns the etcd directory under the data
-// directory and nothing else.
+// directory and nothing else; before etcd opens that directory it checks
+// the WAL and the database read-only (check.go), so that damage on disk
+// ends the start with a message naming the file, not a hang or a panic.
 package embeddedetcd
 
 import (
@@ -80,20 +82,24 @@ func Start(ctx context.Context, dataDir string) (*Server, error) {
 	cfg.QuotaBackendBytes = 8 << 30
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(newLogger(klog.FromContext(ctx), zapcore.WarnLevel))
 
+	if err := checkMember(dataDir, filepath.Join(cfg.Dir, "member")); err != nil {
+		return nil, err
+	}
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("start embedded etcd: %w", err)
+		return nil, fmt.Errorf("start embedded etcd in %s: %w", cfg.Dir, err)
 	}
 	select {
 	case <-e.Server.ReadyNotify():
 	case err := <-e.Err():
-		e.Close()
-		return nil, fmt.Errorf("embedded etcd: %w", err)
-	case <-time.After(60 * time.Second):
-		e.Close()
-		return nil, fmt.Errorf("embedded etcd not ready after 60s")
+		closeWithin(e, closeTimeout)
+		return nil, fmt.Errorf("embedded etcd in %s: %w", cfg.Dir, err)
+	case <-time.After(readyTimeout):
+		closeWithin(e, closeTimeout)
+		return nil, fmt.Errorf("embedded etcd in %s not ready after %s: its data may be damaged; "+
+			"restore the data directory %s from a backup, or move it away to start an empty cluster", cfg.Dir, readyTimeout, dataDir)
 	case <-ctx.Done():
-		e.Close()
+		closeWithin(e, closeTimeout)
 		return nil, ctx.Err()
 	}
 	s.etcd = e
@@ -103,6 +109,30 @@ func Start(ctx context.Context, dataDir string) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+const (
+	// readyTimeout bounds the wait for etcd to serve once it has loaded
+	// its data: a single member elects itself within seconds, and one that
+	// cannot commit its own entries never will.
+	readyTimeout = 30 * time.Second
+	// closeTimeout bounds the wait for stopping an etcd that never became
+	// ready, whose Close can block forever on its stuck raft loop.
+	closeTimeout = 5 * time.Second
+)
+
+// closeWithin stops e, waiting at most d. Past d the Close goes on in the
+// background: start-up has failed and the process is about to exit.
+func closeWithin(e *embed.Etcd, d time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		e.Close()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(d):
+	}
 }
 
 func issueClient(ca *pki.CA, dir string, s *Server) error {

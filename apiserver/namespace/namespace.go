@@ -1,7 +1,9 @@
 // Package namespace empties namespaces that are being deleted and then lets
 // them go: for a Terminating namespace it deletes every namespaced object
 // in it, waits until none is left, clears the "kubernetes" finalizer through
-// the finalize subresource and deletes the namespace again.
+// the finalize subresource and deletes the namespace again. While it waits,
+// the namespace's status conditions say what remains and why, with
+// upstream's condition types, reasons and messages (conditions.go).
 //
 // It is part of the API server, which starts it in a post-start hook with
 // its loopback client, since the "kubernetes" finalizer the registry puts
@@ -11,6 +13,7 @@ package namespace
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -107,12 +110,17 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 		return nil
 	}
 	if slices.Contains(ns.Spec.Finalizers, corev1.FinalizerKubernetes) {
-		left, err := c.deleteContent(ctx, name)
-		if err != nil {
+		left := c.deleteContent(ctx, name)
+		// The namespace's conditions say what blocks it, as upstream's do:
+		// without them a namespace stuck Terminating gives no reason.
+		if ns, err = c.updateConditions(ctx, ns, left); err != nil {
 			return err
 		}
-		if left > 0 {
-			return errRemaining{left}
+		if len(left.failed) > 0 {
+			return errors.Join(left.failed...)
+		}
+		if n := left.count(); n > 0 {
+			return errRemaining{n}
 		}
 		ns.Spec.Finalizers = slices.DeleteFunc(ns.Spec.Finalizers, func(f corev1.FinalizerName) bool {
 			return f == corev1.FinalizerKubernetes
@@ -133,15 +141,24 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 }
 
 // deleteContent issues a delete-collection for every namespaced resource
-// and returns how many objects are still there.
-func (c *Controller) deleteContent(ctx context.Context, ns string) (int, error) {
-	left := 0
+// and returns what is still there. A resource that fails does not stop
+// the others, as upstream's does not.
+func (c *Controller) deleteContent(ctx context.Context, ns string) *remaining {
+	left := &remaining{}
 	for _, r := range namespacedResources {
-		n, err := r.deleteAll(ctx, c.client, ns)
-		if err != nil {
-			return 0, fmt.Errorf("delete %s in %s: %w", r.name, ns, err)
+		if err := r.deleteAll(ctx, c.client, ns, left); err != nil {
+			left.failed = append(left.failed, fmt.Errorf("delete %s in %s: %w", r.name, ns, err))
 		}
-		left += n
 	}
-	return left, nil
+	return left
+}
+
+// updateConditions writes left's conditions to ns's status when they
+// changed, and returns the namespace as stored.
+func (c *Controller) updateConditions(ctx context.Context, ns *corev1.Namespace, left *remaining) (*corev1.Namespace, error) {
+	ns = ns.DeepCopy()
+	if !setConditions(&ns.Status, left, metav1.Now()) {
+		return ns, nil
+	}
+	return c.client.CoreV1().Namespaces().UpdateStatus(ctx, ns, metav1.UpdateOptions{})
 }

@@ -17,86 +17,98 @@ type collection interface {
 }
 
 type resource struct {
-	name string
-	get  func(c kubernetes.Interface, ns string) collection
-	list func(ctx context.Context, c kubernetes.Interface, ns string) (runtime.Object, error)
+	name  string
+	group string
+	get   func(c kubernetes.Interface, ns string) collection
+	list  func(ctx context.Context, c kubernetes.Interface, ns string) (runtime.Object, error)
 }
 
-// deleteAll deletes every object of the resource in ns and returns how many
-// remain (terminating pods, objects with finalizers).
-func (r resource) deleteAll(ctx context.Context, c kubernetes.Interface, ns string) (int, error) {
+// deleteAll deletes every object of the resource in ns and adds what
+// remains (terminating pods, objects held by finalizers) to left.
+func (r resource) deleteAll(ctx context.Context, c kubernetes.Interface, ns string, left *remaining) error {
 	bg := metav1.DeletePropagationBackground
 	if err := r.get(c, ns).DeleteCollection(ctx, metav1.DeleteOptions{PropagationPolicy: &bg}, metav1.ListOptions{}); err != nil {
-		return 0, err
+		return err
 	}
 	list, err := r.list(ctx, c, ns)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	return meta.LenList(list), nil
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return err
+	}
+	for _, item := range items {
+		obj, err := meta.Accessor(item)
+		if err != nil {
+			return err
+		}
+		left.add(r.name+"."+r.group, obj.GetFinalizers())
+	}
+	return nil
 }
 
 // namespacedResources are the namespaced kinds Portal serves. Workloads
 // go first, so that no controller replaces the pods being deleted, then
 // pods, so that their endpoints go with them.
 var namespacedResources = []resource{
-	{"deployments", func(c kubernetes.Interface, ns string) collection { return c.AppsV1().Deployments(ns) },
+	{"deployments", "apps", func(c kubernetes.Interface, ns string) collection { return c.AppsV1().Deployments(ns) },
 		func(ctx context.Context, c kubernetes.Interface, ns string) (runtime.Object, error) {
 			return c.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
 		}},
-	{"statefulsets", func(c kubernetes.Interface, ns string) collection { return c.AppsV1().StatefulSets(ns) },
+	{"statefulsets", "apps", func(c kubernetes.Interface, ns string) collection { return c.AppsV1().StatefulSets(ns) },
 		func(ctx context.Context, c kubernetes.Interface, ns string) (runtime.Object, error) {
 			return c.AppsV1().StatefulSets(ns).List(ctx, metav1.ListOptions{})
 		}},
-	{"daemonsets", func(c kubernetes.Interface, ns string) collection { return c.AppsV1().DaemonSets(ns) },
+	{"daemonsets", "apps", func(c kubernetes.Interface, ns string) collection { return c.AppsV1().DaemonSets(ns) },
 		func(ctx context.Context, c kubernetes.Interface, ns string) (runtime.Object, error) {
 			return c.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{})
 		}},
-	{"replicasets", func(c kubernetes.Interface, ns string) collection { return c.AppsV1().ReplicaSets(ns) },
+	{"replicasets", "apps", func(c kubernetes.Interface, ns string) collection { return c.AppsV1().ReplicaSets(ns) },
 		func(ctx context.Context, c kubernetes.Interface, ns string) (runtime.Object, error) {
 			return c.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{})
 		}},
-	{"controllerrevisions", func(c kubernetes.Interface, ns string) collection { return c.AppsV1().ControllerRevisions(ns) },
+	{"controllerrevisions", "apps", func(c kubernetes.Interface, ns string) collection { return c.AppsV1().ControllerRevisions(ns) },
 		func(ctx context.Context, c kubernetes.Interface, ns string) (runtime.Object, error) {
 			return c.AppsV1().ControllerRevisions(ns).List(ctx, metav1.ListOptions{})
 		}},
-	{"pods", func(c kubernetes.Interface, ns string) collection { return c.CoreV1().Pods(ns) },
+	{"pods", "", func(c kubernetes.Interface, ns string) collection { return c.CoreV1().Pods(ns) },
 		func(ctx context.Context, c kubernetes.Interface, ns string) (runtime.Object, error) {
 			return c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		}},
-	{"services", func(c kubernetes.Interface, ns string) collection { return serviceCollection{c, ns} },
+	{"services", "", func(c kubernetes.Interface, ns string) collection { return serviceCollection{c, ns} },
 		func(ctx context.Context, c kubernetes.Interface, ns string) (runtime.Object, error) {
 			return c.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
 		}},
-	{"endpoints", func(c kubernetes.Interface, ns string) collection { return c.CoreV1().Endpoints(ns) },
+	{"endpoints", "", func(c kubernetes.Interface, ns string) collection { return c.CoreV1().Endpoints(ns) },
 		func(ctx context.Context, c kubernetes.Interface, ns string) (runtime.Object, error) {
 			return c.CoreV1().Endpoints(ns).List(ctx, metav1.ListOptions{})
 		}},
-	{"endpointslices", func(c kubernetes.Interface, ns string) collection { return c.DiscoveryV1().EndpointSlices(ns) },
+	{"endpointslices", "discovery.k8s.io", func(c kubernetes.Interface, ns string) collection { return c.DiscoveryV1().EndpointSlices(ns) },
 		func(ctx context.Context, c kubernetes.Interface, ns string) (runtime.Object, error) {
 			return c.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{})
 		}},
-	{"secrets", func(c kubernetes.Interface, ns string) collection { return c.CoreV1().Secrets(ns) },
+	{"secrets", "", func(c kubernetes.Interface, ns string) collection { return c.CoreV1().Secrets(ns) },
 		func(ctx context.Context, c kubernetes.Interface, ns string) (runtime.Object, error) {
 			return c.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
 		}},
-	{"configmaps", func(c kubernetes.Interface, ns string) collection { return c.CoreV1().ConfigMaps(ns) },
+	{"configmaps", "", func(c kubernetes.Interface, ns string) collection { return c.CoreV1().ConfigMaps(ns) },
 		func(ctx context.Context, c kubernetes.Interface, ns string) (runtime.Object, error) {
 			return c.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
 		}},
-	{"serviceaccounts", func(c kubernetes.Interface, ns string) collection { return c.CoreV1().ServiceAccounts(ns) },
+	{"serviceaccounts", "", func(c kubernetes.Interface, ns string) collection { return c.CoreV1().ServiceAccounts(ns) },
 		func(ctx context.Context, c kubernetes.Interface, ns string) (runtime.Object, error) {
 			return c.CoreV1().ServiceAccounts(ns).List(ctx, metav1.ListOptions{})
 		}},
-	{"leases", func(c kubernetes.Interface, ns string) collection { return c.CoordinationV1().Leases(ns) },
+	{"leases", "coordination.k8s.io", func(c kubernetes.Interface, ns string) collection { return c.CoordinationV1().Leases(ns) },
 		func(ctx context.Context, c kubernetes.Interface, ns string) (runtime.Object, error) {
 			return c.CoordinationV1().Leases(ns).List(ctx, metav1.ListOptions{})
 		}},
-	{"ingresses", func(c kubernetes.Interface, ns string) collection { return c.NetworkingV1().Ingresses(ns) },
+	{"ingresses", "networking.k8s.io", func(c kubernetes.Interface, ns string) collection { return c.NetworkingV1().Ingresses(ns) },
 		func(ctx context.Context, c kubernetes.Interface, ns string) (runtime.Object, error) {
 			return c.NetworkingV1().Ingresses(ns).List(ctx, metav1.ListOptions{})
 		}},
-	{"events", func(c kubernetes.Interface, ns string) collection { return c.CoreV1().Events(ns) },
+	{"events", "", func(c kubernetes.Interface, ns string) collection { return c.CoreV1().Events(ns) },
 		func(ctx context.Context, c kubernetes.Interface, ns string) (runtime.Object, error) {
 			return c.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 		}},

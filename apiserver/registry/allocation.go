@@ -28,10 +28,12 @@ func allocate(ctx context.Context, cfg Config, svc, old *corev1.Service, dryRun 
 // allocationErrors reports an allocator error on the fields upstream's
 // service registry names, with its messages: a refused cluster IP on
 // spec.clusterIPs with the whole list as the value, a refused node port on
-// its spec.ports entry, a full range on spec.clusterIPs, anything else as
-// an internal error.
+// its spec.ports entry, a full range on the field that needed a value from
+// it (a Service with many ports ran out of node ports, not of cluster IPs),
+// anything else as an internal error.
 func allocationErrors(svc *corev1.Service, err error) field.ErrorList {
 	var refused allocator.RequestErrors
+	var full *allocator.FullError
 	switch {
 	case errors.As(err, &refused):
 		errs := make(field.ErrorList, 0, len(refused))
@@ -39,6 +41,12 @@ func allocationErrors(svc *corev1.Service, err error) field.ErrorList {
 			errs = append(errs, requestFieldError(svc, r))
 		}
 		return errs
+	case errors.As(err, &full) && full.Field == allocator.FieldNodePort:
+		return field.ErrorList{field.Invalid(field.NewPath("spec", "ports").Index(full.Index).Child("nodePort"), 0,
+			"failed to allocate a nodePort: "+err.Error())}
+	case errors.As(err, &full) && full.Field == allocator.FieldHealthCheckNodePort:
+		return field.ErrorList{field.Invalid(field.NewPath("spec", "healthCheckNodePort"), 0,
+			"failed to allocate a HealthCheck NodePort: "+err.Error())}
 	case errors.Is(err, allocator.ErrFull), errors.Is(err, allocator.ErrNoRange):
 		return field.ErrorList{field.Invalid(field.NewPath("spec", "clusterIPs"), "", "failed to allocate: "+err.Error())}
 	}

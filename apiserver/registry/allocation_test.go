@@ -2,10 +2,12 @@ package registry
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"portal.dev/portal/allocator"
@@ -111,4 +113,58 @@ func TestAllocationErrors(t *testing.T) {
 			t.Errorf("got %v, want %s", err, want)
 		}
 	})
+}
+
+// withPorts gives a Service n ports.
+func withPorts(n int) func(*corev1.Service) {
+	return func(s *corev1.Service) {
+		s.Spec.Ports = nil
+		for p := int32(1000); len(s.Spec.Ports) < n; p++ {
+			s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: fmt.Sprint(p), Port: p, Protocol: corev1.ProtocolTCP})
+		}
+	}
+}
+
+// TestNodePortRangeFull pins issue 23: a NodePort Service with more ports
+// than the node-port range has left was told "spec.clusterIPs: range is
+// full", naming the cluster IP range, which had room.
+func TestNodePortRangeFull(t *testing.T) {
+	cfg := svcconfig.ServiceConfig{
+		ClusterIPRanges: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/24")},
+		NodePortRange:   svcconfig.PortRange{Base: 30000, Size: 4},
+	}
+	rcfg := Config{Service: cfg, Allocator: allocator.New(cfg, allocator.NewMemoryStore())}
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		svc  *corev1.Service
+		want string
+	}{{
+		name: "node port of the second entry",
+		svc:  testService("many", corev1.ServiceTypeNodePort, withPorts(3)),
+		want: `Service "many" is invalid: spec.ports[1].nodePort: Invalid value: 0: failed to allocate a nodePort: range is full`,
+	}, {
+		name: "health check node port",
+		svc: testService("local", corev1.ServiceTypeLoadBalancer, func(s *corev1.Service) {
+			s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+			s.Spec.Ports = s.Spec.Ports[:1]
+		}),
+		want: `Service "local" is invalid: spec.healthCheckNodePort: Invalid value: 0: failed to allocate a HealthCheck NodePort: range is full`,
+	}}
+	// Three of the four node ports are taken first; each case then has
+	// one for its first entry and none for the next.
+	if _, err := allocate(ctx, rcfg, testService("holder", corev1.ServiceTypeNodePort, withPorts(3)), nil, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := allocate(ctx, rcfg, tc.svc, nil, false)
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("got %v, want %s", err, tc.want)
+			}
+			if !apierrors.IsInvalid(err) {
+				t.Errorf("got %v, want a 422 Invalid", err)
+			}
+		})
+	}
 }

@@ -17,7 +17,7 @@ func Kinds(cfg Config) []Kind {
 	coordination, networking := coordinationv1.SchemeGroupVersion, networkingv1.SchemeGroupVersion
 	kinds := []Kind{
 		{GroupVersion: core, Resource: "namespaces", Singular: "namespace", ShortNames: []string{"ns"},
-			HasStatus: true, Hooks: namespaceHooks(),
+			HasStatus: true, Hooks: namespaceHooks(), ShouldDeleteDuringUpdate: shouldDeleteNamespaceDuringUpdate,
 			New: func() runtime.Object { return &corev1.Namespace{} }, NewList: func() runtime.Object { return &corev1.NamespaceList{} }},
 		{GroupVersion: core, Resource: "nodes", Singular: "node", ShortNames: []string{"no"},
 			HasStatus: true, KeepStatusOnCreate: true, Hooks: nodeHooks(),

@@ -78,6 +78,16 @@ func (r *NamespaceREST) markTerminating(ctx context.Context, ns *corev1.Namespac
 	return out, false, nil
 }
 
+// shouldDeleteNamespaceDuringUpdate keeps a terminating namespace that an
+// update (its conditions written to status) leaves with spec.finalizers
+// still to clear: the generic rule looks only at metadata.finalizers, and
+// would delete it with its content still there, as upstream's namespace
+// registry avoids the same way.
+func shouldDeleteNamespaceDuringUpdate(ctx context.Context, key string, obj, existing runtime.Object) bool {
+	ns, ok := obj.(*corev1.Namespace)
+	return ok && len(ns.Spec.Finalizers) == 0 && genericregistry.ShouldDeleteDuringUpdate(ctx, key, obj, existing)
+}
+
 func checkPreconditions(ns *corev1.Namespace, p *metav1.Preconditions) error {
 	if p == nil {
 		return nil

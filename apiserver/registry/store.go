@@ -44,6 +44,10 @@ type Kind struct {
 	BeginCreate genericregistry.BeginCreateFunc
 	BeginUpdate genericregistry.BeginUpdateFunc
 	AfterDelete genericregistry.AfterDeleteFunc
+	// ShouldDeleteDuringUpdate, when set, replaces the generic store's
+	// rule that an update leaving an object terminating, with a zero
+	// grace period and no finalizers, deletes it.
+	ShouldDeleteDuringUpdate func(ctx context.Context, key string, obj, existing runtime.Object) bool
 }
 
 // REST is the storage of one resource; it adds short names and categories to
@@ -79,7 +83,7 @@ func (r *StatusREST) Get(ctx context.Context, name string, options *metav1.GetOp
 // Update writes only status.
 func (r *StatusREST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
 	// Status updates never create: upstream passes false here too.
-	return r.store.Update(ctx, name, objInfo, createValidation, updateValidation, false, options)
+	return r.store.Update(ctx, name, clientApplyErrors{objInfo}, createValidation, updateValidation, false, options)
 }
 
 // GetResetFields returns what the status subresource never writes.
@@ -112,6 +116,7 @@ func NewStore(k Kind, opts generic.RESTOptionsGetter) (*REST, *StatusREST, error
 		store.DeleteStrategy = k.Delete
 	}
 	store.BeginCreate, store.BeginUpdate, store.AfterDelete = k.BeginCreate, k.BeginUpdate, k.AfterDelete
+	store.ShouldDeleteDuringUpdate = k.ShouldDeleteDuringUpdate
 	err := store.CompleteWithOptions(&generic.StoreOptions{
 		RESTOptions: opts,
 		AttrFunc:    attrs(k.Namespaced),

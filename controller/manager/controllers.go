@@ -26,6 +26,7 @@ import (
 	"portal.dev/portal/controller/mirroring"
 	"portal.dev/portal/controller/nodeipam"
 	"portal.dev/portal/controller/nodelifecycle"
+	"portal.dev/portal/controller/podgc"
 	"portal.dev/portal/controller/replicaset"
 	"portal.dev/portal/controller/scheduler"
 	"portal.dev/portal/controller/servicelb"
@@ -93,6 +94,9 @@ var starters = []starter{
 			NodeMonitorGracePeriod: c.opts.NodeMonitorGracePeriod,
 			Registerer:             c.registerer,
 		}), nil
+	}},
+	{"podgc", func(c controllerContext) (runner, error) {
+		return podgc.New(c.client, c.informers, podgc.Options{Registerer: c.registerer}), nil
 	}},
 	{"nodeipam", func(c controllerContext) (runner, error) {
 		cidrs, err := ParseClusterCIDRs(c.opts.ClusterCIDR)
