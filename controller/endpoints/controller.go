@@ -21,6 +21,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"portal.dev/portal/controller/internal/loop"
+	"portal.dev/portal/controller/internal/pace"
 )
 
 const (
@@ -34,9 +35,12 @@ const (
 
 // Options configure a Controller. The zero value is ready to use.
 type Options struct {
-	// BatchPeriod delays syncs caused by pod changes so that a burst of
-	// pod updates becomes one write (kube-controller-manager's
-	// --endpoint-updates-batch-period). Zero syncs at once.
+	// BatchPeriod is the least time between two syncs of one Service that
+	// pod changes ask for (kube-controller-manager's
+	// --endpoint-updates-batch-period, except that the first change after
+	// a quiet spell is synced at once): a burst of pod updates becomes a
+	// few writes instead of one per pod. Zero syncs every change as soon
+	// as a worker is free.
 	BatchPeriod time.Duration
 	// Registerer receives the controller's Prometheus metrics while it
 	// runs; nil leaves them unregistered.
@@ -54,6 +58,7 @@ type Controller struct {
 	loop      *loop.Loop[string]
 	triggers  triggerTimes
 	metrics   *metrics
+	pace      pace.Pacer[string]
 
 	mu sync.Mutex
 	// goneWithSelector holds keys of Services deleted while they had a
@@ -75,6 +80,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, o
 		endpoints:        core.Endpoints().Lister(),
 		goneWithSelector: map[string]bool{},
 	}
+	c.pace.Period = opts.BatchPeriod
 	c.loop = loop.New(loop.Config[string]{
 		Name:       controllerName,
 		QueueName:  "endpoint",
@@ -140,8 +146,10 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if ns == metav1.NamespaceDefault && name == "kubernetes" {
 		return nil // the API server maintains it
 	}
+	c.pace.Started(key)
 	svc, err := c.services.Services(ns).Get(name)
 	if apierrors.IsNotFound(err) {
+		c.pace.Forget(key)
 		return c.deleteOrphan(ctx, ns, name)
 	}
 	if err != nil {

@@ -26,9 +26,13 @@ type harness struct {
 }
 
 func start(t *testing.T, objs ...runtime.Object) *harness {
+	return startWith(t, Options{}, objs...)
+}
+
+func startWith(t *testing.T, opts Options, objs ...runtime.Object) *harness {
 	client := fake.NewClientset(objs...)
 	factory := informers.NewSharedInformerFactory(client, 0)
-	c := New(client, factory, Options{})
+	c := New(client, factory, opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	factory.Start(ctx.Done())
 	done := make(chan struct{})
@@ -107,6 +111,43 @@ func TestControllerWritesEndpoints(t *testing.T) {
 		}
 		if !CreatedByController(ep) {
 			t.Errorf("got managedFields %v, want an entry by %s", ep.ManagedFields, FieldManager)
+		}
+	})
+}
+
+// TestControllerBatchesPodChanges pins BatchPeriod: a pod change after a
+// quiet spell is written at once, one that follows a sync closely waits
+// until the period has passed.
+func TestControllerBatchesPodChanges(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const period = time.Second
+		h := startWith(t, Options{BatchPeriod: period}, service("web"),
+			pod("a", "web", []string{"10.0.0.1"}, notReady), pod("b", "web", []string{"10.0.0.2"}, notReady))
+		ready := func(name string) {
+			p, _ := h.client.CoreV1().Pods("ns").Get(h.ctx, name, metav1.GetOptions{})
+			p.Status.Conditions[0].Status = corev1.ConditionTrue
+			if _, err := h.client.CoreV1().Pods("ns").UpdateStatus(h.ctx, p, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			synctest.Wait()
+		}
+		before := h.writes()
+		ready("a")
+		if got := h.writes() - before; got != 1 {
+			t.Errorf("writes at once after the first change: got %d, want 1", got)
+		}
+		ready("b")
+		if got := h.writes() - before; got != 1 {
+			t.Errorf("writes at once after a second change: got %d, want still 1", got)
+		}
+		time.Sleep(period)
+		synctest.Wait()
+		if got := h.writes() - before; got != 2 {
+			t.Errorf("writes a period after the first change: got %d, want 2", got)
+		}
+		want := "[http:8080/TCP] ready=10.0.0.1(a@node-1),10.0.0.2(b@node-1) notReady="
+		if got := render(h.endpoints("ns", "web").Subsets); got != want {
+			t.Errorf("got  %s\nwant %s", got, want)
 		}
 	})
 }

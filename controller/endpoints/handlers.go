@@ -59,7 +59,7 @@ func (c *Controller) onPodAddOrDelete(obj any) {
 		return
 	}
 	for _, key := range c.servicesSelecting(pod) {
-		c.loop.AddAfter(key, c.opts.BatchPeriod)
+		c.loop.AddAfter(key, c.pace.Delay(key))
 	}
 }
 
@@ -84,7 +84,7 @@ func (c *Controller) onPodUpdate(oldObj, newObj any) {
 		}
 	}
 	for _, key := range slices.Sorted(maps.Keys(keys)) {
-		c.loop.AddAfter(key, c.opts.BatchPeriod)
+		c.loop.AddAfter(key, c.pace.Delay(key))
 	}
 }
 

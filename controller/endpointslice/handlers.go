@@ -89,7 +89,7 @@ func (c *Controller) onPod(oldObj, curObj any) {
 		}
 	}
 	for _, k := range keys {
-		c.enqueue(k, 0)
+		c.enqueue(k, c.pace.Delay(k))
 	}
 }
 
