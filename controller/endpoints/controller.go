@@ -22,6 +22,7 @@ import (
 
 	"portal.dev/portal/controller/internal/loop"
 	"portal.dev/portal/controller/internal/pace"
+	"portal.dev/portal/controller/internal/podutil"
 )
 
 const (
@@ -55,6 +56,7 @@ type Controller struct {
 	services  corelisters.ServiceLister
 	pods      corelisters.PodLister
 	endpoints corelisters.EndpointsLister
+	selecting *podutil.Selecting
 	loop      *loop.Loop[string]
 	triggers  triggerTimes
 	metrics   *metrics
@@ -78,6 +80,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, o
 		services:         core.Services().Lister(),
 		pods:             core.Pods().Lister(),
 		endpoints:        core.Endpoints().Lister(),
+		selecting:        podutil.NewSelecting(core.Services().Informer()),
 		goneWithSelector: map[string]bool{},
 	}
 	c.pace.Period = opts.BatchPeriod

@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 
 	"portal.dev/portal/controller/internal/loop"
@@ -91,19 +90,9 @@ func (c *Controller) onPodUpdate(oldObj, newObj any) {
 // servicesSelecting returns the keys of the Services whose selector
 // matches pod. A nil selector selects nothing.
 func (c *Controller) servicesSelecting(pod *corev1.Pod) []string {
-	svcs, err := c.services.Services(pod.Namespace).List(labels.Everything())
+	keys, err := c.selecting.Keys(pod.Namespace, pod.Labels)
 	if err != nil {
-		utilruntime.HandleError(fmt.Errorf("%s: list services in %s: %w", controllerName, pod.Namespace, err))
-		return nil
-	}
-	var keys []string
-	for _, svc := range svcs {
-		if svc.Spec.Selector == nil {
-			continue
-		}
-		if labels.SelectorFromValidatedSet(svc.Spec.Selector).Matches(labels.Set(pod.Labels)) {
-			keys = append(keys, svc.Namespace+"/"+svc.Name)
-		}
+		utilruntime.HandleError(fmt.Errorf("%s: services in %s: %w", controllerName, pod.Namespace, err))
 	}
 	return keys
 }

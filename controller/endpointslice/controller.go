@@ -71,6 +71,7 @@ type Controller struct {
 	nodes      corelisters.NodeLister
 	slices     discoverylisters.EndpointSliceLister
 	podsByNode *podutil.ByNode
+	selecting  *podutil.Selecting
 
 	loop            *loop.Loop[string]
 	maxEndpoints    int
