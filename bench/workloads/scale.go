@@ -61,6 +61,10 @@ func scaleRun(ctx context.Context, c kubernetes.Interface, pid int, anchorCPU ti
 	if err != nil {
 		return err
 	}
+	work, err := readEndpointWork(ctx, c)
+	if err != nil {
+		return err
+	}
 	cpu0, t0 := host.CPU(pid), time.Now()
 	prof := startProfile(ctx, c, "scale")
 	if err := sc(int32(*replicas)); err != nil {
@@ -71,6 +75,7 @@ func scaleRun(ctx context.Context, c kubernetes.Interface, pid int, anchorCPU ti
 		return err
 	}
 	r.report("scale", t0, cpu0, anchorCPU)
+	reportEndpointWork(ctx, c, "scale", work)
 	prof()
 	return nil
 }
