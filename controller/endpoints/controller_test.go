@@ -152,6 +152,51 @@ func TestControllerBatchesPodChanges(t *testing.T) {
 	})
 }
 
+// TestControllerSkipsPodsWithoutAddress: a pod created and scheduled
+// before it has an address is in no Endpoints, so neither step costs a
+// sync of its Service; the address does.
+func TestControllerSkipsPodsWithoutAddress(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t, service("web"), pod("a", "web", []string{"10.0.0.1"}))
+		syncs := func() uint64 {
+			n, err := testutil.GetHistogramMetricCount(h.ctrl.metrics.syncDuration)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		before := syncs()
+		b := pod("b", "web", nil, func(p *corev1.Pod) { p.Spec.NodeName = "" })
+		b, err := h.client.CoreV1().Pods("ns").Create(h.ctx, b, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.settle()
+		b.Spec.NodeName = "node-1"
+		if b, err = h.client.CoreV1().Pods("ns").Update(h.ctx, b, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		h.settle()
+		if got := syncs() - before; got != 0 {
+			t.Errorf("syncs after creating and scheduling a pod without an address: got %d, want 0", got)
+		}
+		b.Status.PodIP, b.Status.PodIPs = "10.0.0.2", []corev1.PodIP{{IP: "10.0.0.2"}}
+		if _, err := h.client.CoreV1().Pods("ns").UpdateStatus(h.ctx, b, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		h.settle()
+		// The write of the Endpoints comes back as an event and a second,
+		// idle sync.
+		if got := syncs() - before; got == 0 {
+			t.Errorf("syncs after the pod got its address: got 0, want some")
+		}
+		want := "[http:8080/TCP] ready=10.0.0.1(a@node-1),10.0.0.2(b@node-1) notReady="
+		if got := render(h.endpoints("ns", "web").Subsets); got != want {
+			t.Errorf("got  %s\nwant %s", got, want)
+		}
+	})
+}
+
 func TestControllerFollowsPods(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := start(t, service("web"), pod("a", "web", []string{"10.0.0.1"}, notReady))

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/cache"
 
 	"portal.dev/portal/controller/internal/loop"
 	"portal.dev/portal/controller/internal/podutil"
@@ -57,6 +58,12 @@ func (c *Controller) onPodAddOrDelete(obj any) {
 	if !ok {
 		return
 	}
+	if _, tomb := obj.(cache.DeletedFinalStateUnknown); !tomb && !mayBeListed(pod) {
+		// A pod created or deleted without an address was in no Endpoints.
+		// A missed deletion's last state may be older than the Endpoints,
+		// so it is always looked at.
+		return
+	}
 	for _, key := range c.servicesSelecting(pod) {
 		c.loop.AddAfter(key, c.pace.Delay(key))
 	}
@@ -70,7 +77,9 @@ func (c *Controller) onPodUpdate(oldObj, newObj any) {
 	}
 	old, ok1 := oldObj.(*corev1.Pod)
 	cur, ok2 := newObj.(*corev1.Pod)
-	if !ok1 || !ok2 || !podChanged(old, cur) {
+	if !ok1 || !ok2 || !podChanged(old, cur) || (!mayBeListed(old) && !mayBeListed(cur)) {
+		// Also nothing to do for a pod being scheduled or started before
+		// it has an address: it is in no Endpoints before or after.
 		return
 	}
 	keys := map[string]bool{}
@@ -95,6 +104,12 @@ func (c *Controller) servicesSelecting(pod *corev1.Pod) []string {
 		utilruntime.HandleError(fmt.Errorf("%s: services in %s: %w", controllerName, pod.Namespace, err))
 	}
 	return keys
+}
+
+// mayBeListed reports whether pod can be in any Endpoints: it has an
+// address and is not terminal.
+func mayBeListed(pod *corev1.Pod) bool {
+	return ShouldPodBeInEndpoints(pod, true)
 }
 
 // podChanged reports whether an update of a pod can change an Endpoints:

@@ -398,6 +398,39 @@ func TestControllerBatchesPodChanges(t *testing.T) {
 	})
 }
 
+// TestControllerSkipsPodsWithoutAddress: a Pod created and scheduled
+// before it has an address is in no slice, so neither step costs a sync of
+// its Service; the address does.
+func TestControllerSkipsPodsWithoutAddress(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := startEnv(t, objects(mkSvc(), []*corev1.Pod{mkPod("a", "10.0.0.1")})...)
+		syncs := func() float64 { return testutil.ToFloat64(e.ctrl.metrics.syncs.WithLabelValues("success")) }
+		before := syncs()
+		b := with(mkPod("b"), onNode(""))
+		b, err := e.client.CoreV1().Pods(testNS).Create(e.ctx, b, metav1.CreateOptions{})
+		e.must(err)
+		e.settle()
+		b.Spec.NodeName = "node-b"
+		b, err = e.client.CoreV1().Pods(testNS).Update(e.ctx, b, metav1.UpdateOptions{})
+		e.must(err)
+		e.settle()
+		if got := syncs() - before; got != 0 {
+			t.Errorf("syncs after creating and scheduling a pod without an address: got %v, want 0", got)
+		}
+		b.Status.PodIP, b.Status.PodIPs = "10.0.0.2", []corev1.PodIP{{IP: "10.0.0.2"}}
+		_, err = e.client.CoreV1().Pods(testNS).UpdateStatus(e.ctx, b, metav1.UpdateOptions{})
+		e.must(err)
+		e.settle()
+		if got := syncs() - before; got != 1 {
+			t.Errorf("syncs after the pod got its address: got %v, want 1", got)
+		}
+		want := []string{"IPv4 [http/TCP/8080/] | 10.0.0.1 rs- node=node-a zone=zone-a | 10.0.0.2 rs- node=node-b zone=zone-b"}
+		if got := summarizeAll(e.slices()); !slices.Equal(got, want) {
+			t.Errorf("slices:\ngot  %q\nwant %q", got, want)
+		}
+	})
+}
+
 func TestControllerMetrics(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := startEnv(t, objects(mkSvc(), manyPods(150))...)

@@ -78,6 +78,12 @@ func (c *Controller) onPod(oldObj, curObj any) {
 	if cur == nil {
 		return
 	}
+	if _, tomb := curObj.(cache.DeletedFinalStateUnknown); !tomb && !includePod(cur) && (old == nil || !includePod(old)) {
+		// In no slice before or after: a Pod created, scheduled or deleted
+		// without an address changes no endpoint. A missed deletion's last
+		// state may be older than the slices, so it is always looked at.
+		return
+	}
 	keys := c.servicesFor(cur.Namespace, cur.Labels)
 	if old != nil {
 		changed := podChanged(old, cur)
