@@ -67,6 +67,10 @@ type Controller struct {
 	// selector: their Endpoints were ours even if managedFields do not
 	// say so (an API server that does not track them).
 	goneWithSelector map[string]bool
+	// written holds the resourceVersion of this controller's last write
+	// of each Endpoints, so that the event the write causes is not taken
+	// for someone else's edit and synced again.
+	written map[string]string
 }
 
 // New returns a controller that reads Services, Pods and Endpoints through
@@ -82,6 +86,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, o
 		endpoints:        core.Endpoints().Lister(),
 		selecting:        podutil.NewSelecting(core.Services().Informer()),
 		goneWithSelector: map[string]bool{},
+		written:          map[string]string{},
 	}
 	c.pace.Period = opts.BatchPeriod
 	c.loop = loop.New(loop.Config[string]{
@@ -188,19 +193,21 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 func (c *Controller) write(ctx context.Context, current, desired *corev1.Endpoints) error {
 	api := c.client.CoreV1().Endpoints(desired.Namespace)
 	op := "update"
+	var got *corev1.Endpoints
 	var err error
 	if current == nil {
 		op = "create"
-		_, err = api.Create(ctx, desired, metav1.CreateOptions{FieldManager: FieldManager})
+		got, err = api.Create(ctx, desired, metav1.CreateOptions{FieldManager: FieldManager})
 		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			return nil // creates keep failing until the namespace is gone
 		}
 	} else {
-		_, err = api.Update(ctx, desired, metav1.UpdateOptions{FieldManager: FieldManager})
+		got, err = api.Update(ctx, desired, metav1.UpdateOptions{FieldManager: FieldManager})
 	}
 	if err != nil {
 		return fmt.Errorf("%s endpoints %s/%s: %w", op, desired.Namespace, desired.Name, err)
 	}
+	c.setWritten(desired.Namespace+"/"+desired.Name, got.ResourceVersion)
 	c.metrics.changes.WithLabelValues(op).Inc()
 	ready, notReady := countAddresses(desired.Subsets)
 	klog.FromContext(ctx).V(4).Info("Wrote endpoints", "operation", op,
@@ -247,7 +254,23 @@ func (c *Controller) setGone(key string, gone bool) {
 		c.goneWithSelector[key] = true
 	} else {
 		delete(c.goneWithSelector, key)
+		delete(c.written, key)
 	}
+}
+
+// setWritten remembers the resourceVersion of this controller's write.
+func (c *Controller) setWritten(key, rv string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.written[key] = rv
+}
+
+// isOwnWrite reports whether rv is what this controller's last write of
+// key's Endpoints produced.
+func (c *Controller) isOwnWrite(key, rv string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return rv != "" && c.written[key] == rv
 }
 
 func (c *Controller) isGone(key string) bool {

@@ -37,13 +37,14 @@ func (c *Controller) onServiceDelete(obj any) {
 
 // onEndpointsUpdate resyncs Endpoints this controller wrote when someone
 // changes them, so a stray edit does not last until the next pod event.
+// The event of the controller's own write is no such change.
 func (c *Controller) onEndpointsUpdate(oldObj, newObj any) {
 	old, ok1 := oldObj.(*corev1.Endpoints)
 	cur, ok2 := newObj.(*corev1.Endpoints)
 	if !ok1 || !ok2 || (cur.ResourceVersion != "" && cur.ResourceVersion == old.ResourceVersion) {
 		return
 	}
-	if CreatedByController(cur) {
+	if CreatedByController(cur) && !c.isOwnWrite(cur.Namespace+"/"+cur.Name, cur.ResourceVersion) {
 		c.enqueueObject(cur)
 	}
 }
