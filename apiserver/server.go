@@ -226,6 +226,14 @@ func applyServing(o Options, ca *pki.CA, cidrs []netip.Prefix, c *genericapiserv
 	serving := genericoptions.NewSecureServingOptions()
 	serving.BindAddress, serving.BindPort = o.BindAddress, o.SecurePort
 	serving.ServerCert.CertKey = genericoptions.CertKey{CertFile: certFile, KeyFile: keyFile}
+	// The components of `portal server` each multiplex their watches, one
+	// per informer (the garbage collector alone watches every resource),
+	// and their requests over one HTTP/2 connection. With the generic
+	// server's 100 streams the watches leave little room, and each request
+	// beyond it makes the client dial and handshake a TLS connection only
+	// to close it again once a stream is free. Aggregated API servers,
+	// whose clients multiplex the same way, allow 1,000.
+	serving.HTTP2MaxStreamsPerConnection = 1000
 	if err := serving.WithLoopback().ApplyTo(&c.SecureServing, &c.LoopbackClientConfig); err != nil {
 		return err
 	}

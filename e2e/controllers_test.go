@@ -221,7 +221,10 @@ func TestEndpointSliceScenarios(t *testing.T) {
 				sizes = append(sizes, len(s.Endpoints))
 			}
 			sort.Ints(sizes)
-			return len(eps) == 150 && slices.Equal(sizes, []int{50, 100}), fmt.Sprintf("%d endpoints, slice sizes %v", len(eps), sizes)
+			// How the 150 split depends on how the pod events were batched
+			// ([50 100] when each was synced alone, [57 93] when 57 came
+			// first); two slices hold them either way.
+			return len(eps) == 150 && len(sizes) == 2 && sizes[1] <= 100, fmt.Sprintf("%d endpoints, slice sizes %v", len(eps), sizes)
 		})
 		ip := "10.3.0.8"
 		setPodStatus(t, c, pods[7], ip, false)

@@ -40,6 +40,10 @@ func bareRun(ctx context.Context, c kubernetes.Interface, pid, n int, anchorCPU 
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, 32)
+	work, err := readEndpointWork(ctx, c)
+	if err != nil {
+		return err
+	}
 	cpu0, t0 := host.CPU(pid), time.Now()
 	prof := startProfile(ctx, c, "bare")
 	for range 32 {
@@ -67,6 +71,7 @@ func bareRun(ctx context.Context, c kubernetes.Interface, pid, n int, anchorCPU 
 		return err
 	}
 	r.report("bare", t0, cpu0, anchorCPU)
+	reportEndpointWork(ctx, c, "bare", work)
 	prof()
 	// Their addresses go back to the nodes for the runs that follow.
 	zero := int64(0)

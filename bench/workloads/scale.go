@@ -61,6 +61,10 @@ func scaleRun(ctx context.Context, c kubernetes.Interface, pid int, anchorCPU ti
 	if err != nil {
 		return err
 	}
+	work, err := readEndpointWork(ctx, c)
+	if err != nil {
+		return err
+	}
 	cpu0, t0 := host.CPU(pid), time.Now()
 	prof := startProfile(ctx, c, "scale")
 	if err := sc(int32(*replicas)); err != nil {
@@ -71,6 +75,7 @@ func scaleRun(ctx context.Context, c kubernetes.Interface, pid int, anchorCPU ti
 		return err
 	}
 	r.report("scale", t0, cpu0, anchorCPU)
+	reportEndpointWork(ctx, c, "scale", work)
 	prof()
 	return nil
 }
@@ -258,22 +263,32 @@ func median(d []time.Duration) time.Duration {
 // startProfile starts the server's CPU profile if -profile-run names run,
 // and returns the function that waits for it.
 func startProfile(ctx context.Context, c kubernetes.Interface, run string) (wait func()) {
-	if *profile == "" || *profRun != run {
+	if *profRun != run {
 		return func() {}
 	}
-	done := make(chan error, 1)
-	go func() { done <- cpuProfile(ctx, c, *profSecs, *profile) }()
+	var profiles []func() error
+	for _, p := range []struct{ kind, file string }{{"profile", *profile}, {"allocs", *allocProf}} {
+		if p.file == "" {
+			continue
+		}
+		done := make(chan error, 1)
+		go func() { done <- fetchProfile(ctx, c, p.kind, *profSecs, p.file) }()
+		profiles = append(profiles, func() error { return <-done })
+	}
 	return func() {
-		if err := <-done; err != nil {
-			fmt.Println("# cpuprofile:", err)
+		for _, wait := range profiles {
+			if err := wait(); err != nil {
+				fmt.Println("# profile:", err)
+			}
 		}
 	}
 }
 
-// cpuProfile fetches the server's CPU profile over secs seconds (the
-// generic API server serves /debug/pprof to the admin) into file.
-func cpuProfile(ctx context.Context, c kubernetes.Interface, secs int, file string) error {
-	data, err := c.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
+// fetchProfile fetches the server's profile of kind (profile: CPU; allocs:
+// what was allocated) over secs seconds into file. The generic API server
+// serves /debug/pprof to the admin.
+func fetchProfile(ctx context.Context, c kubernetes.Interface, kind string, secs int, file string) error {
+	data, err := c.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/"+kind).
 		Param("seconds", fmt.Sprint(secs)).Timeout(time.Duration(secs)*time.Second + time.Minute).DoRaw(ctx)
 	if err != nil {
 		return err

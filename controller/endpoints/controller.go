@@ -21,6 +21,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"portal.dev/portal/controller/internal/loop"
+	"portal.dev/portal/controller/internal/pace"
+	"portal.dev/portal/controller/internal/podutil"
 )
 
 const (
@@ -34,9 +36,12 @@ const (
 
 // Options configure a Controller. The zero value is ready to use.
 type Options struct {
-	// BatchPeriod delays syncs caused by pod changes so that a burst of
-	// pod updates becomes one write (kube-controller-manager's
-	// --endpoint-updates-batch-period). Zero syncs at once.
+	// BatchPeriod is the least time between two syncs of one Service that
+	// pod changes ask for (kube-controller-manager's
+	// --endpoint-updates-batch-period, except that the first change after
+	// a quiet spell is synced at once): a burst of pod updates becomes a
+	// few writes instead of one per pod. Zero syncs every change as soon
+	// as a worker is free.
 	BatchPeriod time.Duration
 	// Registerer receives the controller's Prometheus metrics while it
 	// runs; nil leaves them unregistered.
@@ -51,15 +56,21 @@ type Controller struct {
 	services  corelisters.ServiceLister
 	pods      corelisters.PodLister
 	endpoints corelisters.EndpointsLister
+	selecting *podutil.Selecting
 	loop      *loop.Loop[string]
 	triggers  triggerTimes
 	metrics   *metrics
+	pace      pace.Pacer[string]
 
 	mu sync.Mutex
 	// goneWithSelector holds keys of Services deleted while they had a
 	// selector: their Endpoints were ours even if managedFields do not
 	// say so (an API server that does not track them).
 	goneWithSelector map[string]bool
+	// written holds the resourceVersion of this controller's last write
+	// of each Endpoints, so that the event the write causes is not taken
+	// for someone else's edit and synced again.
+	written map[string]string
 }
 
 // New returns a controller that reads Services, Pods and Endpoints through
@@ -73,8 +84,11 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, o
 		services:         core.Services().Lister(),
 		pods:             core.Pods().Lister(),
 		endpoints:        core.Endpoints().Lister(),
+		selecting:        podutil.NewSelecting(core.Services().Informer()),
 		goneWithSelector: map[string]bool{},
+		written:          map[string]string{},
 	}
+	c.pace.Period = opts.BatchPeriod
 	c.loop = loop.New(loop.Config[string]{
 		Name:       controllerName,
 		QueueName:  "endpoint",
@@ -134,8 +148,10 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if ns == metav1.NamespaceDefault && name == "kubernetes" {
 		return nil // the API server maintains it
 	}
+	c.pace.Started(key)
 	svc, err := c.services.Services(ns).Get(name)
 	if apierrors.IsNotFound(err) {
+		c.pace.Forget(key)
 		return c.deleteOrphan(ctx, ns, name)
 	}
 	if err != nil {
@@ -171,19 +187,21 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 func (c *Controller) write(ctx context.Context, current, desired *corev1.Endpoints) error {
 	api := c.client.CoreV1().Endpoints(desired.Namespace)
 	op := "update"
+	var got *corev1.Endpoints
 	var err error
 	if current == nil {
 		op = "create"
-		_, err = api.Create(ctx, desired, metav1.CreateOptions{FieldManager: FieldManager})
+		got, err = api.Create(ctx, desired, metav1.CreateOptions{FieldManager: FieldManager})
 		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			return nil // creates keep failing until the namespace is gone
 		}
 	} else {
-		_, err = api.Update(ctx, desired, metav1.UpdateOptions{FieldManager: FieldManager})
+		got, err = api.Update(ctx, desired, metav1.UpdateOptions{FieldManager: FieldManager})
 	}
 	if err != nil {
 		return fmt.Errorf("%s endpoints %s/%s: %w", op, desired.Namespace, desired.Name, err)
 	}
+	c.setWritten(desired.Namespace+"/"+desired.Name, got.ResourceVersion)
 	c.metrics.changes.WithLabelValues(op).Inc()
 	ready, notReady := countAddresses(desired.Subsets)
 	klog.FromContext(ctx).V(4).Info("Wrote endpoints", "operation", op,
@@ -230,7 +248,23 @@ func (c *Controller) setGone(key string, gone bool) {
 		c.goneWithSelector[key] = true
 	} else {
 		delete(c.goneWithSelector, key)
+		delete(c.written, key)
 	}
+}
+
+// setWritten remembers the resourceVersion of this controller's write.
+func (c *Controller) setWritten(key, rv string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.written[key] = rv
+}
+
+// isOwnWrite reports whether rv is what this controller's last write of
+// key's Endpoints produced.
+func (c *Controller) isOwnWrite(key, rv string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return rv != "" && c.written[key] == rv
 }
 
 func (c *Controller) isGone(key string) bool {

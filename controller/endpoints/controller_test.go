@@ -2,6 +2,8 @@ package endpoints
 
 import (
 	"context"
+	"strconv"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/component-base/metrics/testutil"
 )
 
@@ -26,9 +29,16 @@ type harness struct {
 }
 
 func start(t *testing.T, objs ...runtime.Object) *harness {
-	client := fake.NewClientset(objs...)
+	return startWith(t, Options{}, objs...)
+}
+
+func startWith(t *testing.T, opts Options, objs ...runtime.Object) *harness {
+	return startWithClient(t, fake.NewClientset(objs...), opts)
+}
+
+func startWithClient(t *testing.T, client *fake.Clientset, opts Options) *harness {
 	factory := informers.NewSharedInformerFactory(client, 0)
-	c := New(client, factory, Options{})
+	c := New(client, factory, opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	factory.Start(ctx.Done())
 	done := make(chan struct{})
@@ -107,6 +117,133 @@ func TestControllerWritesEndpoints(t *testing.T) {
 		}
 		if !CreatedByController(ep) {
 			t.Errorf("got managedFields %v, want an entry by %s", ep.ManagedFields, FieldManager)
+		}
+	})
+}
+
+// TestControllerBatchesPodChanges pins BatchPeriod: a pod change after a
+// quiet spell is written at once, one that follows a sync closely waits
+// until the period has passed.
+func TestControllerBatchesPodChanges(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const period = time.Second
+		h := startWith(t, Options{BatchPeriod: period}, service("web"),
+			pod("a", "web", []string{"10.0.0.1"}, notReady), pod("b", "web", []string{"10.0.0.2"}, notReady))
+		ready := func(name string) {
+			p, _ := h.client.CoreV1().Pods("ns").Get(h.ctx, name, metav1.GetOptions{})
+			p.Status.Conditions[0].Status = corev1.ConditionTrue
+			if _, err := h.client.CoreV1().Pods("ns").UpdateStatus(h.ctx, p, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			synctest.Wait()
+		}
+		before := h.writes()
+		ready("a")
+		if got := h.writes() - before; got != 1 {
+			t.Errorf("writes at once after the first change: got %d, want 1", got)
+		}
+		ready("b")
+		if got := h.writes() - before; got != 1 {
+			t.Errorf("writes at once after a second change: got %d, want still 1", got)
+		}
+		time.Sleep(period)
+		synctest.Wait()
+		if got := h.writes() - before; got != 2 {
+			t.Errorf("writes a period after the first change: got %d, want 2", got)
+		}
+		want := "[http:8080/TCP] ready=10.0.0.1(a@node-1),10.0.0.2(b@node-1) notReady="
+		if got := render(h.endpoints("ns", "web").Subsets); got != want {
+			t.Errorf("got  %s\nwant %s", got, want)
+		}
+	})
+}
+
+// TestControllerSkipsPodsWithoutAddress: a pod created and scheduled
+// before it has an address is in no Endpoints, so neither step costs a
+// sync of its Service; the address does.
+func TestControllerSkipsPodsWithoutAddress(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t, service("web"), pod("a", "web", []string{"10.0.0.1"}))
+		syncs := func() uint64 {
+			n, err := testutil.GetHistogramMetricCount(h.ctrl.metrics.syncDuration)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		before := syncs()
+		b := pod("b", "web", nil, func(p *corev1.Pod) { p.Spec.NodeName = "" })
+		b, err := h.client.CoreV1().Pods("ns").Create(h.ctx, b, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.settle()
+		b.Spec.NodeName = "node-1"
+		if b, err = h.client.CoreV1().Pods("ns").Update(h.ctx, b, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		h.settle()
+		if got := syncs() - before; got != 0 {
+			t.Errorf("syncs after creating and scheduling a pod without an address: got %d, want 0", got)
+		}
+		b.Status.PodIP, b.Status.PodIPs = "10.0.0.2", []corev1.PodIP{{IP: "10.0.0.2"}}
+		if _, err := h.client.CoreV1().Pods("ns").UpdateStatus(h.ctx, b, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		h.settle()
+		// The fake leaves resourceVersion empty, so the event of the
+		// controller's own write is synced as an edit too.
+		if got := syncs() - before; got == 0 {
+			t.Errorf("syncs after the pod got its address: got 0, want some")
+		}
+		want := "[http:8080/TCP] ready=10.0.0.1(a@node-1),10.0.0.2(b@node-1) notReady="
+		if got := render(h.endpoints("ns", "web").Subsets); got != want {
+			t.Errorf("got  %s\nwant %s", got, want)
+		}
+	})
+}
+
+// TestControllerOwnWriteIsNoEdit: the event of the controller's own write
+// of an Endpoints costs no second sync, while someone else's edit of it is
+// undone.
+func TestControllerOwnWriteIsNoEdit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		client := fake.NewClientset(service("web"), pod("a", "web", []string{"10.0.0.1"}, notReady))
+		// The fake leaves resourceVersion empty; the API server does not.
+		var rv atomic.Int64
+		client.PrependReactor("*", "endpoints", func(a clienttesting.Action) (bool, runtime.Object, error) {
+			if o, ok := a.(clienttesting.CreateAction); ok && (a.GetVerb() == "create" || a.GetVerb() == "update") {
+				o.GetObject().(*corev1.Endpoints).ResourceVersion = strconv.FormatInt(rv.Add(1), 10)
+			}
+			return false, nil, nil
+		})
+		h := startWithClient(t, client, Options{})
+		syncs := func() uint64 {
+			n, err := testutil.GetHistogramMetricCount(h.ctrl.metrics.syncDuration)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		before := syncs()
+		p, _ := h.client.CoreV1().Pods("ns").Get(h.ctx, "a", metav1.GetOptions{})
+		p.Status.Conditions[0].Status = corev1.ConditionTrue
+		if _, err := h.client.CoreV1().Pods("ns").UpdateStatus(h.ctx, p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		h.settle()
+		if got := syncs() - before; got != 1 {
+			t.Errorf("syncs after one pod change and its write: got %d, want 1", got)
+		}
+		ep := h.endpoints("ns", "web")
+		ep.Subsets = nil
+		if _, err := h.client.CoreV1().Endpoints("ns").Update(h.ctx, ep, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		h.settle()
+		want := "[http:8080/TCP] ready=10.0.0.1(a@node-1) notReady="
+		if got := render(h.endpoints("ns", "web").Subsets); got != want {
+			t.Errorf("after someone emptied the Endpoints: got %s, want %s", got, want)
 		}
 	})
 }

@@ -26,13 +26,18 @@ const FieldManager = "endpoint-controller"
 // with endpoints.kubernetes.io/over-capacity.
 func Desired(svc *corev1.Service, pods []*corev1.Pod, current *corev1.Endpoints, triggerTime time.Time) *corev1.Endpoints {
 	subsets, truncated := Truncate(Subsets(svc, pods), MaxCapacity)
+	if truncated {
+		// Truncation may leave two port groups with the same addresses;
+		// repack again so that what is written is canonical.
+		subsets = Repack(subsets)
+	}
 	ep := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: svc.Namespace, Name: svc.Name}}
 	if current != nil {
-		ep = current.DeepCopy()
+		// Only the metadata is kept: copying current's subsets, which are
+		// replaced, would copy every address of a large Service per sync.
+		ep = &corev1.Endpoints{TypeMeta: current.TypeMeta, ObjectMeta: *current.ObjectMeta.DeepCopy()}
 	}
-	// Truncation may leave two port groups with the same addresses; repack
-	// again so that what is written is canonical.
-	ep.Subsets = Repack(subsets)
+	ep.Subsets = subsets
 	ep.Labels = desiredLabels(svc)
 	ep.Annotations = desiredAnnotations(ep.Annotations, truncated, triggerTime)
 	return ep
@@ -81,9 +86,16 @@ func NeedsUpdate(current, desired *corev1.Endpoints) bool {
 	if current == nil {
 		return true
 	}
-	return !semanticIgnoringRV.DeepEqual(Repack(current.Subsets), desired.Subsets) ||
+	// What this controller wrote is canonical already, so current is
+	// repacked (a copy of every address) only when it differs as it is.
+	return !sameSubsets(current.Subsets, desired.Subsets) ||
 		!equality.Semantic.DeepEqual(current.Labels, desired.Labels) ||
 		current.Annotations[corev1.EndpointsOverCapacity] != desired.Annotations[corev1.EndpointsOverCapacity]
+}
+
+func sameSubsets(current, desired []corev1.EndpointSubset) bool {
+	return semanticIgnoringRV.DeepEqual(current, desired) ||
+		semanticIgnoringRV.DeepEqual(Repack(current), desired)
 }
 
 // semanticIgnoringRV is semantic equality that ignores the resourceVersion

@@ -7,8 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/cache"
 
 	"portal.dev/portal/controller/internal/loop"
 	"portal.dev/portal/controller/internal/podutil"
@@ -37,13 +37,14 @@ func (c *Controller) onServiceDelete(obj any) {
 
 // onEndpointsUpdate resyncs Endpoints this controller wrote when someone
 // changes them, so a stray edit does not last until the next pod event.
+// The event of the controller's own write is no such change.
 func (c *Controller) onEndpointsUpdate(oldObj, newObj any) {
 	old, ok1 := oldObj.(*corev1.Endpoints)
 	cur, ok2 := newObj.(*corev1.Endpoints)
 	if !ok1 || !ok2 || (cur.ResourceVersion != "" && cur.ResourceVersion == old.ResourceVersion) {
 		return
 	}
-	if CreatedByController(cur) {
+	if CreatedByController(cur) && !c.isOwnWrite(cur.Namespace+"/"+cur.Name, cur.ResourceVersion) {
 		c.enqueueObject(cur)
 	}
 }
@@ -58,8 +59,14 @@ func (c *Controller) onPodAddOrDelete(obj any) {
 	if !ok {
 		return
 	}
+	if _, tomb := obj.(cache.DeletedFinalStateUnknown); !tomb && !mayBeListed(pod) {
+		// A pod created or deleted without an address was in no Endpoints.
+		// A missed deletion's last state may be older than the Endpoints,
+		// so it is always looked at.
+		return
+	}
 	for _, key := range c.servicesSelecting(pod) {
-		c.loop.AddAfter(key, c.opts.BatchPeriod)
+		c.loop.AddAfter(key, c.pace.Delay(key))
 	}
 }
 
@@ -71,7 +78,9 @@ func (c *Controller) onPodUpdate(oldObj, newObj any) {
 	}
 	old, ok1 := oldObj.(*corev1.Pod)
 	cur, ok2 := newObj.(*corev1.Pod)
-	if !ok1 || !ok2 || !podChanged(old, cur) {
+	if !ok1 || !ok2 || !podChanged(old, cur) || (!mayBeListed(old) && !mayBeListed(cur)) {
+		// Also nothing to do for a pod being scheduled or started before
+		// it has an address: it is in no Endpoints before or after.
 		return
 	}
 	keys := map[string]bool{}
@@ -84,28 +93,24 @@ func (c *Controller) onPodUpdate(oldObj, newObj any) {
 		}
 	}
 	for _, key := range slices.Sorted(maps.Keys(keys)) {
-		c.loop.AddAfter(key, c.opts.BatchPeriod)
+		c.loop.AddAfter(key, c.pace.Delay(key))
 	}
 }
 
 // servicesSelecting returns the keys of the Services whose selector
 // matches pod. A nil selector selects nothing.
 func (c *Controller) servicesSelecting(pod *corev1.Pod) []string {
-	svcs, err := c.services.Services(pod.Namespace).List(labels.Everything())
+	keys, err := c.selecting.Keys(pod.Namespace, pod.Labels)
 	if err != nil {
-		utilruntime.HandleError(fmt.Errorf("%s: list services in %s: %w", controllerName, pod.Namespace, err))
-		return nil
-	}
-	var keys []string
-	for _, svc := range svcs {
-		if svc.Spec.Selector == nil {
-			continue
-		}
-		if labels.SelectorFromValidatedSet(svc.Spec.Selector).Matches(labels.Set(pod.Labels)) {
-			keys = append(keys, svc.Namespace+"/"+svc.Name)
-		}
+		utilruntime.HandleError(fmt.Errorf("%s: services in %s: %w", controllerName, pod.Namespace, err))
 	}
 	return keys
+}
+
+// mayBeListed reports whether pod can be in any Endpoints: it has an
+// address and is not terminal.
+func mayBeListed(pod *corev1.Pod) bool {
+	return ShouldPodBeInEndpoints(pod, true)
 }
 
 // podChanged reports whether an update of a pod can change an Endpoints:

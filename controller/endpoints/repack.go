@@ -18,11 +18,15 @@ import (
 // ports by number, protocol and name, and subsets by their first port, so
 // equal inputs always give equal outputs. The input is not modified.
 func Repack(subsets []corev1.EndpointSubset) []corev1.EndpointSubset {
-	r := repacker{addrs: map[addrKey]corev1.EndpointAddress{}, byPort: map[portKey]map[addrKey]bool{}}
+	r := newRepacker()
 	for i := range subsets {
 		r.add(&subsets[i])
 	}
 	return r.subsets()
+}
+
+func newRepacker() *repacker {
+	return &repacker{addrs: map[addrKey]corev1.EndpointAddress{}, byPort: map[portKey]map[addrKey]bool{}}
 }
 
 // addrKey identifies an address the way upstream does: two pods may share
@@ -100,18 +104,28 @@ func (r *repacker) add(s *corev1.EndpointSubset) {
 
 func (r *repacker) addAll(pk portKey, addrs []corev1.EndpointAddress, ready bool) {
 	for i := range addrs {
-		k := keyOf(&addrs[i])
-		if _, ok := r.addrs[k]; !ok {
-			r.addrs[k] = *addrs[i].DeepCopy()
+		r.put(pk, &addrs[i], ready, true)
+	}
+}
+
+// put adds one address behind port pk. The first copy seen of an address
+// is kept: deep-copied when clone is set, else kept as it is, for a caller
+// that built it for the repacker alone.
+func (r *repacker) put(pk portKey, a *corev1.EndpointAddress, ready, clone bool) {
+	k := keyOf(a)
+	if _, ok := r.addrs[k]; !ok {
+		if clone {
+			a = a.DeepCopy()
 		}
-		set := r.byPort[pk]
-		if set == nil {
-			set = map[addrKey]bool{}
-			r.byPort[pk] = set
-		}
-		if was, seen := set[k]; !seen || was {
-			set[k] = ready // not ready wins
-		}
+		r.addrs[k] = *a
+	}
+	set := r.byPort[pk]
+	if set == nil {
+		set = map[addrKey]bool{}
+		r.byPort[pk] = set
+	}
+	if was, seen := set[k]; !seen || was {
+		set[k] = ready // not ready wins
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 // publishNotReadyAddresses every listed pod is in Addresses; otherwise pods
 // that are not Ready go to NotReadyAddresses.
 func Subsets(svc *corev1.Service, pods []*corev1.Pod) []corev1.EndpointSubset {
-	var raw []corev1.EndpointSubset
+	r := newRepacker()
 	for _, pod := range pods {
 		if !ShouldPodBeInEndpoints(pod, svc.Spec.PublishNotReadyAddresses) {
 			continue
@@ -25,9 +25,13 @@ func Subsets(svc *corev1.Service, pods []*corev1.Pod) []corev1.EndpointSubset {
 			continue
 		}
 		ready := svc.Spec.PublishNotReadyAddresses || podutil.IsReady(pod)
-		raw = append(raw, podSubsets(svc, pod, addr, ready)...)
+		for _, pk := range podPorts(svc, pod) {
+			// addr is built for this call alone, so the repacker keeps it
+			// without a copy.
+			r.put(pk, &addr, ready, false)
+		}
 	}
-	return Repack(raw)
+	return r.subsets()
 }
 
 // ShouldPodBeInEndpoints reports whether pod belongs in an Endpoints (or
@@ -46,35 +50,26 @@ func ShouldPodBeInEndpoints(pod *corev1.Pod, includeTerminating bool) bool {
 	return true
 }
 
-// podSubsets returns one single-address subset per Service port the pod
-// serves; Repack merges them afterwards.
-func podSubsets(svc *corev1.Service, pod *corev1.Pod, addr corev1.EndpointAddress, ready bool) []corev1.EndpointSubset {
+// podPorts returns the Service ports the pod serves, resolved against it.
+// A headless Service without ports still lists its pods (DNS answers for
+// them), under no port.
+func podPorts(svc *corev1.Service, pod *corev1.Pod) []portKey {
 	if len(svc.Spec.Ports) == 0 {
-		// A headless Service may have no ports; its pods are still listed
-		// so that DNS can answer for them.
 		if svc.Spec.ClusterIP == corev1.ClusterIPNone {
-			return []corev1.EndpointSubset{subsetOf(addr, ready, nil)}
+			return []portKey{{noPorts: true}}
 		}
 		return nil
 	}
-	var out []corev1.EndpointSubset
+	out := make([]portKey, 0, len(svc.Spec.Ports))
 	for i := range svc.Spec.Ports {
 		sp := &svc.Spec.Ports[i]
 		port, ok := podutil.FindPort(pod, sp)
 		if !ok {
 			continue
 		}
-		ep := corev1.EndpointPort{Name: sp.Name, Port: port, Protocol: sp.Protocol, AppProtocol: sp.AppProtocol}
-		out = append(out, subsetOf(addr, ready, []corev1.EndpointPort{ep}))
+		out = append(out, portKeyOf(corev1.EndpointPort{Name: sp.Name, Port: port, Protocol: sp.Protocol, AppProtocol: sp.AppProtocol}))
 	}
 	return out
-}
-
-func subsetOf(addr corev1.EndpointAddress, ready bool, ports []corev1.EndpointPort) corev1.EndpointSubset {
-	if ready {
-		return corev1.EndpointSubset{Addresses: []corev1.EndpointAddress{addr}, Ports: ports}
-	}
-	return corev1.EndpointSubset{NotReadyAddresses: []corev1.EndpointAddress{addr}, Ports: ports}
 }
 
 // podAddress returns the pod's address in the Service's primary IP family,

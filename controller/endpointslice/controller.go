@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"portal.dev/portal/controller/internal/loop"
+	"portal.dev/portal/controller/internal/pace"
 	"portal.dev/portal/controller/internal/podutil"
 )
 
@@ -47,6 +48,12 @@ type Options struct {
 	// Registerer receives the controller's Prometheus metrics; nil leaves
 	// them unregistered.
 	Registerer prometheus.Registerer
+	// BatchPeriod is the least time between two syncs of one Service that
+	// Pod changes ask for (upstream's --endpointslice-updates-batch-period,
+	// except that the first change after a quiet spell is synced at once):
+	// changes that keep coming are batched. Zero syncs every change as
+	// soon as a worker is free.
+	BatchPeriod time.Duration
 
 	// Test knobs; zero means the defaults above and time.Now.
 	syncBackoff     time.Duration
@@ -64,6 +71,7 @@ type Controller struct {
 	nodes      corelisters.NodeLister
 	slices     discoverylisters.EndpointSliceLister
 	podsByNode *podutil.ByNode
+	selecting  *podutil.Selecting
 
 	loop            *loop.Loop[string]
 	maxEndpoints    int
@@ -73,6 +81,7 @@ type Controller struct {
 	tracker  sliceTracker
 	triggers triggerTimes
 	metrics  *metrics
+	pace     pace.Pacer[string]
 
 	topoMu    sync.Mutex
 	topo      *topology
@@ -97,6 +106,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, o
 		pending:         map[string]time.Time{},
 	}
 	c.tracker.now = opts.now
+	c.pace.Period, c.pace.Now = opts.BatchPeriod, opts.now
 	c.loop = loop.New(loop.Config[string]{
 		Name:      "endpointslice",
 		QueueName: "endpoint_slice",
@@ -148,6 +158,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 // latency. The tracker gives up on a write it never sees, so this cannot
 // loop for ever.
 func (c *Controller) syncKey(ctx context.Context, key string) error {
+	c.pace.Started(key)
 	err := c.sync(ctx, key)
 	if errors.Is(err, errStale) {
 		return loop.RetryAfter(staleRetryDelay, err)

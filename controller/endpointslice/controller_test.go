@@ -36,11 +36,18 @@ type env struct {
 // must be called inside a synctest bubble; the controller stops when the
 // test ends.
 func startEnv(t *testing.T, objs ...runtime.Object) *env {
+	return startEnvWith(t, Options{}, objs...)
+}
+
+// startEnvWith is startEnv with opts; the registerer, the retry back-off
+// and the slice event delay are set for the test.
+func startEnvWith(t *testing.T, opts Options, objs ...runtime.Object) *env {
 	client := fake.NewClientset(objs...)
 	serverSideNames(client)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	reg := prometheus.NewRegistry()
-	c := New(client, factory, Options{Registerer: reg, syncBackoff: 10 * time.Millisecond, sliceEventDelay: 100 * time.Millisecond})
+	opts.Registerer, opts.syncBackoff, opts.sliceEventDelay = reg, 10*time.Millisecond, 100*time.Millisecond
+	c := New(client, factory, opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -353,6 +360,73 @@ func TestControllerStaleCache(t *testing.T) {
 		e.settle()
 		if got := e.writes(); got != "create=0 update=1 delete=0" {
 			t.Errorf("writes after the grace period: got %s, want one update", got)
+		}
+	})
+}
+
+// TestControllerBatchesPodChanges pins BatchPeriod: a Pod change after a
+// quiet spell is written at once, and one that follows a sync closely
+// waits until the period has passed, instead of costing a sync of its own.
+func TestControllerBatchesPodChanges(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const period = time.Second
+		a, b := mkPod("a", "10.0.0.1"), mkPod("b", "10.0.0.2")
+		e := startEnvWith(t, Options{BatchPeriod: period}, objects(mkSvc(), []*corev1.Pod{a, b})...)
+		e.writes()
+		flip := func(p *corev1.Pod) {
+			_, err := e.client.CoreV1().Pods(testNS).UpdateStatus(e.ctx, with(p, notReady), metav1.UpdateOptions{})
+			e.must(err)
+			synctest.Wait()
+		}
+		flip(a)
+		if got := e.writes(); got != "create=0 update=1 delete=0" {
+			t.Errorf("writes at once after the first change: got %s, want one update", got)
+		}
+		flip(b)
+		if got := e.writes(); got != "create=0 update=0 delete=0" {
+			t.Errorf("writes at once after a second change: got %s, want none yet", got)
+		}
+		time.Sleep(period)
+		synctest.Wait()
+		if got := e.writes(); got != "create=0 update=1 delete=0" {
+			t.Errorf("writes a period after the first change: got %s, want one update", got)
+		}
+		want := []string{"IPv4 [http/TCP/8080/] | 10.0.0.1 --- node=node-a zone=zone-a | 10.0.0.2 --- node=node-a zone=zone-a"}
+		if got := summarizeAll(e.slices()); !slices.Equal(got, want) {
+			t.Errorf("slices:\ngot  %q\nwant %q", got, want)
+		}
+	})
+}
+
+// TestControllerSkipsPodsWithoutAddress: a Pod created and scheduled
+// before it has an address is in no slice, so neither step costs a sync of
+// its Service; the address does.
+func TestControllerSkipsPodsWithoutAddress(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := startEnv(t, objects(mkSvc(), []*corev1.Pod{mkPod("a", "10.0.0.1")})...)
+		syncs := func() float64 { return testutil.ToFloat64(e.ctrl.metrics.syncs.WithLabelValues("success")) }
+		before := syncs()
+		b := with(mkPod("b"), onNode(""))
+		b, err := e.client.CoreV1().Pods(testNS).Create(e.ctx, b, metav1.CreateOptions{})
+		e.must(err)
+		e.settle()
+		b.Spec.NodeName = "node-b"
+		b, err = e.client.CoreV1().Pods(testNS).Update(e.ctx, b, metav1.UpdateOptions{})
+		e.must(err)
+		e.settle()
+		if got := syncs() - before; got != 0 {
+			t.Errorf("syncs after creating and scheduling a pod without an address: got %v, want 0", got)
+		}
+		b.Status.PodIP, b.Status.PodIPs = "10.0.0.2", []corev1.PodIP{{IP: "10.0.0.2"}}
+		_, err = e.client.CoreV1().Pods(testNS).UpdateStatus(e.ctx, b, metav1.UpdateOptions{})
+		e.must(err)
+		e.settle()
+		if got := syncs() - before; got != 1 {
+			t.Errorf("syncs after the pod got its address: got %v, want 1", got)
+		}
+		want := []string{"IPv4 [http/TCP/8080/] | 10.0.0.1 rs- node=node-a zone=zone-a | 10.0.0.2 rs- node=node-b zone=zone-b"}
+		if got := summarizeAll(e.slices()); !slices.Equal(got, want) {
+			t.Errorf("slices:\ngot  %q\nwant %q", got, want)
 		}
 	})
 }

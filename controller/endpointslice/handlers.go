@@ -25,6 +25,7 @@ func (c *Controller) wireInformers() {
 	sliceInf := c.factory.Discovery().V1().EndpointSlices()
 	c.services, c.pods, c.nodes, c.slices = svcInf.Lister(), podInf.Lister(), nodeInf.Lister(), sliceInf.Lister()
 	c.podsByNode = podutil.NewByNode(podInf.Informer())
+	c.selecting = podutil.NewSelecting(svcInf.Informer())
 
 	c.loop.WatchOrLog(svcInf.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onService,
@@ -71,6 +72,12 @@ func (c *Controller) onPod(oldObj, curObj any) {
 	if cur == nil {
 		return
 	}
+	if _, tomb := curObj.(cache.DeletedFinalStateUnknown); !tomb && !includePod(cur) && (old == nil || !includePod(old)) {
+		// In no slice before or after: a Pod created, scheduled or deleted
+		// without an address changes no endpoint. A missed deletion's last
+		// state may be older than the slices, so it is always looked at.
+		return
+	}
 	keys := c.servicesFor(cur.Namespace, cur.Labels)
 	if old != nil {
 		changed := podChanged(old, cur)
@@ -83,7 +90,7 @@ func (c *Controller) onPod(oldObj, curObj any) {
 		}
 	}
 	for _, k := range keys {
-		c.enqueue(k, 0)
+		c.enqueue(k, c.pace.Delay(k))
 	}
 }
 
@@ -126,19 +133,9 @@ func podChanged(old, cur *corev1.Pod) bool {
 // servicesFor returns the keys of the Services in ns whose selector
 // matches podLabels. A nil selector matches nothing.
 func (c *Controller) servicesFor(ns string, podLabels map[string]string) []string {
-	svcs, err := c.services.Services(ns).List(everything)
+	keys, err := c.selecting.Keys(ns, podLabels)
 	if err != nil {
 		utilruntime.HandleError(err)
-		return nil
-	}
-	var keys []string
-	for _, svc := range svcs {
-		if svc.Spec.Selector == nil {
-			continue
-		}
-		if labels.ValidatedSetSelector(svc.Spec.Selector).Matches(labels.Set(podLabels)) {
-			keys = append(keys, svc.Namespace+"/"+svc.Name)
-		}
 	}
 	return keys
 }

@@ -47,6 +47,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 // leaves this to the garbage collector through the owner reference.)
 func (c *Controller) syncGone(ctx context.Context, key, ns, name string) error {
 	c.triggers.forget(key)
+	c.pace.Forget(key)
 	c.metrics.setDesired(key, -1)
 	existing, err := c.managedSlices(ns, name)
 	if err != nil {

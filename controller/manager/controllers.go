@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -71,16 +72,27 @@ type starter struct {
 // controllers' first lists would delay what users wait for.
 var late = map[string]bool{"garbagecollector": true}
 
+// endpointBatchPeriod is the BatchPeriod of both endpoint controllers: a
+// Service whose Pods keep changing is synced five times a second at most,
+// so that scaling to a thousand Pods does not recompute the Service for
+// every Pod, and the last change waits at most that long. A change after a
+// quiet spell is synced at once.
+const endpointBatchPeriod = 200 * time.Millisecond
+
 // starters lists the controllers, in start order.
 var starters = []starter{
 	{"endpointslice", func(c controllerContext) (runner, error) {
 		return endpointslice.New(c.client, c.informers, endpointslice.Options{
 			MaxEndpointsPerSlice: c.opts.MaxEndpointsPerSlice,
+			BatchPeriod:          endpointBatchPeriod,
 			Registerer:           c.registerer,
 		}), nil
 	}},
 	{"endpoints", func(c controllerContext) (runner, error) {
-		return endpoints.New(c.client, c.informers, endpoints.Options{Registerer: c.registerer}), nil
+		return endpoints.New(c.client, c.informers, endpoints.Options{
+			BatchPeriod: endpointBatchPeriod,
+			Registerer:  c.registerer,
+		}), nil
 	}},
 	{"endpointslicemirroring", func(c controllerContext) (runner, error) {
 		return mirroring.New(c.client, c.informers, mirroring.Options{Registerer: c.registerer}), nil

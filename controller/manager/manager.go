@@ -18,7 +18,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -279,7 +278,7 @@ func (m *Manager) newControllerContext(ctx context.Context) (controllerContext, 
 	}
 	return controllerContext{
 		client: client, newClient: newClient, metadata: meta, discovery: disc, opts: m.opts,
-		informers:  informers.NewSharedInformerFactory(client, 0),
+		informers:  newInformers(client),
 		recorder:   recorder,
 		shutdown:   shutdown,
 		registerer: m.registerer(),

@@ -4,6 +4,11 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
 )
 
 // TestGateWaitsForTheTerm pins what Run relies on when leadership ends:
@@ -45,5 +50,35 @@ func TestValidateRefusesANodeMaskThatDoesNotFit(t *testing.T) {
 	o.ClusterCIDR = "10.244.0.0/16"
 	if err := o.Validate(); err != nil {
 		t.Errorf("Validate of the defaults with a /16: %v", err)
+	}
+}
+
+func TestTrimManagedFields(t *testing.T) {
+	fields := []metav1.ManagedFieldsEntry{{Manager: "endpoint-controller", Operation: metav1.ManagedFieldsOperationUpdate}}
+	meta := metav1.ObjectMeta{Name: "web", Namespace: "ns", ManagedFields: fields}
+	tests := []struct {
+		name string
+		obj  runtime.Object
+		keep bool
+	}{
+		{"pod", &corev1.Pod{ObjectMeta: *meta.DeepCopy()}, false},
+		{"service", &corev1.Service{ObjectMeta: *meta.DeepCopy()}, false},
+		{"endpoints keep theirs", &corev1.Endpoints{ObjectMeta: *meta.DeepCopy()}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := trimManagedFields(tc.obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := len(got.(metav1.Object).GetManagedFields())
+			if want := map[bool]int{true: 1, false: 0}[tc.keep]; n != want {
+				t.Errorf("managedFields entries: got %d, want %d", n, want)
+			}
+		})
+	}
+	tomb := cache.DeletedFinalStateUnknown{Key: "ns/web", Obj: &corev1.Pod{}}
+	if got, err := trimManagedFields(tomb); err != nil || got != any(tomb) {
+		t.Errorf("tombstone: got %v, %v; want it unchanged", got, err)
 	}
 }

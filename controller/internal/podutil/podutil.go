@@ -1,6 +1,7 @@
 // Package podutil holds what several controllers ask of Pods: which Pods
-// are bound to a Node (through one shared informer index), whether a Pod
-// is Ready, and which port a Service's targetPort names on it.
+// are bound to a Node and which Services select a Pod (through shared
+// informer indexes), whether a Pod is Ready, and which port a Service's
+// targetPort names on it.
 package podutil
 
 import (
