@@ -56,6 +56,7 @@ type Result struct {
 	services  map[types.NamespacedName]struct{}
 	secrets   map[types.NamespacedName]struct{}
 	certs     certCache
+	ingresses map[types.UID]bool
 }
 
 // UsesService reports whether a rule or default backend names the
@@ -130,7 +131,9 @@ func Build(in Input) *Result {
 	if p := in.Previous; p != nil {
 		b.prevBackends, b.prevCerts = p.backends, p.certs
 	}
+	ingresses := make(map[types.UID]bool, len(in.Ingresses))
 	for _, ing := range oldestFirst(in.Ingresses) {
+		ingresses[ing.UID] = true
 		b.addIngress(ing)
 	}
 	for _, vh := range b.t.Hosts() {
@@ -148,6 +151,7 @@ func Build(in Input) *Result {
 		Table: b.t, Problems: b.problems,
 		backends: b.backends, byService: b.byService,
 		services: b.services, secrets: b.secrets, certs: b.certs,
+		ingresses: ingresses,
 	}
 }
 
