@@ -117,15 +117,16 @@ type builder struct {
 // Build makes a Table from the Ingresses of the class and the objects
 // they name. It is pure: everything it reads comes from in.
 func Build(in Input) *Result {
+	n := len(in.Ingresses) // sizes the maps: growing them is most of a build's time
 	b := &builder{
 		in:        in,
-		t:         &Table{Built: in.Now, hosts: map[string]*VirtualHost{}, wildcards: map[string]*VirtualHost{}},
-		backends:  map[backendKey]*Backend{},
-		byService: map[types.NamespacedName][]*Backend{},
-		services:  map[types.NamespacedName]struct{}{},
+		t:         &Table{Built: in.Now, hosts: make(map[string]*VirtualHost, n), wildcards: map[string]*VirtualHost{}},
+		backends:  make(map[backendKey]*Backend, n),
+		byService: make(map[types.NamespacedName][]*Backend, n),
+		services:  make(map[types.NamespacedName]struct{}, n),
 		secrets:   map[types.NamespacedName]struct{}{},
 		certs:     certCache{},
-		claimed:   map[ruleKey]*networkingv1.Ingress{},
+		claimed:   make(map[ruleKey]*networkingv1.Ingress, 2*n),
 		tlsClaims: map[string]tlsClaim{},
 	}
 	if p := in.Previous; p != nil {
@@ -260,6 +261,9 @@ func (b *builder) virtualHost(host string) *VirtualHost {
 // of its rule hosts are TLS hosts. A Secret that cannot be used leaves its
 // hosts TLS hosts, served with the default certificate.
 func (b *builder) addTLS(ing *networkingv1.Ingress) func(host string) bool {
+	if len(ing.Spec.TLS) == 0 {
+		return noTLS
+	}
 	hosts := map[string]bool{}
 	var leaves []*tls.Certificate
 	for _, t := range ing.Spec.TLS {
@@ -300,6 +304,8 @@ func (b *builder) addTLS(ing *networkingv1.Ingress) func(host string) bool {
 		return false
 	}
 }
+
+func noTLS(string) bool { return false }
 
 // tlsCertificate returns the certificate of a spec.tls entry, or nil
 // (after reporting why) when its Secret cannot be used.

@@ -29,6 +29,10 @@ type listerSources struct {
 }
 
 func newListerSources(factory informers.SharedInformerFactory) *listerSources {
+	secretInf := factory.Core().V1().Secrets().Informer()
+	if err := secretInf.SetTransform(slimSecret); err != nil {
+		utilruntime.HandleError(fmt.Errorf("set Secret transform; caching Secrets whole: %w", err))
+	}
 	sliceInf := factory.Discovery().V1().EndpointSlices().Informer()
 	s := &listerSources{
 		services: factory.Core().V1().Services().Lister(),
@@ -52,6 +56,21 @@ func newListerSources(factory informers.SharedInformerFactory) *listerSources {
 	}
 	s.byService = sliceInf.GetIndexer()
 	return s
+}
+
+// slimSecret drops what routing never reads from a cached Secret: the
+// data of Secrets that are not kubernetes.io/tls (the controller watches
+// every Secret, and most are not certificates), and managed fields.
+func slimSecret(obj any) (any, error) {
+	s, ok := obj.(*corev1.Secret)
+	if !ok {
+		return obj, nil
+	}
+	s.ManagedFields = nil
+	if s.Type != corev1.SecretTypeTLS {
+		s.Data, s.StringData = nil, nil
+	}
+	return s, nil
 }
 
 func (s *listerSources) Service(nn types.NamespacedName) *corev1.Service {

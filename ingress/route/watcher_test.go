@@ -298,3 +298,17 @@ func TestSameIngress(t *testing.T) {
 		}
 	}
 }
+
+func TestSlimSecret(t *testing.T) {
+	opaque := &corev1.Secret{Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"password": []byte("x")},
+		ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}}
+	tlsSec := &corev1.Secret{Type: corev1.SecretTypeTLS, Data: map[string][]byte{corev1.TLSCertKey: []byte("c")}}
+	o, _ := slimSecret(opaque)
+	if s := o.(*corev1.Secret); s.Data != nil || s.ManagedFields != nil {
+		t.Errorf("an Opaque Secret kept its data or managed fields in the cache")
+	}
+	o, _ = slimSecret(tlsSec)
+	if s := o.(*corev1.Secret); len(s.Data) != 1 {
+		t.Errorf("a TLS Secret lost its data")
+	}
+}
