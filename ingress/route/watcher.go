@@ -90,6 +90,7 @@ type Watcher struct {
 	defaultCerts certCache
 	defaultErr   string
 	reported     map[problemKey]struct{}
+	builds       int // Tables built, for tests
 
 	subsMu sync.Mutex
 	subs   []chan struct{}
@@ -247,6 +248,7 @@ func (w *Watcher) rebuild(ctx context.Context, _ bool) error {
 	w.mu.Lock()
 	res := Build(Input{Ingresses: ours, Sources: w.sources, Previous: w.last, Now: start})
 	w.last = res
+	w.builds++
 	w.table.Store(res.Table)
 	w.updateDefaultCertificateLocked()
 	w.reportLocked(res.Problems)
