@@ -18,7 +18,9 @@
 // belongs to one Service at a time: the first to hold it keeps it, and a
 // Service wanting a port held by another stays pending, with no address,
 // until the port is free. Node changes (added, removed, addresses
-// changed, NotReady, cordoned) update every Service.
+// changed, NotReady, cordoned) update every Service. Requested addresses
+// (spec.loadBalancerIP, the annotation) choose among pool addresses and
+// are ignored here, as k3s ignores them.
 //
 // The controller owns the ingress list and the condition
 // "portal.dev/LoadBalancerIPAllocated" of the Services it serves, written
