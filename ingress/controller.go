@@ -24,6 +24,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"portal.dev/portal/ingress/route"
+	"portal.dev/portal/ingress/status"
 )
 
 // Controller watches the Ingresses of its class and serves them.
@@ -92,6 +93,13 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.serveEndpoints(goRun)
 	// Subscribed before the Watcher runs, so no Table goes unnoticed.
 	changed := w.Changed()
+	publisher := status.New(c.client, factory, status.Options{
+		Ours:                 w.Ours,
+		PublishService:       c.opts.PublishService,
+		PublishStatusAddress: c.opts.statusAddresses(),
+		NodeName:             c.opts.NodeName,
+		Resync:               w.Changed(),
+	})
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
 	goRun(w.Run)
@@ -107,6 +115,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	goRun(func(ctx context.Context) error { c.countTables(ctx, w, changed); return nil })
 	goRun(servers.Serve)
+	goRun(publisher.Run)
 	<-ctx.Done()
 	cancel()
 	wg.Wait()
