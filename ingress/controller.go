@@ -72,7 +72,8 @@ func (c *Controller) Run(ctx context.Context) error {
 		Recorder:              broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "portal-ingress"}),
 	})
 	table := func() Routes { return w.Table() }
-	servers, err := Listen(c.opts, NewHandler(table, c.opts, c.metrics), table, w.DefaultCertificate)
+	h := NewHandler(table, c.opts, c.metrics)
+	servers, err := Listen(c.opts, h, table, w.DefaultCertificate)
 	if err != nil {
 		return err
 	}
@@ -116,6 +117,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	goRun(func(ctx context.Context) error { c.countTables(ctx, w, changed); return nil })
 	goRun(servers.Serve)
 	goRun(publisher.Run)
+	goRun(h.sweep)
 	<-ctx.Done()
 	cancel()
 	wg.Wait()
