@@ -128,7 +128,6 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Body == nil || req.Body == http.NoBody {
 		body = nil
 	}
-	defer body.close()
 
 	ctx, cancel := context.WithCancelCause(req.Context())
 	timer := newIdleTimer(cancel, a)
@@ -169,6 +168,10 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		lastErr = cause
 	}
 	cancel(nil)
+	// After a response the body is the transport's: it may stream on
+	// after the response began (gRPC's client streams), and ReverseProxy
+	// closes it when the exchange ends.
+	body.close()
 	return nil, lastErr
 }
 
@@ -204,7 +207,8 @@ func (b *retryBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// Close is left to RoundTrip, which knows when no attempt is left.
+// Close is left to RoundTrip, which knows when no attempt is left, and
+// to ReverseProxy, which closes the request body when the exchange ends.
 func (b *retryBody) Close() error { return nil }
 
 func (b *retryBody) close() {
