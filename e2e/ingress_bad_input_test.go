@@ -1,0 +1,157 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// testBadInput: issue #18's bad input, each answered with a 4xx or an
+// Event while everything else keeps being served.
+func (ib *ingressBed) testBadInput(t *testing.T) {
+	t.Run("a path not starting with / is refused, naming the field", ib.testInvalidPath)
+	t.Run("a missing Secret or Service: Events, the rest served", ib.testMissingReferences)
+	t.Run("an oversized header is answered 431", func(t *testing.T) {
+		header := "X-Big: " + strings.Repeat("a", 2<<20) + "\r\n"
+		got := ib.rawRequest(t, "GET / HTTP/1.1\r\nHost: "+hostFor(0)+"\r\n"+header+"\r\n")
+		if got.code != http.StatusRequestHeaderFieldsTooLarge {
+			t.Errorf("GET / with a 2 MiB header: got %v, want 431", got)
+		}
+		ib.checkStillServing(t)
+	})
+	t.Run("malformed HTTP is answered 400", func(t *testing.T) {
+		got := ib.rawRequest(t, "GET / HTTP/1.1\r\nHost: "+hostFor(0)+"\r\nno colon in this header\r\n\r\n")
+		if got.code != http.StatusBadRequest {
+			t.Errorf("a request with a malformed header line: got %v, want 400", got)
+		}
+		ib.checkStillServing(t)
+	})
+	t.Run("slowloris clients do not block others", ib.testSlowloris)
+}
+
+// testInvalidPath: Exact and Prefix paths must start with "/"; the API
+// server refuses others with 422 Unprocessable Entity naming the field, as
+// upstream's validation does.
+func (ib *ingressBed) testInvalidPath(t *testing.T) {
+	for _, typ := range []networkingv1.PathType{exact, prefix} {
+		t.Run(string(typ), func(t *testing.T) {
+			ing := ingress("bad-path", rule("bad.test", path{"foo", typ, "alpha"}))
+			_, err := ib.c.NetworkingV1().Ingresses("default").Create(context.Background(), ing, metav1.CreateOptions{})
+			var status apierrors.APIStatus
+			if !errors.As(err, &status) || status.Status().Code != 422 {
+				t.Fatalf("create an Ingress with %s path \"foo\": got %v, want 422", typ, err)
+			}
+			if field := "spec.rules[0].http.paths[0].path"; !strings.Contains(err.Error(), field) {
+				t.Errorf("the error %q does not name the field %s", err, field)
+			}
+		})
+	}
+}
+
+// testMissingReferences: an Ingress naming a Secret and a Service that do
+// not exist gets an Event for each; its other paths, and other Ingresses,
+// are served, and the path of the missing Service answers 503.
+func (ib *ingressBed) testMissingReferences(t *testing.T) {
+	ing := ingress("broken", rule("broken.test", path{"/", prefix, "alpha"}, path{"/ghost", prefix, "ghost"}),
+		rule("nosecret.test", path{"/", prefix, "beta"}))
+	ing.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{"nosecret.test"}, SecretName: "missing-secret"}}
+	apply(t, ib.server, ing)
+	eventuallyWithin(t, 30*time.Second, "Events on the Ingress broken naming missing-secret and ghost", func() (bool, string) {
+		events, err := ib.c.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for _, e := range events.Items {
+			if e.InvolvedObject.Kind == "Ingress" && e.InvolvedObject.Name == "broken" {
+				seen = append(seen, e.Reason+": "+e.Message)
+			}
+		}
+		all := strings.Join(seen, "\n")
+		return strings.Contains(all, "missing-secret") && strings.Contains(all, "ghost"),
+			fmt.Sprintf("events on the Ingress broken:\n%s", all)
+	})
+	eventuallyWithin(t, 30*time.Second, "the rest of the Ingress broken served", func() (bool, string) {
+		root, ghost := ib.curl("http://broken.test/"), ib.curl("http://broken.test/ghost")
+		ok := root.code == 200 && serviceOf(root.backend) == "alpha" && ghost.code == 503
+		return ok, fmt.Sprintf("GET http://broken.test/: got %v, want 200 from alpha; GET http://broken.test/ghost: got %v, want 503", root, ghost)
+	})
+	ib.checkStillServing(t)
+}
+
+// rawRequest writes req on a new connection to the node's port 80 while
+// reading the answer (the server may answer before it has read all of a
+// request it refuses) and returns the status.
+func (ib *ingressBed) rawRequest(t *testing.T, req string) answer {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := ib.dialNode(ctx, "tcp", ":80")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	go io.WriteString(conn, req)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		return answer{err: err}
+	}
+	resp.Body.Close()
+	return answer{code: resp.StatusCode, backend: resp.Header.Get("X-Backend")}
+}
+
+// checkStillServing fails the test unless the first path-matching case is
+// answered as before.
+func (ib *ingressBed) checkStillServing(t *testing.T) {
+	t.Helper()
+	if a := ib.curl("http://" + hostFor(0) + "/"); a.code != 200 || serviceOf(a.backend) != "alpha" {
+		t.Errorf("GET http://%s/ afterwards: got %v, want 200 from alpha", hostFor(0), a)
+	}
+}
+
+// testSlowloris: 200 connections that send the start of a request and
+// then nothing must not keep the controller from answering other clients,
+// on plain HTTP and on TLS.
+func (ib *ingressBed) testSlowloris(t *testing.T) {
+	var slow []net.Conn
+	defer func() {
+		for _, c := range slow {
+			c.Close()
+		}
+	}()
+	for i := range 200 {
+		port := ":80"
+		if i%2 == 1 {
+			port = ":443" // a TLS client that never sends its hello
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		c, err := ib.dialNode(ctx, "tcp", port)
+		cancel()
+		if err != nil {
+			t.Fatalf("slow connection %d: %v", i, err)
+		}
+		slow = append(slow, c)
+		if port == ":80" {
+			io.WriteString(c, "GET / HTTP/1.1\r\nHost: "+hostFor(0)+"\r\nX-Slow: ")
+		}
+	}
+	for i := range 5 {
+		if a := ib.curl("http://" + hostFor(0) + "/"); a.code != 200 || serviceOf(a.backend) != "alpha" {
+			t.Errorf("request %d beside 200 slow clients: got %v, want 200 from alpha", i, a)
+		}
+		if _, err := ib.handshake("a.tls.test", nil); err != nil {
+			t.Errorf("TLS handshake %d beside 200 slow clients: %v", i, err)
+		}
+	}
+}
