@@ -198,10 +198,14 @@ func (ib *ingressBed) curl(url string, extra ...string) answer {
 	host, port := hostPortOf(url)
 	args := append([]string{"-s", "-m", "5", "--path-as-is", "--resolve", host + ":" + port + ":" + ingressNodeIP,
 		"-D", "-", "-o", "/dev/null", "-w", "%{http_code}"}, extra...)
-	out, err := ib.router.Run("curl", append(args, url)...)
-	if err != nil {
-		return answer{err: err}
+	var stdout, stderr strings.Builder
+	cmd := ib.router.Command("curl", append(args, url)...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		// curl's exit status says what went wrong (7: refused, 28: timeout).
+		return answer{err: fmt.Errorf("curl: %v %s", err, strings.TrimSpace(stderr.String()))}
 	}
+	out := stdout.String()
 	var a answer
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	fmt.Sscan(lines[len(lines)-1], &a.code)
