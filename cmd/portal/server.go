@@ -22,6 +22,7 @@ import (
 	"portal.dev/portal/controller/manager"
 	"portal.dev/portal/dns"
 	"portal.dev/portal/dns/publish"
+	"portal.dev/portal/ingress/route"
 	"portal.dev/portal/proxy"
 )
 
@@ -64,6 +65,12 @@ func newServerCommand() *cobra.Command {
 			// A bad range fails the command before any component starts.
 			if _, err := apiserver.ParseServiceCIDRs(o.ServiceClusterIPRange); err != nil {
 				return err
+			}
+			if enabled("ingress") {
+				// The class exists whenever this server runs an Ingress
+				// controller; `portal apiserver` alone leaves classes to
+				// the operator.
+				o.IngressClass, o.IngressController = "portal", route.ControllerName
 			}
 			// Flags several components share are registered once; copy them.
 			do.ClusterDomain, ao.ClusterDomain = o.ClusterDomain, o.ClusterDomain
