@@ -21,7 +21,8 @@ import (
 // Event while everything else keeps being served.
 func (ib *ingressBed) testBadInput(t *testing.T) {
 	t.Run("a path not starting with / is refused, naming the field", ib.testInvalidPath)
-	t.Run("a missing Secret or Service: Events, the rest served", ib.testMissingReferences)
+	t.Run("a missing Secret or Service, a mismatched key: Events, the rest served", ib.testMissingReferences)
+	t.Run("a host claimed by two Ingresses: the older wins, an Event on the newer", ib.testDuplicateHost)
 	t.Run("an oversized header is answered 431", func(t *testing.T) {
 		header := "X-Big: " + strings.Repeat("a", 2<<20) + "\r\n"
 		got := ib.rawRequest(t, "GET / HTTP/1.1\r\nHost: "+hostFor(0)+"\r\n"+header+"\r\n")
@@ -60,34 +61,70 @@ func (ib *ingressBed) testInvalidPath(t *testing.T) {
 }
 
 // testMissingReferences: an Ingress naming a Secret and a Service that do
-// not exist gets an Event for each; its other paths, and other Ingresses,
-// are served, and the path of the missing Service answers 503.
+// not exist, and a Secret whose key does not match its certificate, gets
+// an Event for each; its other paths, and other Ingresses, are served, and
+// the path of the missing Service answers 503.
 func (ib *ingressBed) testMissingReferences(t *testing.T) {
+	ca := newTestCA(t)
+	mismatched := ca.issue(t, "badkey.test")
+	mismatched.keyPEM = ca.issue(t, "badkey.test").keyPEM
+	if _, err := ib.c.CoreV1().Secrets("default").Create(context.Background(), tlsSecret("mismatched", mismatched), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	ing := ingress("broken", rule("broken.test", path{"/", prefix, "alpha"}, path{"/ghost", prefix, "ghost"}),
-		rule("nosecret.test", path{"/", prefix, "beta"}))
-	ing.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{"nosecret.test"}, SecretName: "missing-secret"}}
+		rule("nosecret.test", path{"/", prefix, "beta"}), rule("badkey.test", path{"/", prefix, "beta"}))
+	ing.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{"nosecret.test"}, SecretName: "missing-secret"},
+		{Hosts: []string{"badkey.test"}, SecretName: "mismatched"}}
 	apply(t, ib.server, ing)
-	eventuallyWithin(t, 30*time.Second, "Events on the Ingress broken naming missing-secret and ghost", func() (bool, string) {
-		events, err := ib.c.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		var seen []string
-		for _, e := range events.Items {
-			if e.InvolvedObject.Kind == "Ingress" && e.InvolvedObject.Name == "broken" {
-				seen = append(seen, e.Reason+": "+e.Message)
-			}
-		}
-		all := strings.Join(seen, "\n")
-		return strings.Contains(all, "missing-secret") && strings.Contains(all, "ghost"),
-			fmt.Sprintf("events on the Ingress broken:\n%s", all)
-	})
+	ib.waitEvents(t, "broken", "missing-secret", "ghost", "mismatched")
 	eventuallyWithin(t, 30*time.Second, "the rest of the Ingress broken served", func() (bool, string) {
 		root, ghost := ib.curl("http://broken.test/"), ib.curl("http://broken.test/ghost")
 		ok := root.code == 200 && serviceOf(root.backend) == "alpha" && ghost.code == 503
 		return ok, fmt.Sprintf("GET http://broken.test/: got %v, want 200 from alpha; GET http://broken.test/ghost: got %v, want 503", root, ghost)
 	})
 	ib.checkStillServing(t)
+}
+
+// waitEvents waits until the Events on the Ingress name each of words.
+func (ib *ingressBed) waitEvents(t *testing.T, ingress string, words ...string) {
+	t.Helper()
+	eventuallyWithin(t, 30*time.Second, fmt.Sprintf("Events on the Ingress %s naming %v", ingress, words), func() (bool, string) {
+		events, err := ib.c.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for _, e := range events.Items {
+			if e.InvolvedObject.Kind == "Ingress" && e.InvolvedObject.Name == ingress {
+				seen = append(seen, e.Type+" "+e.Reason+": "+e.Message)
+			}
+		}
+		all := strings.Join(seen, "\n")
+		for _, w := range words {
+			if !strings.Contains(all, w) {
+				return false, fmt.Sprintf("none names %s; the Events:\n%s", w, all)
+			}
+		}
+		return true, ""
+	})
+}
+
+// testDuplicateHost: two Ingresses with the same host and path; the older
+// one keeps serving it, as upstream controllers merge, and the newer gets
+// an Event. Creation times have a resolution of a second, so the newer is
+// created a second after the older.
+func (ib *ingressBed) testDuplicateHost(t *testing.T) {
+	apply(t, ib.server, ingress("dup-old", rule("dup.test", path{"/", prefix, "alpha"})))
+	old, err := ib.c.NetworkingV1().Ingresses("default").Get(context.Background(), "dup-old", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(old.CreationTimestamp.Add(1100 * time.Millisecond)))
+	apply(t, ib.server, ingress("dup-new", rule("dup.test", path{"/", prefix, "beta"})))
+	ib.waitEvents(t, "dup-new", "dup.test")
+	if a := ib.curl("http://dup.test/"); a.code != 200 || serviceOf(a.backend) != "alpha" {
+		t.Errorf("GET http://dup.test/ claimed by dup-old then dup-new: got %v, want 200 from alpha (the older)", a)
+	}
 }
 
 // rawRequest writes req on a new connection to the node's port 80 while
