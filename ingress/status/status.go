@@ -90,7 +90,7 @@ type handler struct {
 
 // New returns an Updater that reads Ingresses, IngressClasses and the
 // address source through factory, which the caller starts after New, and
-// writes Ingress status through client.
+// writes Ingress status through client. Run it once.
 func New(client kubernetes.Interface, factory informers.SharedInformerFactory, o Options) *Updater {
 	u := &Updater{
 		client: client,
@@ -138,6 +138,9 @@ func (u *Updater) watch(inf cache.SharedIndexInformer, h cache.ResourceEventHand
 func (u *Updater) Run(ctx context.Context) error {
 	if u.o.Ours == nil {
 		return fmt.Errorf("ingress status: Options.Ours is required")
+	}
+	if u.nodes != nil && u.o.NodeName == "" {
+		klog.InfoS("No address to publish in Ingress status: no publish service, status address or node name")
 	}
 	defer u.queue.ShutDown()
 	for _, h := range u.handlers {
