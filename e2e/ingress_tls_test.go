@@ -224,14 +224,17 @@ func (ib *ingressBed) testSecretUpdate(t *testing.T, ca *testCA, old leaf) {
 	updated := time.Now()
 	var took time.Duration
 	var last string
-	for took = 0; took < 30*time.Second; took = time.Since(updated) {
+	for {
 		st, err := ib.handshake("a.tls.test", ca.pool)
+		took = time.Since(updated)
 		if err == nil && st.PeerCertificates[0].SerialNumber.Cmp(renewed.serial) == 0 {
 			break
 		}
-		last = fmt.Sprintf("serial %v (err %v)", st.PeerCertificates, err)
-		if err == nil {
+		if last = fmt.Sprintf("error %v", err); err == nil {
 			last = fmt.Sprintf("serial %v", st.PeerCertificates[0].SerialNumber)
+		}
+		if took >= 30*time.Second {
+			break
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
