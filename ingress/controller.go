@@ -24,6 +24,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"portal.dev/portal/ingress/route"
+	"portal.dev/portal/ingress/status"
 )
 
 // Controller watches the Ingresses of its class and serves them.
@@ -71,7 +72,8 @@ func (c *Controller) Run(ctx context.Context) error {
 		Recorder:              broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "portal-ingress"}),
 	})
 	table := func() Routes { return w.Table() }
-	servers, err := Listen(c.opts, NewHandler(table, c.opts, c.metrics), table, w.DefaultCertificate)
+	h := NewHandler(table, c.opts, c.metrics)
+	servers, err := Listen(c.opts, h, table, w.DefaultCertificate)
 	if err != nil {
 		return err
 	}
@@ -92,6 +94,13 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.serveEndpoints(goRun)
 	// Subscribed before the Watcher runs, so no Table goes unnoticed.
 	changed := w.Changed()
+	publisher := status.New(c.client, factory, status.Options{
+		Ours:                 w.Ours,
+		PublishService:       c.opts.PublishService,
+		PublishStatusAddress: c.opts.statusAddresses(),
+		NodeName:             c.opts.NodeName,
+		Resync:               w.Changed(),
+	})
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
 	goRun(w.Run)
@@ -107,6 +116,8 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	goRun(func(ctx context.Context) error { c.countTables(ctx, w, changed); return nil })
 	goRun(servers.Serve)
+	goRun(publisher.Run)
+	goRun(h.sweep)
 	<-ctx.Done()
 	cancel()
 	wg.Wait()

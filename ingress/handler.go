@@ -62,6 +62,24 @@ func NewHandler(routes func() Routes, o Options, m *Metrics) *Handler {
 	return h
 }
 
+// sweepInterval is how often the balancer forgets endpoints that are
+// neither busy nor recently ejected.
+const sweepInterval = 10 * time.Minute
+
+// sweep runs the balancer's sweep until ctx ends.
+func (h *Handler) sweep(ctx context.Context) error {
+	t := time.NewTicker(sweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			h.balancer.sweep(time.Now())
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
 // Listener returns the handler of one listener: overTLS tells requests
 // that came over TLS, port is the listener's own (X-Forwarded-Port).
 func (h *Handler) Listener(overTLS bool, port int) http.Handler {

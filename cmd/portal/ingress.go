@@ -18,6 +18,7 @@ func addIngressFlags(fs *pflag.FlagSet, o *ingress.Options) {
 	fs.StringVar(&o.DefaultSSLCertificate, "default-ssl-certificate", o.DefaultSSLCertificate, "namespace/name of a kubernetes.io/tls Secret for TLS clients no Ingress has a certificate for (default: a generated one)")
 	fs.StringVar(&o.PublishService, "publish-service", o.PublishService, "namespace/name of a Service whose load-balancer addresses are published in Ingress status")
 	fs.StringVar(&o.PublishStatusAddress, "publish-status-address", o.PublishStatusAddress, "addresses (comma-separated) published in Ingress status instead")
+	fs.StringVar(&o.NodeName, "hostname-override", o.NodeName, "this node's name in the API, whose addresses are published in Ingress status without --publish-service or --publish-status-address (default: the host name, lower-cased)")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "address of /metrics and /healthz (empty disables)")
 	fs.StringVar(&o.HealthzBindAddress, "healthz-bind-address", o.HealthzBindAddress, "address of /healthz alone, for probes from outside the node (empty disables)")
 }

@@ -74,7 +74,7 @@ func newServerCommand() *cobra.Command {
 				// The class exists whenever this server runs an Ingress
 				// controller; `portal apiserver` alone leaves classes to
 				// the operator.
-				o.IngressClass, o.IngressController = "portal", route.ControllerName
+				o.IngressClass, o.IngressController = ino.IngressClass, route.ControllerName
 			}
 			// Flags several components share are registered once; copy them.
 			do.ClusterDomain, ao.ClusterDomain = o.ClusterDomain, o.ClusterDomain
@@ -87,6 +87,7 @@ func newServerCommand() *cobra.Command {
 				ao.RootDir = filepath.Join(o.DataDir, "agent")
 			}
 			po.HostnameOverride, po.ClusterCIDR = ao.NodeName, mo.ClusterCIDR
+			ino.NodeName = ao.NodeName
 			settleProxyMode(cmd.Flags(), &po, runtime.GOOS == "linux" && os.Geteuid() == 0)
 			so := serverOptions{api: o, controllers: mo, dns: do, agent: ao, proxy: po, ingress: ino}
 			if enabled("agent") && enabled("dns") && agentPossible() {
