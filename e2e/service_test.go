@@ -332,7 +332,9 @@ func testLoadBalancerClassImmutable(t *testing.T, s *framework.Server, ns string
 // where it is validated.
 func testServiceStatus(t *testing.T, s *framework.Server, ns string) {
 	const lb, cip = "status-lb", "status-clusterip"
-	kubectl(t, s, ns, svcManifest(lb, "type: LoadBalancer\nallocateLoadBalancerNodePorts: false\nselector: {app: web}\nports: [{port: 80}]"), "apply", "-f", "-")
+	// A class of its own keeps servicelb from writing the status.
+	kubectl(t, s, ns, svcManifest(lb, "type: LoadBalancer\nallocateLoadBalancerNodePorts: false\nselector: {app: web}\nports: [{port: 80}]\n"+
+		"loadBalancerClass: example.com/manual"), "apply", "-f", "-")
 	kubectl(t, s, ns, svcManifest(cip, "selector: {app: web}\nports: [{port: 80}]"), "apply", "-f", "-")
 	ingress := func(ip string) string {
 		return fmt.Sprintf(`{"status":{"loadBalancer":{"ingress":[{"ip":%q}]}}}`, ip)
