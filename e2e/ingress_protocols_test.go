@@ -19,7 +19,8 @@ import (
 // port says appProtocol kubernetes.io/h2c (the controller speaks cleartext
 // HTTP/2 to its endpoints).
 func (ib *ingressBed) testWebSocketAndGRPC(t *testing.T) {
-	apply(t, ib.server, ingress("protocols", rule("ws.test", path{"/", prefix, "alpha"}), rule("grpc.test", path{"/", prefix, "grpc"})))
+	apply(t, ib.server, ingress("protocols", rule("ws.test", path{"/", prefix, "alpha"}), rule("grpc.test", path{"/", prefix, "grpc"}),
+		rule("grpc-native.test", path{"/", prefix, "grpc-native"})))
 	eventuallyWithin(t, 30*time.Second, "the Ingress protocols served", func() (bool, string) {
 		a := ib.curl("http://ws.test/")
 		return a.code == 200 && serviceOf(a.backend) == "alpha", fmt.Sprintf("GET http://ws.test/: got %v, want 200 from alpha", a)
@@ -56,24 +57,30 @@ func (ib *ingressBed) testWebSocketAndGRPC(t *testing.T) {
 		}
 	})
 
-	t.Run("grpc health check over h2c to the endpoint", func(t *testing.T) {
-		creds := credentials.NewTLS(&tls.Config{ServerName: "grpc.test", InsecureSkipVerify: true})
-		conn, err := grpc.NewClient("passthrough:///grpc.test:443", grpc.WithTransportCredentials(creds),
-			grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) { return ib.dialNode(ctx, "tcp", addr) }))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		var last string
-		eventuallyWithin(t, 30*time.Second, "a gRPC health check through the Ingress", func() (bool, string) {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
-			if err != nil {
-				last = err.Error()
-				return false, "grpc.health.v1.Health/Check to grpc.test:443: " + last
-			}
-			return resp.Status == healthpb.HealthCheckResponse_SERVING, fmt.Sprintf("got status %v, want SERVING", resp.Status)
+	for host, appProtocol := range map[string]string{"grpc.test": "kubernetes.io/h2c", "grpc-native.test": "grpc"} {
+		t.Run("grpc health check to a port of appProtocol "+appProtocol, func(t *testing.T) {
+			ib.checkGRPC(t, host)
 		})
+	}
+}
+
+// checkGRPC makes a gRPC health check through the Ingress to host, over
+// TLS with the controller's certificate for it unverified.
+func (ib *ingressBed) checkGRPC(t *testing.T, host string) {
+	creds := credentials.NewTLS(&tls.Config{ServerName: host, InsecureSkipVerify: true})
+	conn, err := grpc.NewClient("passthrough:///"+host+":443", grpc.WithTransportCredentials(creds),
+		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) { return ib.dialNode(ctx, "tcp", addr) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	eventuallyWithin(t, 30*time.Second, "a gRPC health check through the Ingress to "+host, func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
+		if err != nil {
+			return false, fmt.Sprintf("grpc.health.v1.Health/Check to %s:443: %v", host, err)
+		}
+		return resp.Status == healthpb.HealthCheckResponse_SERVING, fmt.Sprintf("got status %v, want SERVING", resp.Status)
 	})
 }

@@ -38,8 +38,8 @@ type ingressBed struct {
 // newIngressBed starts the server and the backends every test uses: the
 // Deployments alpha and beta (one replica each) and web (three), each
 // behind a Service of the same name on port 80, a Service empty whose
-// selector matches no pod, and a gRPC server behind the Service grpc, whose
-// port says appProtocol kubernetes.io/h2c.
+// selector matches no pod, and a gRPC server behind the Services grpc and
+// grpc-native, whose ports say appProtocol kubernetes.io/h2c and grpc.
 func newIngressBed(t *testing.T) *ingressBed {
 	self, err := os.Executable()
 	if err != nil {
@@ -64,6 +64,7 @@ func newIngressBed(t *testing.T) *ingressBed {
 	}
 	apply(t, ib.server, ingressService("empty", "nothing-has-this-label", 8080, ""))
 	apply(t, ib.server, ingressService("grpc", "grpc", 9090, "kubernetes.io/h2c"))
+	apply(t, ib.server, ingressService("grpc-native", "grpc", 9090, "grpc"))
 	ib.createGRPCPod()
 	for _, d := range []string{"alpha", "beta", "web"} {
 		waitComplete(t, ib.c, "default", d, 2*time.Minute)
