@@ -23,7 +23,8 @@ import (
 //
 // It answers every request with the pod's name (env POD_NAME) in the body
 // and in X-Backend, so a test sees which Service a request was routed to,
-// and echoes WebSocket messages on /ws. On SIGTERM it keeps serving for 3 s
+// returns the Host and forwarding headers it got as X-Seen-<name>, and
+// echoes WebSocket messages on /ws. On SIGTERM it keeps serving for 3 s
 // before it shuts down, as real servers drain: the endpoint leaves the
 // EndpointSlice a moment after the pod starts terminating, and a request
 // sent to it in that moment must still be answered.
@@ -35,6 +36,11 @@ func serveIngressBackend(addr string) int {
 	mux.Handle("/ws", websocket.Handler(func(ws *websocket.Conn) { io.Copy(ws, ws) }))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Backend", name)
+		// What the proxy sent, for the tests of forwarded headers.
+		w.Header().Set("X-Seen-Host", r.Host)
+		for _, h := range []string{"X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host", "X-Request-Id"} {
+			w.Header().Set("X-Seen-"+h, r.Header.Get(h))
+		}
 		io.WriteString(w, name)
 	})
 	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}

@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -188,5 +190,33 @@ func (ib *ingressBed) testClassAndStatus(t *testing.T) {
 	out, err := ib.router.Run("curl", "-s", "-m", "5", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Host: "+hostFor(0), "http://"+ip+"/")
 	if err != nil || out != "200" {
 		t.Errorf("GET http://%s/ with Host %s from outside the node: got %q (%v), want 200", ip, hostFor(0), out, err)
+	}
+}
+
+// testForwardedHeaders: the backend gets the client's Host, and
+// X-Forwarded-For/-Proto/-Host and an X-Request-ID from the controller,
+// over plain HTTP and over TLS.
+func (ib *ingressBed) testForwardedHeaders(t *testing.T) {
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: ib.dialNode,
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	for _, scheme := range []string{"http", "https"} {
+		t.Run(scheme, func(t *testing.T) {
+			url := scheme + "://" + hostFor(0) + "/headers"
+			resp, err := client.Get(url)
+			if err != nil {
+				t.Fatalf("GET %s: %v", url, err)
+			}
+			resp.Body.Close()
+			want := map[string]string{"Host": hostFor(0), "X-Forwarded-For": "10.100.1.2",
+				"X-Forwarded-Proto": scheme, "X-Forwarded-Host": hostFor(0)}
+			for h, v := range want {
+				if got := resp.Header.Get("X-Seen-" + h); got != v {
+					t.Errorf("GET %s: the backend got %s %q, want %q", url, h, got, v)
+				}
+			}
+			if resp.Header.Get("X-Seen-X-Request-Id") == "" {
+				t.Errorf("GET %s: the backend got no X-Request-ID", url)
+			}
+		})
 	}
 }

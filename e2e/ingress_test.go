@@ -248,6 +248,7 @@ func serviceOf(backend string) string {
 func TestIngress(t *testing.T) {
 	ib := newIngressBed(t)
 	t.Run("path matching", ib.testPathMatching)
+	t.Run("forwarded headers", ib.testForwardedHeaders)
 	t.Run("class and status", ib.testClassAndStatus)
 	t.Run("tls", ib.testTLS)
 	t.Run("websocket and grpc", ib.testWebSocketAndGRPC)
