@@ -1,8 +1,11 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -254,4 +257,51 @@ func TestIngress(t *testing.T) {
 	t.Run("websocket and grpc", ib.testWebSocketAndGRPC)
 	t.Run("bad input", ib.testBadInput)
 	t.Run("no failed request under change", ib.testNoFailedRequest)
+}
+
+// keptConn is a client connection to the node that a test keeps open
+// across changes, writing its requests by hand: a connection the
+// controller closed shows as an error, where Go's client would quietly
+// dial a new one.
+type keptConn struct {
+	conn net.Conn
+	r    *bufio.Reader
+}
+
+// keep connects from the client namespace to the node's port, over TLS
+// when tlsConf is set, and closes the connection when the test ends.
+func (ib *ingressBed) keep(t *testing.T, port string, tlsConf *tls.Config) *keptConn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := ib.dialNode(ctx, "tcp", port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tlsConf != nil {
+		tc := tls.Client(conn, tlsConf)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			conn.Close()
+			t.Fatal(err)
+		}
+		conn = tc
+	}
+	t.Cleanup(func() { conn.Close() })
+	return &keptConn{conn: conn, r: bufio.NewReader(conn)}
+}
+
+// get sends GET path with Host host on the connection and reads the
+// answer.
+func (k *keptConn) get(host, path string) answer {
+	k.conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := fmt.Fprintf(k.conn, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", path, host); err != nil {
+		return answer{err: err}
+	}
+	resp, err := http.ReadResponse(k.r, nil)
+	if err != nil {
+		return answer{err: err}
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return answer{code: resp.StatusCode, backend: resp.Header.Get("X-Backend")}
 }

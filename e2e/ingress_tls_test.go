@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -189,34 +188,16 @@ func (ib *ingressBed) testTLS(t *testing.T) {
 // a.tls.test and measures how long until new handshakes get it. A
 // connection opened and used before the update must keep working after.
 func (ib *ingressBed) testSecretUpdate(t *testing.T, ca *testCA, old leaf) {
-	ctx := context.Background()
-	conn, err := ib.dialNode(ctx, "tcp", ":443")
-	if err != nil {
-		t.Fatal(err)
-	}
-	kept := tls.Client(conn, &tls.Config{ServerName: "a.tls.test", RootCAs: ca.pool, NextProtos: []string{"http/1.1"}})
-	defer kept.Close()
-	r := bufio.NewReader(kept)
-	get := func() answer {
-		kept.SetDeadline(time.Now().Add(10 * time.Second))
-		if _, err := io.WriteString(kept, "GET /kept HTTP/1.1\r\nHost: a.tls.test\r\n\r\n"); err != nil {
-			return answer{err: err}
-		}
-		resp, err := http.ReadResponse(r, nil)
-		if err != nil {
-			return answer{err: err}
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return answer{code: resp.StatusCode, backend: resp.Header.Get("X-Backend")}
-	}
+	kept := ib.keep(t, ":443", &tls.Config{ServerName: "a.tls.test", RootCAs: ca.pool, NextProtos: []string{"http/1.1"}})
+	get := func() answer { return kept.get("a.tls.test", "/kept") }
 	if got := get(); got.code != 200 || serviceOf(got.backend) != "alpha" {
 		t.Fatalf("GET https://a.tls.test/kept before the update: got %v, want 200 from alpha", got)
 	}
-	if serial := kept.ConnectionState().PeerCertificates[0].SerialNumber; serial.Cmp(old.serial) != 0 {
+	if serial := kept.conn.(*tls.Conn).ConnectionState().PeerCertificates[0].SerialNumber; serial.Cmp(old.serial) != 0 {
 		t.Fatalf("the kept connection got certificate serial %v, want %v", serial, old.serial)
 	}
 
+	ctx := context.Background()
 	renewed := ca.issue(t, "a.tls.test")
 	if _, err := ib.c.CoreV1().Secrets("default").Update(ctx, tlsSecret("tls-a", renewed), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
