@@ -180,10 +180,13 @@ func (b *builder) addIngress(ing *networkingv1.Ingress) {
 		b.addDefaultBackend(ing, db, opts)
 	}
 	for _, r := range ing.Spec.Rules {
+		host := strings.ToLower(r.Host)
+		// A host without paths still owns its requests (they get the
+		// default backend), as an nginx server block without locations.
+		b.virtualHost(host)
 		if r.HTTP == nil {
 			continue
 		}
-		host := strings.ToLower(r.Host)
 		for _, p := range r.HTTP.Paths {
 			b.addPath(ing, host, p, opts, isTLS(host))
 		}

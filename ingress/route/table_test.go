@@ -58,6 +58,14 @@ func TestHostWithoutMatchingPathGetsDefault(t *testing.T) {
 	if got := routed(tab.Route("foo.com", "/other", false)); got != "404" {
 		t.Errorf("Route(foo.com, /other) = %s, want 404", got)
 	}
+	// The same for a host written without any path.
+	tab = build(src,
+		ingress("ns", "a", 0, networkingv1.IngressRule{Host: "foo.com"}),
+		ingress("ns", "b", 1, rule("", hpath("/", prefix, "any"))),
+	).Table
+	if got := routed(tab.Route("foo.com", "/", false)); got != "404" {
+		t.Errorf("Route(foo.com, /) with a host without paths = %s, want 404", got)
+	}
 }
 
 func TestMerging(t *testing.T) {

@@ -90,6 +90,7 @@ type Watcher struct {
 	defaultCerts certCache
 	defaultErr   string
 	reported     map[problemKey]struct{}
+	builds       int // Tables built, for tests
 
 	subsMu sync.Mutex
 	subs   []chan struct{}
@@ -138,7 +139,7 @@ func NewWatcher(client kubernetes.Interface, factory informers.SharedInformerFac
 // and delete; not for the periodic resyncs, which change nothing, nor for
 // updates that same (when not nil) finds make no difference.
 func (w *Watcher) watch(inf cache.SharedIndexInformer, changed func(obj any), same func(old, cur any) bool) {
-	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: changed,
 		UpdateFunc: func(old, cur any) {
 			o, ok1 := old.(metav1.Object)
@@ -158,12 +159,17 @@ func (w *Watcher) watch(inf cache.SharedIndexInformer, changed func(obj any), sa
 	})
 	if err != nil {
 		klog.ErrorS(err, "Ingress watcher handler not added")
+		w.synced = append(w.synced, inf.HasSynced)
+		return
 	}
-	w.synced = append(w.synced, inf.HasSynced)
+	// The handler's own sync, not the informer's: it is reached once the
+	// handler has seen every object listed at start, so that the first
+	// build is not followed by another for those same objects.
+	w.synced = append(w.synced, reg.HasSynced)
 }
 
 // Run builds the first Table once the caches have synced, then keeps it
-// current until ctx ends. Every goroutine it starts has stopped when it
+// current until ctx ends; it returns nil then. Every goroutine it starts has stopped when it
 // returns.
 func (w *Watcher) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
@@ -176,9 +182,9 @@ func (w *Watcher) Run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), w.synced...) {
 		return nil // ctx ended first
 	}
-	if err := w.rebuild(ctx, false); err != nil {
-		return fmt.Errorf("build the first Ingress table: %w", err)
-	}
+	// The handlers have asked for a build already; this makes sure of it
+	// (with no Ingress at all, nothing may have).
+	w.runner.Trigger()
 	w.runner.Run(ctx)
 	return nil
 }
@@ -247,9 +253,12 @@ func (w *Watcher) rebuild(ctx context.Context, _ bool) error {
 	w.mu.Lock()
 	res := Build(Input{Ingresses: ours, Sources: w.sources, Previous: w.last, Now: start})
 	w.last = res
-	w.table.Store(res.Table)
+	w.builds++
 	w.updateDefaultCertificateLocked()
 	w.reportLocked(res.Problems)
+	// Published last: whoever sees the Table finds its Events recorded
+	// and the default certificate that goes with it.
+	w.table.Store(res.Table)
 	w.mu.Unlock()
 	w.ready.Store(true)
 	klog.V(2).InfoS("Ingress table built", "ingresses", len(ours), "problems", len(res.Problems), "duration", time.Since(start))

@@ -2,9 +2,11 @@ package route
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -311,4 +313,59 @@ func TestSlimSecret(t *testing.T) {
 	if s := o.(*corev1.Secret); len(s.Data) != 1 {
 		t.Errorf("a TLS Secret lost its data")
 	}
+}
+
+// A burst of Ingress changes is served by a few rebuilds, and the first
+// change after a quiet period is built at once. Time is synctest's: the
+// clock stands still while the informers deliver the burst.
+func TestWatcherCoalescesBursts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		client := fake.NewClientset(portalClass(true), service("ns", "web", svcPort("", 80)))
+		factory := informers.NewSharedInformerFactory(client, 0)
+		w := NewWatcher(client, factory, WatcherOptions{})
+		factory.Start(ctx.Done())
+		done := make(chan struct{})
+		go func() { defer close(done); w.Run(ctx) }()
+		defer func() {
+			cancel()
+			<-done
+			factory.Shutdown()
+		}()
+		time.Sleep(time.Second) // WaitForCacheSync polls
+		synctest.Wait()
+		builds := func() int { w.mu.Lock(); defer w.mu.Unlock(); return w.builds }
+		if !w.HasSynced() {
+			t.Fatalf("no Table after the caches synced")
+		}
+		base := builds()
+
+		const n = 50
+		for i := range n {
+			if _, err := client.NetworkingV1().Ingresses("ns").Create(ctx, classed("ns", fmt.Sprint("burst", i), "portal", ""), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		synctest.Wait()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if got := builds() - base; got < 1 || got > 3 {
+			t.Errorf("%d Ingresses created at once took %d rebuilds, want 1 to 3", n, got)
+		}
+		for i := range n {
+			if got := routed(w.Table().Route(fmt.Sprintf("burst%d.com", i), "/", false)); got == "404" {
+				t.Fatalf("burst%d.com not served after the burst", i)
+			}
+		}
+
+		// After a quiet second, one change is built without waiting.
+		start := time.Now()
+		if _, err := client.NetworkingV1().Ingresses("ns").Create(ctx, classed("ns", "late", "portal", ""), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if got := routed(w.Table().Route("late.com", "/", false)); got != "web(late.com /)" || time.Since(start) != 0 {
+			t.Errorf("a change after a quiet period: %s after %v, want served at once", got, time.Since(start))
+		}
+	})
 }
