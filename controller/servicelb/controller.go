@@ -11,11 +11,16 @@
 // of the nodes (see NodeAddresses), so that traffic to a node's address on
 // the Service's port reaches the Service through the proxy, and a
 // one-machine cluster answers on its own address with no configuration.
+// A Service with externalTrafficPolicy Local gets only the addresses of
+// the nodes that have a ready endpoint of it, since the proxy drops its
+// external traffic on the others.
 // The Services then share the addresses, so each port (protocol, family)
 // belongs to one Service at a time: the first to hold it keeps it, and a
 // Service wanting a port held by another stays pending, with no address,
 // until the port is free. Node changes (added, removed, addresses
-// changed, NotReady, cordoned) update every Service.
+// changed, NotReady, cordoned) update every Service. Requested addresses
+// (spec.loadBalancerIP, the annotation) choose among pool addresses and
+// are ignored here, as k3s ignores them.
 //
 // The controller owns the ingress list and the condition
 // "portal.dev/LoadBalancerIPAllocated" of the Services it serves, written
@@ -37,6 +42,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -131,11 +137,22 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 }
 
 // useNodes makes the Services share the nodes' addresses, and any change
-// of what a node contributes to them update every served Service.
+// of what a node contributes to them update every served Service; a
+// change of a Service's EndpointSlices updates it when its
+// externalTrafficPolicy is Local.
 func (c *Controller) useNodes(factory informers.SharedInformerFactory) error {
 	nodes := factory.Core().V1().Nodes()
-	c.src = newNodeSource(nodes.Lister())
-	err := c.loop.Watch(nodes.Informer(), cache.ResourceEventHandlerFuncs{
+	eps := factory.Discovery().V1().EndpointSlices()
+	c.src = newNodeSource(nodes.Lister(), eps.Lister())
+	err := c.loop.Watch(eps.Informer(), cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueLocalService,
+		UpdateFunc: func(_, cur any) { c.enqueueLocalService(cur) },
+		DeleteFunc: c.enqueueLocalService,
+	})
+	if err != nil {
+		return fmt.Errorf("servicelb: watch endpointslices: %w", err)
+	}
+	err = c.loop.Watch(nodes.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) { c.enqueueServed() },
 		UpdateFunc: func(old, cur any) {
 			o, ok1 := old.(*corev1.Node)
@@ -153,6 +170,19 @@ func (c *Controller) useNodes(factory informers.SharedInformerFactory) error {
 		return fmt.Errorf("servicelb: watch nodes: %w", err)
 	}
 	return nil
+}
+
+// enqueueLocalService queues the Service of an EndpointSlice when the
+// controller serves it with externalTrafficPolicy Local.
+func (c *Controller) enqueueLocalService(obj any) {
+	slice, ok := loop.FromTombstone[*discoveryv1.EndpointSlice](obj)
+	if !ok || slice.Labels[discoveryv1.LabelServiceName] == "" {
+		return
+	}
+	svc, err := c.services.Services(slice.Namespace).Get(slice.Labels[discoveryv1.LabelServiceName])
+	if err == nil && served(svc) && local(svc) {
+		c.loop.Add(key(svc))
+	}
 }
 
 // enqueueServed queues every Service the controller serves.

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -229,5 +230,43 @@ func TestNodeModeRebuildKeepsHolders(t *testing.T) {
 		h.wantIngress("holder", "10.0.0.1")
 		h.wantIngress("older")
 		h.wantCondition("older", condFalse, ReasonPortInUse)
+	})
+}
+
+// slice is an EndpointSlice of Service svc with one ready endpoint on
+// each of nodes.
+func slice(svc string, nodes ...string) *discoveryv1.EndpointSlice {
+	s := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: svc + "-x",
+		Labels: map[string]string{discoveryv1.LabelServiceName: svc}}, AddressType: discoveryv1.AddressTypeIPv4}
+	for i, n := range nodes {
+		s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{"10.244.0." + strconv.Itoa(i+1)},
+			NodeName: &n, Conditions: discoveryv1.EndpointConditions{Ready: ptr(true)}})
+	}
+	return s
+}
+
+func TestNodeModeLocalPolicy(t *testing.T) {
+	svc := lbService("local", 0, ports("80/TCP"), func(s *corev1.Service) {
+		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	})
+	objs := append(objects([]*corev1.Service{svc}, testNode("n1", "10.0.0.1"), testNode("n2", "10.0.0.2")), slice("local", "n2"))
+	runWith(t, "", objs, func(h *harness) {
+		h.wantIngress("local", "10.0.0.2")
+		ctx := context.Background()
+		slices := h.client.DiscoveryV1().EndpointSlices("ns")
+		if _, err := slices.Update(ctx, slice("local", "n2", "n1"), metav1.UpdateOptions{}); err != nil {
+			h.t.Fatal(err)
+		}
+		h.settle()
+		h.wantIngress("local", "10.0.0.1", "10.0.0.2")
+		if err := slices.Delete(ctx, "local-x", metav1.DeleteOptions{}); err != nil {
+			h.t.Fatal(err)
+		}
+		h.settle()
+		h.wantIngress("local")
+		h.wantCondition("local", condFalse, ReasonNoNodeAddress)
+		// Back to Cluster: every node serves it.
+		h.update("local", func(s *corev1.Service) { s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyCluster })
+		h.wantIngress("local", "10.0.0.1", "10.0.0.2")
 	})
 }

@@ -8,8 +8,10 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/klog/v2"
 )
 
@@ -76,15 +78,16 @@ func (s poolSource) rebuild(svcs []*corev1.Service) {
 // nodeSource gives every Service the addresses of the nodes, as k3s's
 // ServiceLB does, and each port of the nodes to one Service at a time.
 type nodeSource struct {
-	nodes corelisters.NodeLister
-	ports *Ports
+	nodes  corelisters.NodeLister
+	slices discoverylisters.EndpointSliceLister
+	ports  *Ports
 
 	mu   sync.Mutex
 	last map[string][]netip.Addr
 }
 
-func newNodeSource(nodes corelisters.NodeLister) *nodeSource {
-	return &nodeSource{nodes: nodes, ports: NewPorts(), last: map[string][]netip.Addr{}}
+func newNodeSource(nodes corelisters.NodeLister, slices discoverylisters.EndpointSliceLister) *nodeSource {
+	return &nodeSource{nodes: nodes, slices: slices, ports: NewPorts(), last: map[string][]netip.Addr{}}
 }
 
 func (s *nodeSource) assign(k string, svc *corev1.Service) ([]netip.Addr, bool, error) {
@@ -93,7 +96,7 @@ func (s *nodeSource) assign(k string, svc *corev1.Service) ([]netip.Addr, bool, 
 		s.setLast(k, nil)
 		return nil, freed, err
 	}
-	nodes, err := s.nodes.List(labels.Everything())
+	nodes, err := s.usableNodes(svc)
 	if err != nil {
 		return s.assigned(k), freed, err
 	}
@@ -103,10 +106,45 @@ func (s *nodeSource) assign(k string, svc *corev1.Service) ([]netip.Addr, bool, 
 		// The Service keeps its ports, to have them again once a node
 		// is back.
 		s.setLast(k, nil)
-		return nil, freed, fmt.Errorf("%w of the Service's IP families %v", ErrNoNodeAddress, families)
+		err := fmt.Errorf("%w of the Service's IP families %v", ErrNoNodeAddress, families)
+		if local(svc) {
+			err = fmt.Errorf("%w (externalTrafficPolicy Local: only nodes with a ready endpoint count)", err)
+		}
+		return nil, freed, err
 	}
 	s.setLast(k, ips)
 	return ips, freed, nil
+}
+
+// usableNodes returns the nodes whose addresses svc may get: all, or for
+// externalTrafficPolicy Local those with a ready endpoint of svc, as k3s
+// does, since the proxy drops external traffic on the others.
+func (s *nodeSource) usableNodes(svc *corev1.Service) ([]*corev1.Node, error) {
+	nodes, err := s.nodes.List(labels.Everything())
+	if err != nil || !local(svc) {
+		return nodes, err
+	}
+	sel := labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: svc.Name})
+	eps, err := s.slices.EndpointSlices(svc.Namespace).List(sel)
+	if err != nil {
+		return nil, err
+	}
+	hosting := map[string]bool{}
+	for _, slice := range eps {
+		for _, ep := range slice.Endpoints {
+			// A nil ready condition means ready, as the API says.
+			if ep.NodeName != nil && (ep.Conditions.Ready == nil || *ep.Conditions.Ready) {
+				hosting[*ep.NodeName] = true
+			}
+		}
+	}
+	return slices.DeleteFunc(nodes, func(n *corev1.Node) bool { return !hosting[n.Name] }), nil
+}
+
+// local reports whether svc keeps external traffic on the node it
+// arrives at.
+func local(svc *corev1.Service) bool {
+	return svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
 }
 
 func (s *nodeSource) release(k string) bool {

@@ -35,6 +35,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -79,6 +80,8 @@ type Updater struct {
 	services  corelisters.ServiceLister // set with PublishService
 	nodes     corelisters.NodeLister    // set when publishing the node's addresses
 	queue     workqueue.TypedRateLimitingInterface[string]
+	// source watches the one Service or Node the addresses come from.
+	source    informers.SharedInformerFactory
 	informers []cache.SharedIndexInformer
 	handlers  []handler
 }
@@ -88,9 +91,12 @@ type handler struct {
 	h        cache.ResourceEventHandler
 }
 
-// New returns an Updater that reads Ingresses, IngressClasses and the
-// address source through factory, which the caller starts after New, and
-// writes Ingress status through client. Run it once.
+// New returns an Updater that reads Ingresses and IngressClasses through
+// factory, which the caller starts after New, and writes Ingress status
+// through client. The Service or Node the addresses come from it watches
+// alone, by name: the factory may be limited to a namespace
+// (--watch-namespace) other than the Service's, and one object is all it
+// needs of them. Run it once.
 func New(client kubernetes.Interface, factory informers.SharedInformerFactory, o Options) *Updater {
 	u := &Updater{
 		client: client,
@@ -109,14 +115,17 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, o
 	u.watch(factory.Networking().V1().IngressClasses().Informer(), u.onChange("", nil))
 	switch {
 	case o.PublishService != "":
-		svc := factory.Core().V1().Services()
+		ns, name, _ := cache.SplitMetaNamespaceKey(o.PublishService)
+		u.source = oneObject(client, ns, name)
+		svc := u.source.Core().V1().Services()
 		u.services = svc.Lister()
 		u.watch(svc.Informer(), u.onChange(o.PublishService, func(obj any) []networkingv1.IngressLoadBalancerIngress {
 			s, _ := obj.(*corev1.Service)
 			return ServiceAddresses(s)
 		}))
 	case len(o.PublishStatusAddress) == 0:
-		nodes := factory.Core().V1().Nodes()
+		u.source = oneObject(client, "", o.NodeName)
+		nodes := u.source.Core().V1().Nodes()
 		u.nodes = nodes.Lister()
 		u.watch(nodes.Informer(), u.onChange(o.NodeName, func(obj any) []networkingv1.IngressLoadBalancerIngress {
 			n, _ := obj.(*corev1.Node)
@@ -124,6 +133,15 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, o
 		}))
 	}
 	return u
+}
+
+// oneObject is an informer factory that lists and watches only the object
+// named name (in namespace ns).
+func oneObject(client kubernetes.Interface, ns, name string) informers.SharedInformerFactory {
+	return informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+		}))
 }
 
 // watch registers h on inf when Run starts; Run removes it on return.
@@ -143,12 +161,22 @@ func (u *Updater) Run(ctx context.Context) error {
 		klog.InfoS("No address to publish in Ingress status: no publish service, status address or node name")
 	}
 	defer u.queue.ShutDown()
+	if u.source != nil {
+		// Shut down once ctx ends, which the cancel deferred after
+		// this makes sure of on an early return.
+		defer u.source.Shutdown()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	for _, h := range u.handlers {
 		reg, err := h.informer.AddEventHandler(h.h)
 		if err != nil {
 			return fmt.Errorf("ingress status: add event handler: %w", err)
 		}
 		defer func() { _ = h.informer.RemoveEventHandler(reg) }()
+	}
+	if u.source != nil {
+		u.source.Start(ctx.Done())
 	}
 	synced := make([]cache.InformerSynced, 0, len(u.informers))
 	for _, inf := range u.informers {
