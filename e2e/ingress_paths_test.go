@@ -12,6 +12,7 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 // pathCase is one request and where it must go: to the Service want
@@ -156,6 +157,8 @@ func (ib *ingressBed) testClassAndStatus(t *testing.T) {
 		return a.code == 200 && serviceOf(a.backend) == "alpha", fmt.Sprintf("GET http://no-class.test/: got %v, want 200 from alpha", a)
 	})
 
+	ib.checkOtherClasses(t)
+
 	// The address: in status, in kubectl's ADDRESS column, and answering.
 	var ip string
 	eventuallyWithin(t, 30*time.Second, "status.loadBalancer.ingress of the Ingress paths", func() (bool, string) {
@@ -219,4 +222,69 @@ func (ib *ingressBed) testForwardedHeaders(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkOtherClasses: the legacy annotation kubernetes.io/ingress.class
+// naming portal is served; an Ingress of another class, by name or by the
+// annotation, is not (its host answers 404), and the API server leaves the
+// class of an annotated Ingress empty, as upstream's admission does.
+func (ib *ingressBed) checkOtherClasses(t *testing.T) {
+	legacy := ingress("legacy", rule("legacy.test", path{"/", prefix, "alpha"}))
+	legacy.Spec.IngressClassName = nil
+	legacy.Annotations = map[string]string{"kubernetes.io/ingress.class": "portal"}
+	legacyOther := ingress("legacy-other", rule("legacy-other.test", path{"/", prefix, "alpha"}))
+	legacyOther.Spec.IngressClassName = nil
+	legacyOther.Annotations = map[string]string{"kubernetes.io/ingress.class": "nginx"}
+	other := ingress("other-class", rule("other-class.test", path{"/", prefix, "alpha"}))
+	other.Spec.IngressClassName = ptr.To("nginx")
+	for _, ing := range []*networkingv1.Ingress{legacy, legacyOther, other} {
+		apply(t, ib.server, ing)
+	}
+	got, err := ib.c.NetworkingV1().Ingresses("default").Get(context.Background(), "legacy-other", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec.IngressClassName != nil {
+		t.Errorf("an Ingress with the annotation kubernetes.io/ingress.class: got spec.ingressClassName %q, want none", *got.Spec.IngressClassName)
+	}
+	eventuallyWithin(t, 30*time.Second, "only the Ingresses of class portal served", func() (bool, string) {
+		var wrong []string
+		for host, want := range map[string]int{"legacy.test": 200, "legacy-other.test": 404, "other-class.test": 404} {
+			if a := ib.curl("http://" + host + "/"); a.code != want {
+				wrong = append(wrong, fmt.Sprintf("GET http://%s/: got %v, want %d", host, a, want))
+			}
+		}
+		return len(wrong) == 0, strings.Join(wrong, "; ")
+	})
+}
+
+// testDefaultBackend: an Ingress with only a defaultBackend takes the
+// requests no rule matches: the upstream table's row "Prefix /aaa, request
+// /ccc: no, uses default backend", and hosts no rule names. Deleted, they
+// are 404 again.
+func (ib *ingressBed) testDefaultBackend(t *testing.T) {
+	row := slices.IndexFunc(pathCases, func(c pathCase) bool { return c.name == "Prefix /aaa does not match /ccc" })
+	urls := []string{"http://" + hostFor(row) + "/ccc", "http://nobody.paths.test/"}
+	fallback := ingress("fallback")
+	fallback.Spec.DefaultBackend = &networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "beta",
+		Port: networkingv1.ServiceBackendPort{Number: 80}}}
+	apply(t, ib.server, fallback)
+	check := func(want string) func() (bool, string) {
+		return func() (bool, string) {
+			var wrong []string
+			for _, url := range urls {
+				a := ib.curl(url)
+				if ok := (want == "beta" && a.code == 200 && serviceOf(a.backend) == "beta") || (want == "404" && a.code == 404); !ok {
+					wrong = append(wrong, fmt.Sprintf("GET %s: got %v, want %s", url, a, want))
+				}
+			}
+			return len(wrong) == 0, strings.Join(wrong, "; ")
+		}
+	}
+	eventuallyWithin(t, 30*time.Second, "unmatched requests to the defaultBackend", check("beta"))
+	if a := ib.curl("http://" + hostFor(0) + "/"); a.code != 200 || serviceOf(a.backend) != "alpha" {
+		t.Errorf("GET http://%s/ beside a defaultBackend: got %v, want 200 from alpha (its rule)", hostFor(0), a)
+	}
+	ib.server.MustKubectl("delete", "ingress", "fallback")
+	eventuallyWithin(t, 30*time.Second, "unmatched requests 404 again", check("404"))
 }

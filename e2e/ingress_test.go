@@ -257,6 +257,8 @@ func TestIngress(t *testing.T) {
 	t.Run("websocket and grpc", ib.testWebSocketAndGRPC)
 	t.Run("bad input", ib.testBadInput)
 	t.Run("no failed request under change", ib.testNoFailedRequest)
+	// Last: the defaultBackend takes every request no rule matches.
+	t.Run("default backend", ib.testDefaultBackend)
 }
 
 // keptConn is a client connection to the node that a test keeps open
