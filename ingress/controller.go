@@ -11,6 +11,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -149,13 +150,21 @@ func (c *Controller) countTables(ctx context.Context, w *route.Watcher, changed 
 	}
 }
 
-// serveEndpoints serves /metrics and /healthz on --metrics-bind-address
-// and /healthz alone on --healthz-bind-address.
+// serveEndpoints serves /metrics and /healthz (and /debug/pprof with
+// --profiling) on --metrics-bind-address and /healthz alone on
+// --healthz-bind-address.
 func (c *Controller) serveEndpoints(goRun func(func(context.Context) error)) {
 	healthz := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })
 	metrics := http.NewServeMux()
 	metrics.Handle("/metrics", c.metrics.Handler())
 	metrics.Handle("/healthz", healthz)
+	if c.opts.Profiling {
+		metrics.HandleFunc("/debug/pprof/", pprof.Index)
+		metrics.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		metrics.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		metrics.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		metrics.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	health := http.NewServeMux()
 	health.Handle("/healthz", healthz)
 	for _, e := range []struct {

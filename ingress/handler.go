@@ -66,14 +66,20 @@ func NewHandler(routes func() Routes, o Options, m *Metrics) *Handler {
 // neither busy nor recently ejected.
 const sweepInterval = 10 * time.Minute
 
-// sweep runs the balancer's sweep until ctx ends.
+// sweep closes the connections to endpoints idle too long and runs the
+// balancer's sweep until ctx ends.
 func (h *Handler) sweep(ctx context.Context) error {
-	t := time.NewTicker(sweepInterval)
-	defer t.Stop()
+	conns := time.NewTicker(idleConnTimeout / 2)
+	defer conns.Stop()
+	balancer := time.NewTicker(sweepInterval)
+	defer balancer.Stop()
+	defer h.transport.closeIdle()
 	for {
 		select {
-		case <-t.C:
-			h.balancer.sweep(time.Now())
+		case now := <-conns.C:
+			h.transport.direct.closeIdle(now, false)
+		case now := <-balancer.C:
+			h.balancer.sweep(now)
 		case <-ctx.Done():
 			return nil
 		}

@@ -68,7 +68,7 @@ func newTestBed(t *testing.T, o Options) *testBed {
 	t.Cleanup(func() {
 		cancel()
 		<-done
-		tb.handler.transport.h1.CloseIdleConnections()
+		tb.handler.transport.closeIdle()
 	})
 	return tb
 }

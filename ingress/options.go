@@ -43,6 +43,9 @@ type Options struct {
 	// /healthz (default 127.0.0.1:10254, ingress-nginx's port; empty
 	// disables).
 	MetricsBindAddress string
+	// Profiling is --profiling: serve Go's /debug/pprof on the metrics
+	// address too (default off: profiles show request paths).
+	Profiling bool
 	// HealthzBindAddress is --healthz-bind-address, serving /healthz alone,
 	// for probes from outside the node (default empty: none).
 	HealthzBindAddress string

@@ -53,6 +53,7 @@ type attemptKey struct{}
 // transport sends a request to an endpoint of its backend, over HTTP/1.1
 // or h2c, trying other endpoints when a dial fails.
 type transport struct {
+	direct   *directTransport
 	h1       *http.Transport
 	h2c      *http2.Transport
 	balancer *balancer
@@ -73,13 +74,14 @@ func newTransport(b *balancer, defaultConnect time.Duration) *transport {
 		return c, nil
 	}
 	return &transport{
+		direct: &directTransport{dial: dial},
 		h1: &http.Transport{
 			DialContext: dial,
 			// Every endpoint is one host to the pool; a busy proxy keeps
 			// many connections to each, as nginx's keepalive does.
 			MaxIdleConns:        0,
-			MaxIdleConnsPerHost: 1024,
-			IdleConnTimeout:     60 * time.Second,
+			MaxIdleConnsPerHost: maxIdlePerEndpoint,
+			IdleConnTimeout:     idleConnTimeout,
 			// The client's own compression passes through untouched.
 			DisableCompression: true,
 			ForceAttemptHTTP2:  false,
@@ -95,6 +97,13 @@ func newTransport(b *balancer, defaultConnect time.Duration) *transport {
 	}
 }
 
+// closeIdle closes every idle connection to endpoints.
+func (t *transport) closeIdle() {
+	t.direct.closeIdle(time.Time{}, true)
+	t.h1.CloseIdleConnections()
+	t.h2c.CloseIdleConnections()
+}
+
 // RoundTrip picks an endpoint, sends the request there and retries on
 // another endpoint while dials fail, ejecting those that refused.
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -103,8 +112,11 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, errors.New("request without a backend")
 	}
 	rt := http.RoundTripper(t.h1)
-	if a.backend.Protocol == route.H2C {
+	switch {
+	case a.backend.Protocol == route.H2C:
 		rt = t.h2c
+	case direct(req):
+		rt = t.direct
 	}
 	body := &retryBody{body: req.Body}
 	if req.Body == nil || req.Body == http.NoBody {

@@ -20,6 +20,7 @@ func addIngressFlags(fs *pflag.FlagSet, o *ingress.Options) {
 	fs.StringVar(&o.PublishStatusAddress, "publish-status-address", o.PublishStatusAddress, "addresses (comma-separated) published in Ingress status instead")
 	fs.StringVar(&o.NodeName, "hostname-override", o.NodeName, "this node's name in the API, whose addresses are published in Ingress status without --publish-service or --publish-status-address (default: the host name, lower-cased)")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "address of /metrics and /healthz (empty disables)")
+	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "serve Go's /debug/pprof on the metrics address too")
 	fs.StringVar(&o.HealthzBindAddress, "healthz-bind-address", o.HealthzBindAddress, "address of /healthz alone, for probes from outside the node (empty disables)")
 }
 

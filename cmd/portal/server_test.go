@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -38,5 +39,36 @@ func TestSettleProxyMode(t *testing.T) {
 				t.Errorf("mode %s, min sync period %v; want %s, %v", o.Mode, o.MinSyncPeriod, tt.wantMode, tt.wantMin)
 			}
 		})
+	}
+}
+
+// `portal server` takes the Ingress controller's flags; its own
+// endpoints are prefixed so they do not collide with the API server's
+// --bind-address or the other components' metrics.
+func TestServerIngressFlags(t *testing.T) {
+	fs := newServerCommand().Flags()
+	for _, tc := range []struct{ flag, wantDefault, wantUsage string }{
+		{"bind-address", "", "address the API listens on"},
+		{"ingress-bind-address", "", "ingress: "},
+		{"ingress-metrics-bind-address", "127.0.0.1:10254", "ingress: "},
+		{"ingress-healthz-bind-address", "", "ingress: "},
+		{"ingress-profiling", "false", "ingress: "},
+		{"http-port", "80", ""},
+		{"https-port", "443", ""},
+		{"ingress-class", "portal", ""},
+		{"default-ssl-certificate", "", ""},
+	} {
+		f := fs.Lookup(tc.flag)
+		switch {
+		case f == nil:
+			t.Errorf("--%s: missing", tc.flag)
+		case tc.wantDefault != "" && f.DefValue != tc.wantDefault:
+			t.Errorf("--%s: got default %q, want %q", tc.flag, f.DefValue, tc.wantDefault)
+		case !strings.HasPrefix(f.Usage, tc.wantUsage):
+			t.Errorf("--%s: got usage %q, want it to start with %q", tc.flag, f.Usage, tc.wantUsage)
+		}
+	}
+	if f := fs.Lookup("profiling"); f != nil {
+		t.Errorf("--profiling: present unprefixed, want only --ingress-profiling")
 	}
 }
