@@ -112,16 +112,27 @@ func (ib *ingressBed) waitEvents(t *testing.T, ingress string, words ...string) 
 // testDuplicateHost: two Ingresses with the same host and path; the older
 // one keeps serving it, as upstream controllers merge, and the newer gets
 // an Event. Creation times have a resolution of a second, so the newer is
-// created a second after the older.
+// created a second after the older. A third Ingress applied after them
+// shows when the controller has taken the newer in: once its host is
+// served, so is the outcome of the conflict.
 func (ib *ingressBed) testDuplicateHost(t *testing.T) {
 	apply(t, ib.server, ingress("dup-old", rule("dup.test", path{"/", prefix, "alpha"})))
+	eventuallyWithin(t, 30*time.Second, "dup.test served", func() (bool, string) {
+		a := ib.curl("http://dup.test/")
+		return a.code == 200 && serviceOf(a.backend) == "alpha", fmt.Sprintf("GET http://dup.test/: got %v, want 200 from alpha", a)
+	})
 	old, err := ib.c.NetworkingV1().Ingresses("default").Get(context.Background(), "dup-old", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Until(old.CreationTimestamp.Add(1100 * time.Millisecond)))
 	apply(t, ib.server, ingress("dup-new", rule("dup.test", path{"/", prefix, "beta"})))
+	apply(t, ib.server, ingress("dup-marker", rule("dup-marker.test", path{"/", prefix, "beta"})))
 	ib.waitEvents(t, "dup-new", "dup.test")
+	eventuallyWithin(t, 30*time.Second, "dup-marker.test served", func() (bool, string) {
+		a := ib.curl("http://dup-marker.test/")
+		return a.code == 200, fmt.Sprintf("GET http://dup-marker.test/: got %v, want 200", a)
+	})
 	if a := ib.curl("http://dup.test/"); a.code != 200 || serviceOf(a.backend) != "alpha" {
 		t.Errorf("GET http://dup.test/ claimed by dup-old then dup-new: got %v, want 200 from alpha (the older)", a)
 	}

@@ -57,6 +57,11 @@ var pathCases = []pathCase{
 	{name: "Mixed /foo Prefix and Exact: /foo prefers Exact", paths: []path{{"/foo", prefix, "alpha"}, {"/foo", exact, "beta"}}, request: "/foo", want: "beta"},
 	{name: "Mixed /foo Prefix and Exact: /foo/x takes the Prefix", paths: []path{{"/foo", prefix, "alpha"}, {"/foo", exact, "beta"}}, request: "/foo/x", want: "alpha"},
 
+	// ImplementationSpecific: Portal matches it as Prefix (documented in
+	// package ingress/route), as the specification allows.
+	{name: "ImplementationSpecific /foo matches /foo/bar, as Prefix", paths: []path{{"/foo", implSpecific, "alpha"}}, request: "/foo/bar", want: "alpha"},
+	{name: "ImplementationSpecific /foo does not match /foobar, as Prefix", paths: []path{{"/foo", implSpecific, "alpha"}}, request: "/foobar", want: "404"},
+
 	// Hosts: exact names and a wildcard covering one label.
 	{name: "a second host with the same path goes to its own Service", host: "other.paths.test", paths: []path{{"/", prefix, "beta"}}, request: "/", want: "beta"},
 	{name: "wildcard *.wild.test matches one label", host: "*.wild.test", reqHost: "bar.wild.test", paths: []path{{"/", prefix, "beta"}}, request: "/", want: "beta"},

@@ -151,8 +151,9 @@ type path struct {
 }
 
 var (
-	exact  = networkingv1.PathTypeExact
-	prefix = networkingv1.PathTypePrefix
+	exact        = networkingv1.PathTypeExact
+	prefix       = networkingv1.PathTypePrefix
+	implSpecific = networkingv1.PathTypeImplementationSpecific
 )
 
 // rule is an Ingress rule for host with paths.
