@@ -12,16 +12,18 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 // testBadInput: issue #18's bad input, each answered with a 4xx or an
 // Event while everything else keeps being served.
 func (ib *ingressBed) testBadInput(t *testing.T) {
 	t.Run("a path not starting with / is refused, naming the field", ib.testInvalidPath)
-	t.Run("a missing Secret or Service, a mismatched key: Events, the rest served", ib.testMissingReferences)
+	t.Run("a missing Secret or Service, a mismatched key, a Resource backend: Events, the rest served", ib.testMissingReferences)
 	t.Run("a host claimed by two Ingresses: the older wins, an Event on the newer", ib.testDuplicateHost)
 	t.Run("an oversized header is answered 431", func(t *testing.T) {
 		header := "X-Big: " + strings.Repeat("a", 2<<20) + "\r\n"
@@ -61,9 +63,10 @@ func (ib *ingressBed) testInvalidPath(t *testing.T) {
 }
 
 // testMissingReferences: an Ingress naming a Secret and a Service that do
-// not exist, and a Secret whose key does not match its certificate, gets
-// an Event for each; its other paths, and other Ingresses, are served, and
-// the path of the missing Service answers 503.
+// not exist, a Secret whose key does not match its certificate, and a
+// Resource backend gets an Event for each; its other paths, and other
+// Ingresses, are served, and the paths of the missing Service and of the
+// Resource answer 503.
 func (ib *ingressBed) testMissingReferences(t *testing.T) {
 	ca := newTestCA(t)
 	mismatched := ca.issue(t, "badkey.test")
@@ -75,12 +78,16 @@ func (ib *ingressBed) testMissingReferences(t *testing.T) {
 		rule("nosecret.test", path{"/", prefix, "beta"}), rule("badkey.test", path{"/", prefix, "beta"}))
 	ing.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{"nosecret.test"}, SecretName: "missing-secret"},
 		{Hosts: []string{"badkey.test"}, SecretName: "mismatched"}}
+	// A Resource backend, which the specification allows and this
+	// controller does not serve: accepted, answered 503, an Event.
+	ing.Spec.Rules[0].HTTP.Paths = append(ing.Spec.Rules[0].HTTP.Paths, networkingv1.HTTPIngressPath{Path: "/bucket", PathType: ptr.To(prefix),
+		Backend: networkingv1.IngressBackend{Resource: &corev1.TypedLocalObjectReference{APIGroup: ptr.To("k8s.example.com"), Kind: "StorageBucket", Name: "static-assets"}}})
 	apply(t, ib.server, ing)
-	ib.waitEvents(t, "broken", "missing-secret", "ghost", "mismatched")
+	ib.waitEvents(t, "broken", "missing-secret", "ghost", "mismatched", "static-assets")
 	eventuallyWithin(t, 30*time.Second, "the rest of the Ingress broken served", func() (bool, string) {
-		root, ghost := ib.curl("http://broken.test/"), ib.curl("http://broken.test/ghost")
-		ok := root.code == 200 && serviceOf(root.backend) == "alpha" && ghost.code == 503
-		return ok, fmt.Sprintf("GET http://broken.test/: got %v, want 200 from alpha; GET http://broken.test/ghost: got %v, want 503", root, ghost)
+		root, ghost, bucket := ib.curl("http://broken.test/"), ib.curl("http://broken.test/ghost"), ib.curl("http://broken.test/bucket")
+		ok := root.code == 200 && serviceOf(root.backend) == "alpha" && ghost.code == 503 && bucket.code == 503
+		return ok, fmt.Sprintf("GET http://broken.test/: got %v, want 200 from alpha; /ghost: got %v, want 503; /bucket: got %v, want 503", root, ghost, bucket)
 	})
 	ib.checkStillServing(t)
 }
