@@ -98,7 +98,8 @@ type listenerHandler struct {
 	port    string
 }
 
-// request is what one request carries through the proxy, in its context.
+// request is what one request carries through the proxy, in its context
+// under requestKey.
 type request struct {
 	attempt
 	id, port string
@@ -133,9 +134,7 @@ func (l *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			req.read = or(o.ReadTimeout, req.read)
 			req.send = or(o.SendTimeout, req.send)
 		}
-		ctx := context.WithValue(r.Context(), requestKey{}, req)
-		ctx = context.WithValue(ctx, attemptKey{}, &req.attempt)
-		l.proxy.ServeHTTP(rw, r.WithContext(ctx))
+		l.proxy.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), requestKey{}, req)))
 	}
 	l.metrics.request(m, r.Method, rw.status(), time.Since(start))
 	if v := klog.V(2); v.Enabled() {

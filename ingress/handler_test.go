@@ -219,3 +219,23 @@ func TestRequestMetrics(t *testing.T) {
 		t.Errorf("got %v requests, want 3", got)
 	}
 }
+
+// The connect timeout of an Ingress's options bounds the dial on both
+// paths to endpoints (direct for a GET, http.Transport for a POST): one
+// too short to connect is a 504.
+func TestConnectTimeout(t *testing.T) {
+	tb := newTestBed(t, DefaultOptions())
+	tb.backend("foo.com", route.Match{Options: &route.Options{ConnectTimeout: time.Nanosecond}}, addr(echo(t, "foo")))
+	for _, method := range []string{"GET", "POST"} {
+		var payload io.Reader
+		if method == "POST" {
+			payload = strings.NewReader("x")
+		}
+		req, _ := http.NewRequest(method, "http://"+tb.http+"/", payload)
+		req.Host = "foo.com"
+		resp := tb.do(t, req)
+		if got := body(t, resp); resp.StatusCode != http.StatusGatewayTimeout {
+			t.Errorf("%s: got %d %q, want 504", method, resp.StatusCode, got)
+		}
+	}
+}

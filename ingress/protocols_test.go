@@ -1,6 +1,7 @@
 package ingress
 
 import (
+	"bufio"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -8,6 +9,8 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -16,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/http2"
 	"golang.org/x/net/websocket"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -158,4 +162,50 @@ func TestSNIAndHTTP2(t *testing.T) {
 			t.Errorf("got %s %q, want HTTP/2 from backend a with proto=https", resp.Proto, got)
 		}
 	})
+}
+
+// A request body that streams on after the response began (gRPC's
+// client and bidirectional streams) keeps streaming through the proxy.
+func TestFullDuplexStream(t *testing.T) {
+	srv := &http.Server{Protocols: new(http.Protocols), Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		sc := bufio.NewScanner(r.Body)
+		for sc.Scan() {
+			fmt.Fprintf(w, "echo %s\n", sc.Text())
+			w.(http.Flusher).Flush()
+		}
+	})}
+	srv.Protocols.SetUnencryptedHTTP2(true)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	tb := newTestBed(t, DefaultOptions())
+	b := tb.backend("stream.com", route.Match{}, ln.Addr().String())
+	b.Protocol = route.H2C
+
+	client := &http.Client{Transport: &http2.Transport{AllowHTTP: true,
+		DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
+			return net.Dial(network, addr)
+		}}}
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	req, _ := http.NewRequest("POST", "http://"+tb.http+"/stream", pr)
+	req.Host = "stream.com"
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	lines := bufio.NewReader(resp.Body)
+	for _, msg := range []string{"one", "two", "three"} {
+		fmt.Fprintf(pw, "%s\n", msg)
+		got, err := lines.ReadString('\n')
+		if want := "echo " + msg + "\n"; err != nil || got != want {
+			t.Fatalf("got %q (%v), want %q", got, err, want)
+		}
+	}
 }

@@ -37,8 +37,8 @@ type dialError struct {
 func (e *dialError) Error() string { return "dial " + e.addr + ": " + e.err.Error() }
 func (e *dialError) Unwrap() error { return e.err }
 
-// attempt is what the handler passes to the transport in the request's
-// context: which backend, and the timeouts that apply.
+// attempt is what the transport needs of a request (the handler's
+// request, in its context): which backend, and the timeouts that apply.
 type attempt struct {
 	backend *route.Backend
 	connect time.Duration
@@ -48,7 +48,13 @@ type attempt struct {
 	upstream string
 }
 
-type attemptKey struct{}
+// attemptOf returns the attempt in ctx, or nil.
+func attemptOf(ctx context.Context) *attempt {
+	if r, ok := ctx.Value(requestKey{}).(*request); ok {
+		return &r.attempt
+	}
+	return nil
+}
 
 // transport sends a request to an endpoint of its backend, over HTTP/1.1
 // or h2c, trying other endpoints when a dial fails.
@@ -64,7 +70,7 @@ type transport struct {
 func newTransport(b *balancer, defaultConnect time.Duration) *transport {
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		d := net.Dialer{Timeout: defaultConnect, KeepAlive: 30 * time.Second}
-		if a, ok := ctx.Value(attemptKey{}).(*attempt); ok && a.connect > 0 {
+		if a := attemptOf(ctx); a != nil && a.connect > 0 {
 			d.Timeout = a.connect
 		}
 		c, err := d.DialContext(ctx, network, addr)
@@ -107,7 +113,7 @@ func (t *transport) closeIdle() {
 // RoundTrip picks an endpoint, sends the request there and retries on
 // another endpoint while dials fail, ejecting those that refused.
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	a, _ := req.Context().Value(attemptKey{}).(*attempt)
+	a := attemptOf(req.Context())
 	if a == nil {
 		return nil, errors.New("request without a backend")
 	}
@@ -122,7 +128,6 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Body == nil || req.Body == http.NoBody {
 		body = nil
 	}
-	defer body.close()
 
 	ctx, cancel := context.WithCancelCause(req.Context())
 	timer := newIdleTimer(cancel, a)
@@ -163,6 +168,10 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		lastErr = cause
 	}
 	cancel(nil)
+	// After a response the body is the transport's: it may stream on
+	// after the response began (gRPC's client streams), and ReverseProxy
+	// closes it when the exchange ends.
+	body.close()
 	return nil, lastErr
 }
 
@@ -198,7 +207,8 @@ func (b *retryBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// Close is left to RoundTrip, which knows when no attempt is left.
+// Close is left to RoundTrip, which knows when no attempt is left, and
+// to ReverseProxy, which closes the request body when the exchange ends.
 func (b *retryBody) Close() error { return nil }
 
 func (b *retryBody) close() {
