@@ -14,6 +14,9 @@ func TestMain(m *testing.M) {
 	if addr := os.Getenv(grpcHealthEnv); addr != "" {
 		os.Exit(serveGRPCHealth(addr, os.Getenv(grpcHealthFileEnv)))
 	}
+	if addr := os.Getenv(ingressBackendEnv); addr != "" {
+		os.Exit(serveIngressBackend(addr))
+	}
 	before := hostDataPlane()
 	code := m.Run()
 	framework.Cleanup()

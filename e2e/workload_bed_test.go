@@ -25,7 +25,9 @@ import (
 // workloadBed is one node namespace running `portal server` with its
 // in-process agent, so workload pods run as real processes. The node's
 // default route points at a second, empty namespace: a connect to a
-// ClusterIP needs a route before the proxy's hook rewrites it.
+// ClusterIP needs a route before the proxy's hook rewrites it. That
+// namespace (router, 10.100.1.2) is outside the node: a client there
+// reaches the node at 10.100.1.1 as a machine on its network would.
 //
 // With separateControllers the server runs no controllers and a
 // `portal controller-manager` runs beside it in the node, so a test can
@@ -33,6 +35,7 @@ import (
 type workloadBed struct {
 	t      *testing.T
 	node   *testbed.NS
+	router *testbed.NS
 	server *framework.Server
 	c      kubernetes.Interface
 	kc     string // the controller-manager's kubeconfig
@@ -48,8 +51,8 @@ func newWorkloadBed(t *testing.T, separateControllers bool, disable ...string) *
 	}
 	b := testbed.New(t)
 	wb := &workloadBed{t: t, node: b.Namespace("n1"), logs: t.TempDir()}
-	router := b.Namespace("rt")
-	b.Link(wb.node, "10.100.1.1/24", router, "10.100.1.2/24")
+	wb.router = b.Namespace("rt")
+	b.Link(wb.node, "10.100.1.1/24", wb.router, "10.100.1.2/24")
 	wb.node.MustRun("ip", "route", "add", "default", "via", "10.100.1.2")
 	args := []string{"--bind-address", "0.0.0.0", "--advertise-address", "10.100.1.1",
 		"--hostname-override", "node1", "--node-ip", "10.100.1.1", "--node-monitor-grace-period", "1h"}
