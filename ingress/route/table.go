@@ -4,10 +4,29 @@
 // Table is built whenever an Ingress, IngressClass, Service or Secret
 // changes; endpoint changes do not rebuild it, they replace the endpoint
 // set of the Backends concerned in place.
+//
+// Matching follows the Ingress specification. A request's host picks one
+// virtual host: an exact host first, then a wildcard host ("*.foo.com"
+// covers exactly one more label: "bar.foo.com", not "foo.com" nor
+// "baz.bar.foo.com"), then the rules written without a host. Within it the
+// longest matching path wins, Exact before Prefix at equal length. Prefix
+// matches path elements ("/foo" matches "/foo", "/foo/" and "/foo/bar",
+// not "/foobar"), and a trailing slash in the rule is ignored.
+// ImplementationSpecific paths are matched as Prefix, and an empty one as
+// "/". A request that no rule of its virtual host matches goes to the
+// defaultBackend of the oldest Ingress that has one, or gets a 404.
+//
+// Rules of all the Ingresses of the class are merged per host. When two
+// Ingresses claim the same host, path and path type (or both have a
+// defaultBackend, or list the same TLS host with different Secrets), the
+// older one (creation time, then namespace/name) wins and the newer one
+// gets a Warning Event. The package owns no socket; the Watcher is its
+// only part that talks to the API.
 package route
 
 import (
 	"crypto/tls"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -25,9 +44,14 @@ type Table struct {
 	// Built is when the Table was made from the objects it reflects.
 	Built time.Time
 
-	// Filled in by this package: the hosts, their routes, the default
-	// backend and the certificates.
-	hosts map[string]*VirtualHost
+	// hosts are the exact hosts, wildcards the "*.foo.com" hosts keyed by
+	// what follows "*." ("foo.com"), anyHost the rules without a host.
+	hosts     map[string]*VirtualHost
+	wildcards map[string]*VirtualHost
+	anyHost   *VirtualHost
+	// fallback serves requests no rule matches; nil means 404.
+	fallback *Rule
+	certs    certificates
 }
 
 // VirtualHost is the routes of one host name ("foo.com", "*.foo.com", or
@@ -49,10 +73,14 @@ type Match struct {
 	// Ingress (for metrics and logs: bounded cardinality, unlike the
 	// request's own).
 	Host, Path string
+	// PathType is the matched rule's path type ("" for the default
+	// backend or no match).
+	PathType networkingv1.PathType
 	// RedirectHTTPS is set when the request came over plain HTTP to a host
 	// listed in spec.tls and the redirect is not turned off.
 	RedirectHTTPS bool
-	// Options are the per-Ingress settings from portal.dev/ annotations.
+	// Options are the per-Ingress settings from portal.dev/ annotations;
+	// never nil (the defaults when nothing matched).
 	Options *Options
 }
 
@@ -65,6 +93,11 @@ type Rule struct {
 	Options  *Options
 	// TLS is set when the rule's host is listed in the Ingress's spec.tls.
 	TLS bool
+
+	// match is Path as compared: a Prefix path without its trailing
+	// slash ("/" stays "/"), "/" for an empty ImplementationSpecific one.
+	match  string
+	prefix bool
 }
 
 // Options are an Ingress's settings from its portal.dev/ annotations. A
@@ -106,6 +139,9 @@ type Backend struct {
 	// answered 503 with this text.
 	Unavailable string
 
+	// slicePort is the name of the Service port, which is the name of
+	// the EndpointSlice port that carries the target port.
+	slicePort string
 	endpoints atomic.Pointer[Endpoints]
 }
 
@@ -124,18 +160,84 @@ func (b *Backend) Endpoints() *Endpoints {
 	if e := b.endpoints.Load(); e != nil {
 		return e
 	}
-	return &Endpoints{}
+	return &noEndpoints
+}
+
+var noEndpoints Endpoints
+
+// SetEndpoints replaces the backend's endpoints; readers see the old or
+// the new set, never a mix. The Watcher calls it when EndpointSlices
+// change; it is exported for tests of the server.
+func (b *Backend) SetEndpoints(e *Endpoints) {
+	b.endpoints.Store(e)
 }
 
 // Route finds what serves a request for host (without port, lower case)
-// and path (the URL path, not yet cleaned), arriving over TLS or not.
+// and path (the URL path, not yet cleaned), arriving over TLS or not. It
+// does not allocate unless the path needs cleaning.
 func (t *Table) Route(host, path string, overTLS bool) Match {
-	panic("filled in by the route package")
+	if t == nil {
+		return Match{Options: &DefaultOptions}
+	}
+	path = cleanPath(path)
+	if vh := t.virtualHost(host); vh != nil {
+		for _, r := range vh.Routes {
+			if r.matches(path) {
+				return Match{
+					Backend:       r.Backend,
+					Ingress:       r.Ingress,
+					Host:          vh.Host,
+					Path:          r.Path,
+					PathType:      r.PathType,
+					RedirectHTTPS: r.TLS && !overTLS && r.Options.SSLRedirect,
+					Options:       r.Options,
+				}
+			}
+		}
+	}
+	if r := t.fallback; r != nil {
+		return Match{Backend: r.Backend, Ingress: r.Ingress, Options: r.Options}
+	}
+	return Match{Options: &DefaultOptions}
+}
+
+// virtualHost picks the virtual host for a request's host: exact, then
+// wildcard, then the rules without a host.
+func (t *Table) virtualHost(host string) *VirtualHost {
+	host = strings.TrimSuffix(host, ".")
+	if vh := t.hosts[host]; vh != nil {
+		return vh
+	}
+	if i := strings.IndexByte(host, '.'); i > 0 {
+		if vh := t.wildcards[host[i+1:]]; vh != nil {
+			return vh
+		}
+	}
+	return t.anyHost
+}
+
+// Hosts returns the virtual hosts of the Table, the rules without a host
+// (Host "") included, in no particular order.
+func (t *Table) Hosts() []*VirtualHost {
+	var out []*VirtualHost
+	for _, vh := range t.hosts {
+		out = append(out, vh)
+	}
+	for _, vh := range t.wildcards {
+		out = append(out, vh)
+	}
+	if t.anyHost != nil {
+		out = append(out, t.anyHost)
+	}
+	return out
 }
 
 // Certificate returns the certificate for a TLS client hello's server
 // name, or nil when no Ingress has one for it (the server then uses its
 // default certificate).
 func (t *Table) Certificate(serverName string) *tls.Certificate {
-	panic("filled in by the route package")
+	if t == nil {
+		return nil
+	}
+	return t.certs.lookup(strings.TrimSuffix(strings.ToLower(serverName), "."))
 }

@@ -1,0 +1,73 @@
+package ingress
+
+import (
+	"testing"
+	"time"
+)
+
+func TestEjection(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	b := &balancer{now: func() time.Time { return now }}
+	addrs := []string{"10.0.0.1:80", "10.0.0.2:80"}
+	bad := b.state(addrs[0])
+	picks := func() map[string]int {
+		got := map[string]int{}
+		for range 100 {
+			got[b.pick(addrs, nil).addr]++
+		}
+		return got
+	}
+	bad.eject(now)
+	if got := picks(); got[addrs[0]] != 0 {
+		t.Errorf("ejected endpoint picked %d times of 100", got[addrs[0]])
+	}
+	// The last usable endpoint is never ejected: with only the ejected
+	// one listed, it is still picked.
+	if got := b.pick(addrs[:1], nil); got != bad {
+		t.Errorf("got %v, want the ejected endpoint as the last one", got)
+	}
+	for _, step := range []struct {
+		name    string
+		advance time.Duration
+		fail    bool
+		want    bool // ejected after the step
+	}{
+		{name: "still ejected before 5s", advance: 4 * time.Second, want: true},
+		{name: "back after 5s", advance: time.Second, want: false},
+		{name: "fails again soon: 10s", fail: true, want: true},
+		{name: "still ejected at 9s", advance: 9 * time.Second, want: true},
+		{name: "back after 10s", advance: time.Second, want: false},
+		{name: "fails again long after: 5s again", advance: time.Minute, fail: true, want: true},
+		{name: "back after 5s again", advance: 5 * time.Second, want: false},
+	} {
+		now = now.Add(step.advance)
+		if step.fail {
+			bad.eject(now)
+		}
+		if got := bad.ejected(now); got != step.want {
+			t.Fatalf("%s: got ejected %v, want %v", step.name, got, step.want)
+		}
+	}
+	if got := picks(); got[addrs[0]] == 0 || got[addrs[1]] == 0 {
+		t.Errorf("got picks %v, want both endpoints", got)
+	}
+}
+
+// Of two endpoints the one with fewer requests in flight is picked.
+func TestPickFewerInFlight(t *testing.T) {
+	b := &balancer{now: time.Now}
+	addrs := []string{"10.0.0.1:80", "10.0.0.2:80"}
+	b.state(addrs[0]).inFlight.Add(3)
+	for range 20 {
+		if got := b.pick(addrs, nil).addr; got != addrs[1] {
+			t.Fatalf("got %s, want the idle %s", got, addrs[1])
+		}
+	}
+	// An endpoint already tried is not picked again.
+	if got := b.pick(addrs, []*endpoint{b.state(addrs[1])}).addr; got != addrs[0] {
+		t.Errorf("got %s, want the untried %s", got, addrs[0])
+	}
+	if got := b.pick(addrs, []*endpoint{b.state(addrs[0]), b.state(addrs[1])}); got != nil {
+		t.Errorf("got %s with every endpoint tried, want none", got.addr)
+	}
+}

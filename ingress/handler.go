@@ -1,0 +1,265 @@
+package ingress
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"portal.dev/portal/ingress/route"
+)
+
+// Routes is the routing state the handler consults for each request; a
+// *route.Table is one.
+type Routes interface {
+	Route(host, path string, overTLS bool) route.Match
+	Certificate(serverName string) *tls.Certificate
+}
+
+// Handler routes requests by the current Routes and proxies them to the
+// endpoints of the matched backend. One Handler serves every listener.
+type Handler struct {
+	routes    func() Routes
+	endpoints func(*route.Backend) *route.Endpoints
+	opts      Options
+	metrics   *Metrics
+	balancer  *balancer
+	transport *transport
+	proxy     *httputil.ReverseProxy
+}
+
+// NewHandler returns a handler routing by what routes returns at each
+// request, with o's timeouts and ports, counting into m.
+func NewHandler(routes func() Routes, o Options, m *Metrics) *Handler {
+	h := &Handler{
+		routes:    routes,
+		endpoints: (*route.Backend).Endpoints,
+		opts:      o,
+		metrics:   m,
+		balancer:  &balancer{now: time.Now},
+	}
+	h.transport = newTransport(h.balancer, o.ConnectTimeout)
+	h.transport.onDialError = m.upstreamConnectError
+	h.proxy = &httputil.ReverseProxy{
+		Rewrite:      rewrite,
+		Transport:    h.transport,
+		ErrorHandler: proxyError,
+		BufferPool:   bufferPool{},
+		// proxyError reports every error; the default logger would print
+		// each one again.
+		ErrorLog: log.New(io.Discard, "", 0),
+	}
+	return h
+}
+
+// Listener returns the handler of one listener: overTLS tells requests
+// that came over TLS, port is the listener's own (X-Forwarded-Port).
+func (h *Handler) Listener(overTLS bool, port int) http.Handler {
+	return &listenerHandler{Handler: h, overTLS: overTLS, port: strconv.Itoa(port)}
+}
+
+type listenerHandler struct {
+	*Handler
+	overTLS bool
+	port    string
+}
+
+// request is what one request carries through the proxy, in its context.
+type request struct {
+	attempt
+	id, port string
+	overTLS  bool
+}
+
+type requestKey struct{}
+
+func (l *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rw := &recorder{ResponseWriter: w}
+	host := hostname(r.Host)
+	m := l.routes().Route(host, r.URL.Path, l.overTLS)
+	req := &request{id: r.Header.Get("X-Request-ID"), port: l.port, overTLS: l.overTLS}
+	if req.id == "" {
+		req.id = newRequestID()
+	}
+	switch {
+	case m.Backend == nil:
+		plain(rw, http.StatusNotFound, "no Ingress rule matches this host and path")
+	case m.RedirectHTTPS && !l.overTLS:
+		http.Redirect(rw, r, l.httpsURL(r, host), http.StatusPermanentRedirect)
+	case m.Backend.Unavailable != "":
+		plain(rw, http.StatusServiceUnavailable, m.Backend.Unavailable)
+	case len(usable(l.endpoints(m.Backend))) == 0:
+		plain(rw, http.StatusServiceUnavailable, "Service "+m.Backend.Service.String()+" has no ready endpoint")
+	default:
+		req.attempt = attempt{backend: m.Backend, endpoints: l.endpoints,
+			connect: l.opts.ConnectTimeout, read: l.opts.ReadTimeout, send: l.opts.SendTimeout}
+		if o := m.Options; o != nil {
+			req.connect = or(o.ConnectTimeout, req.connect)
+			req.read = or(o.ReadTimeout, req.read)
+			req.send = or(o.SendTimeout, req.send)
+		}
+		ctx := context.WithValue(r.Context(), requestKey{}, req)
+		ctx = context.WithValue(ctx, attemptKey{}, &req.attempt)
+		l.proxy.ServeHTTP(rw, r.WithContext(ctx))
+	}
+	l.metrics.request(m, r.Method, rw.status(), time.Since(start))
+	if v := klog.V(2); v.Enabled() {
+		v.InfoS("Request", "remote", r.RemoteAddr, "host", r.Host, "method", r.Method, "path", r.URL.Path,
+			"status", rw.status(), "bytes", rw.bytes, "duration", time.Since(start), "upstream", req.upstream, "requestID", req.id)
+	}
+}
+
+func or(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// httpsURL is where a plain-HTTP request to a TLS host is sent: the same
+// host, path and query over HTTPS, on --https-port when that is not 443.
+func (l *listenerHandler) httpsURL(r *http.Request, host string) string {
+	if l.opts.HTTPSPort != 443 {
+		host = net.JoinHostPort(host, strconv.Itoa(l.opts.HTTPSPort))
+	} else if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	return "https://" + host + r.URL.RequestURI()
+}
+
+// hostname is the host of a Host header without its port, lower-cased
+// and without a trailing dot, as Ingress hosts are written.
+func hostname(hostport string) string {
+	host := hostport
+	if strings.HasPrefix(host, "[") {
+		if i := strings.IndexByte(host, ']'); i > 0 {
+			host = host[1:i]
+		}
+	} else if i := strings.LastIndexByte(host, ':'); i >= 0 {
+		host = host[:i]
+	}
+	host = strings.TrimSuffix(host, ".")
+	for i := 0; i < len(host); i++ {
+		if 'A' <= host[i] && host[i] <= 'Z' {
+			return strings.ToLower(host)
+		}
+	}
+	return host
+}
+
+// rewrite makes the request to the endpoint: the client's Host kept,
+// the X-Forwarded headers and X-Real-IP added as ingress-nginx adds them,
+// X-Request-ID the client's or a new one. The transport fills in the
+// endpoint's address.
+func rewrite(pr *httputil.ProxyRequest) {
+	req := pr.In.Context().Value(requestKey{}).(*request)
+	pr.Out.URL.Scheme = "http"
+	pr.Out.URL.Host = req.backend.Service.String()
+	pr.Out.Host = pr.In.Host
+	if prior, ok := pr.In.Header["X-Forwarded-For"]; ok {
+		pr.Out.Header["X-Forwarded-For"] = prior
+	}
+	pr.SetXForwarded()
+	if req.overTLS {
+		// SetXForwarded looks at In.TLS, which is set; said again for a
+		// listener behind a TLS-terminating wrapper.
+		pr.Out.Header.Set("X-Forwarded-Proto", "https")
+	}
+	pr.Out.Header.Set("X-Forwarded-Port", req.port)
+	if ip, _, err := net.SplitHostPort(pr.In.RemoteAddr); err == nil {
+		pr.Out.Header.Set("X-Real-IP", ip)
+	}
+	pr.Out.Header.Set("X-Request-ID", req.id)
+}
+
+// proxyError answers a request its endpoints did not: 503 when there was
+// no endpoint to try, 504 when one timed out, 502 otherwise. A client
+// that went away gets nothing.
+func proxyError(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil {
+		if rec, ok := w.(*recorder); ok {
+			rec.code = 499 // nginx's "client closed request", for logs and metrics
+		}
+		return
+	}
+	var ne net.Error
+	switch {
+	case errors.Is(err, errNoEndpoint):
+		plain(w, http.StatusServiceUnavailable, "no endpoint to send the request to")
+	case errors.Is(err, errUpstreamTimeout), errors.As(err, &ne) && ne.Timeout():
+		plain(w, http.StatusGatewayTimeout, "the endpoint did not answer in time")
+	default:
+		klog.V(2).InfoS("Endpoint failed", "host", r.Host, "path", r.URL.Path, "err", err)
+		plain(w, http.StatusBadGateway, "the endpoint failed to answer")
+	}
+}
+
+// plain writes a short text answer.
+func plain(w http.ResponseWriter, code int, msg string) {
+	h := w.Header()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	io.WriteString(w, strconv.Itoa(code)+" "+http.StatusText(code)+": "+msg+"\n")
+}
+
+// newRequestID returns 32 hex digits, as nginx's $request_id.
+func newRequestID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// recorder notes the status and size of a response. Unwrap lets
+// ReverseProxy flush and hijack (for upgrades) through it.
+type recorder struct {
+	http.ResponseWriter
+	code  int
+	bytes int64
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.code == 0 && code >= 200 || code == http.StatusSwitchingProtocols {
+		r.code = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(p []byte) (int, error) {
+	if r.code == 0 {
+		r.code = http.StatusOK
+	}
+	n, err := r.ResponseWriter.Write(p)
+	r.bytes += int64(n)
+	return n, err
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+func (r *recorder) status() int {
+	if r.code == 0 {
+		return http.StatusOK
+	}
+	return r.code
+}
+
+// bufferPool lends ReverseProxy its copy buffers.
+type bufferPool struct{}
+
+var buffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+func (bufferPool) Get() []byte  { return *buffers.Get().(*[]byte) }
+func (bufferPool) Put(b []byte) { buffers.Put(&b) }

@@ -1,0 +1,102 @@
+package ingress
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"portal.dev/portal/ingress/route"
+)
+
+// Metrics are the controller's Prometheus metrics, in a registry of its
+// own. Requests are labelled by the matched rule (Ingress, host and path
+// as written), never by the request's own host or path, so a scan of
+// random URLs cannot grow the series without bound.
+type Metrics struct {
+	// Registry holds every metric below.
+	Registry *prometheus.Registry
+
+	requests        *prometheus.CounterVec
+	duration        *prometheus.HistogramVec
+	connectErrors   *prometheus.CounterVec
+	configTimestamp prometheus.Gauge
+	configsApplied  prometheus.Counter
+}
+
+// NewMetrics returns the metrics, registered.
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "portal", Subsystem: "ingress", Name: "requests_total",
+			Help: "Requests by Ingress, rule host and path, method and status class (2xx...); 404s that matched no rule have an empty ingress.",
+		}, []string{"ingress", "host", "path", "method", "status"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "portal", Subsystem: "ingress", Name: "request_duration_seconds",
+			Help:    "Time from a request's arrival to the end of its response, by Ingress.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"ingress"}),
+		connectErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "portal", Subsystem: "ingress", Name: "upstream_connect_errors_total",
+			Help: "Failed connections to endpoints, by backend Service and port.",
+		}, []string{"service", "port"}),
+		configTimestamp: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "portal", Subsystem: "ingress", Name: "config_last_applied_timestamp_seconds",
+			Help: "When the routing table being served was built, in seconds since the epoch.",
+		}),
+		configsApplied: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "portal", Subsystem: "ingress", Name: "configs_applied_total",
+			Help: "Routing tables applied since the start.",
+		}),
+	}
+	m.Registry.MustRegister(m.requests, m.duration, m.connectErrors, m.configTimestamp, m.configsApplied,
+		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	return m
+}
+
+// Handler serves the registry's metrics.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})
+}
+
+// Applied records that a Table built at built is now served.
+func (m *Metrics) Applied(built time.Time) {
+	m.configsApplied.Inc()
+	if !built.IsZero() {
+		m.configTimestamp.Set(float64(built.UnixNano()) / 1e9)
+	}
+}
+
+func (m *Metrics) request(match route.Match, method string, status int, d time.Duration) {
+	ingress := ""
+	if match.Backend != nil {
+		ingress = match.Ingress.String()
+	}
+	m.requests.WithLabelValues(ingress, match.Host, match.Path, methodLabel(method), statusClass(status)).Inc()
+	m.duration.WithLabelValues(ingress).Observe(d.Seconds())
+}
+
+func (m *Metrics) upstreamConnectError(b *route.Backend) {
+	m.connectErrors.WithLabelValues(b.Service.String(), b.Port).Inc()
+}
+
+// methodLabel keeps the method label bounded: a client may send any
+// token as a method.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return m
+	}
+	return "OTHER"
+}
+
+func statusClass(code int) string {
+	if code < 100 || code > 599 {
+		return "other"
+	}
+	return strconv.Itoa(code/100) + "xx"
+}

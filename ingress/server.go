@@ -1,0 +1,155 @@
+package ingress
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"k8s.io/klog/v2"
+)
+
+// Limits of the client side, against slow and oversized requests.
+const (
+	// readHeaderTimeout bounds the time a client takes to send its
+	// request headers (slowloris), as nginx's client_header_timeout.
+	readHeaderTimeout = 60 * time.Second
+	// idleTimeout closes a client's keep-alive connection idle that long,
+	// nginx's keepalive_timeout is 75s.
+	idleTimeout = 75 * time.Second
+	// maxHeaderBytes is the most request header a client may send; more
+	// is answered 431. nginx allows 4 buffers of 8k.
+	maxHeaderBytes = 32 << 10
+)
+
+// BindError is the error of a port that could not be listened on.
+type BindError struct {
+	Flag string // --http-port or --https-port
+	Addr string
+	Err  error
+}
+
+func (e *BindError) Error() string {
+	return fmt.Sprintf("listen on %s (%s): %v", e.Addr, e.Flag, e.Err)
+}
+
+func (e *BindError) Unwrap() error { return e.Err }
+
+// Servers are the plain-HTTP and TLS servers of the handler, bound.
+type Servers struct {
+	listeners []net.Listener
+	servers   []*http.Server
+}
+
+// Listen binds --http-port and --https-port (a zero port is not served)
+// and makes their servers; certificates come from routes, then from
+// defaultCert, then from one generated now. A port that cannot be bound
+// is a *BindError.
+func Listen(o Options, h *Handler, routes func() Routes, defaultCert func() *tls.Certificate) (*Servers, error) {
+	generated, err := selfSigned()
+	if err != nil {
+		return nil, err
+	}
+	s := &Servers{}
+	for _, l := range []struct {
+		flag    string
+		port    int
+		overTLS bool
+	}{{"--http-port", o.HTTPPort, false}, {"--https-port", o.HTTPSPort, true}} {
+		if l.port == 0 {
+			continue
+		}
+		addr := net.JoinHostPort(o.BindAddress, strconv.Itoa(l.port))
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			s.close()
+			return nil, &BindError{Flag: l.flag, Addr: addr, Err: err}
+		}
+		var tlsConf *tls.Config
+		if l.overTLS {
+			tlsConf = tlsConfig(routes, defaultCert, generated)
+		}
+		s.add(ln, h, tlsConf)
+	}
+	return s, nil
+}
+
+// add serves h on ln, over TLS when tlsConf is set.
+func (s *Servers) add(ln net.Listener, h *Handler, tlsConf *tls.Config) {
+	srv := &http.Server{
+		Handler:           h.Listener(tlsConf != nil, ln.Addr().(*net.TCPAddr).Port),
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		// Malformed requests and the TLS handshakes of scanners are the
+		// clients' problem, not lines in the controller's log.
+		ErrorLog:  log.New(io.Discard, "", 0),
+		Protocols: new(http.Protocols),
+	}
+	srv.Protocols.SetHTTP1(true)
+	if tlsConf != nil {
+		srv.TLSConfig = tlsConf
+		srv.Protocols.SetHTTP2(true)
+		ln = tls.NewListener(ln, tlsConf)
+	} else {
+		// gRPC clients without TLS speak HTTP/2 from the first byte.
+		srv.Protocols.SetUnencryptedHTTP2(true)
+	}
+	s.listeners = append(s.listeners, ln)
+	s.servers = append(s.servers, srv)
+}
+
+// Addrs are the bound addresses, HTTP first.
+func (s *Servers) Addrs() []net.Addr {
+	var a []net.Addr
+	for _, l := range s.listeners {
+		a = append(a, l.Addr())
+	}
+	return a
+}
+
+func (s *Servers) close() {
+	for _, l := range s.listeners {
+		l.Close()
+	}
+}
+
+// Serve serves until ctx ends, then lets requests in flight finish for a
+// few seconds before closing what is left.
+func (s *Servers) Serve(ctx context.Context) error {
+	errs := make(chan error, len(s.servers))
+	var wg sync.WaitGroup
+	for i, srv := range s.servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := srv.Serve(s.listeners[i]); !errors.Is(err, http.ErrServerClosed) {
+				errs <- err
+			}
+		}()
+	}
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errs:
+	}
+	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	for _, srv := range s.servers {
+		if srv.Shutdown(shutdown) != nil {
+			srv.Close()
+		}
+	}
+	wg.Wait()
+	if err != nil {
+		klog.ErrorS(err, "Ingress listener failed")
+	}
+	return err
+}

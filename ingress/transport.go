@@ -1,0 +1,288 @@
+package ingress
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/net/http2"
+
+	"portal.dev/portal/ingress/route"
+)
+
+// maxTries is how many endpoints one request may be tried on when dials
+// fail: a failed dial sent nothing, so any method may be retried.
+const maxTries = 3
+
+// errNoEndpoint is the answer when a backend has no endpoint to try.
+var errNoEndpoint = errors.New("no endpoint")
+
+// errUpstreamTimeout cancels a request whose endpoint was silent for the
+// read or send timeout; the client gets 504.
+var errUpstreamTimeout = errors.New("upstream timed out")
+
+// dialError marks an error of the dial to an endpoint: nothing of the
+// request was sent.
+type dialError struct {
+	addr string
+	err  error
+}
+
+func (e *dialError) Error() string { return "dial " + e.addr + ": " + e.err.Error() }
+func (e *dialError) Unwrap() error { return e.err }
+
+// attempt is what the handler passes to the transport in the request's
+// context: which backend, and the timeouts that apply.
+type attempt struct {
+	backend   *route.Backend
+	endpoints func(*route.Backend) *route.Endpoints
+	connect   time.Duration
+	read      time.Duration
+	send      time.Duration
+	// upstream is the address that answered, for the access log.
+	upstream string
+}
+
+type attemptKey struct{}
+
+// transport sends a request to an endpoint of its backend, over HTTP/1.1
+// or h2c, trying other endpoints when a dial fails.
+type transport struct {
+	h1       *http.Transport
+	h2c      *http2.Transport
+	balancer *balancer
+	// onDialError counts a failed dial of a backend's endpoint.
+	onDialError func(*route.Backend)
+}
+
+func newTransport(b *balancer, defaultConnect time.Duration) *transport {
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		d := net.Dialer{Timeout: defaultConnect, KeepAlive: 30 * time.Second}
+		if a, ok := ctx.Value(attemptKey{}).(*attempt); ok && a.connect > 0 {
+			d.Timeout = a.connect
+		}
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, &dialError{addr: addr, err: err}
+		}
+		return c, nil
+	}
+	return &transport{
+		h1: &http.Transport{
+			DialContext: dial,
+			// Every endpoint is one host to the pool; a busy proxy keeps
+			// many connections to each, as nginx's keepalive does.
+			MaxIdleConns:        0,
+			MaxIdleConnsPerHost: 1024,
+			IdleConnTimeout:     60 * time.Second,
+			// The client's own compression passes through untouched.
+			DisableCompression: true,
+			ForceAttemptHTTP2:  false,
+		},
+		h2c: &http2.Transport{
+			AllowHTTP: true,
+			DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
+				return dial(ctx, network, addr)
+			},
+			DisableCompression: true,
+		},
+		balancer: b,
+	}
+}
+
+// RoundTrip picks an endpoint, sends the request there and retries on
+// another endpoint while dials fail, ejecting those that refused.
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	a, _ := req.Context().Value(attemptKey{}).(*attempt)
+	if a == nil {
+		return nil, errors.New("request without a backend")
+	}
+	rt := http.RoundTripper(t.h1)
+	if a.backend.Protocol == route.H2C {
+		rt = t.h2c
+	}
+	body := &retryBody{body: req.Body}
+	if req.Body == nil || req.Body == http.NoBody {
+		body = nil
+	}
+	defer body.close()
+
+	ctx, cancel := context.WithCancelCause(req.Context())
+	timer := newIdleTimer(cancel, a)
+	var tried []*endpoint
+	var lastErr error = errNoEndpoint
+	for len(tried) < maxTries {
+		e := t.balancer.pick(usable(a.endpoints(a.backend)), tried)
+		if e == nil {
+			break
+		}
+		tried = append(tried, e)
+		out := outgoing(req, ctx, e.addr, body, timer)
+		e.inFlight.Add(1)
+		resp, err := rt.RoundTrip(out)
+		if err == nil {
+			a.upstream = e.addr
+			timer.responding(resp)
+			resp.Body = &trackedBody{ReadCloser: resp.Body, done: func() {
+				e.inFlight.Add(-1)
+				timer.stop()
+				cancel(nil)
+			}}
+			return resp, nil
+		}
+		e.inFlight.Add(-1)
+		lastErr = err
+		var de *dialError
+		if !errors.As(err, &de) || (body != nil && body.read.Load()) || ctx.Err() != nil {
+			break
+		}
+		e.eject(t.balancer.now())
+		if t.onDialError != nil {
+			t.onDialError(a.backend)
+		}
+	}
+	timer.stop()
+	if cause := context.Cause(ctx); cause != nil && errors.Is(cause, errUpstreamTimeout) {
+		lastErr = cause
+	}
+	cancel(nil)
+	return nil, lastErr
+}
+
+// outgoing is req as sent to one endpoint: a shallow copy, as a
+// RoundTripper must not change the request it is given.
+func outgoing(req *http.Request, ctx context.Context, addr string, body *retryBody, timer *idleTimer) *http.Request {
+	out := req.WithContext(ctx)
+	u := *req.URL
+	u.Host = addr
+	out.URL = &u
+	if body != nil {
+		body.timer = timer
+		out.Body = body
+	}
+	return out
+}
+
+// retryBody is a request body that survives a failed attempt: the
+// transport closes the body it was given even when the dial failed, and
+// then nothing was read, so the next endpoint can be given it again.
+type retryBody struct {
+	body  io.ReadCloser
+	read  atomic.Bool // the transport reads in its own goroutine
+	timer *idleTimer
+}
+
+func (b *retryBody) Read(p []byte) (int, error) {
+	n, err := b.body.Read(p)
+	if n > 0 {
+		b.read.Store(true)
+		b.timer.sending()
+	}
+	return n, err
+}
+
+// Close is left to RoundTrip, which knows when no attempt is left.
+func (b *retryBody) Close() error { return nil }
+
+func (b *retryBody) close() {
+	if b != nil {
+		b.body.Close()
+	}
+}
+
+// trackedBody calls done once when the response body is closed.
+type trackedBody struct {
+	io.ReadCloser
+	once sync.Once
+	done func()
+}
+
+func (b *trackedBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(b.done)
+	return err
+}
+
+// Write makes an upgraded connection (101 Switching Protocols) writable
+// through the wrapper, as ReverseProxy needs an io.ReadWriteCloser.
+func (b *trackedBody) Write(p []byte) (int, error) {
+	if w, ok := b.ReadCloser.(io.Writer); ok {
+		return w.Write(p)
+	}
+	return 0, errors.New("response body is not writable")
+}
+
+// idleTimer cancels a request whose endpoint is silent too long: the
+// send timeout while the request body goes out, the read timeout while
+// waiting for the response and between reads of its body, as nginx's
+// proxy_send_timeout and proxy_read_timeout bound the time between two
+// successive operations, not the whole exchange.
+type idleTimer struct {
+	mu         sync.Mutex
+	t          *time.Timer
+	read, send time.Duration
+	stopped    bool
+}
+
+func newIdleTimer(cancel context.CancelCauseFunc, a *attempt) *idleTimer {
+	it := &idleTimer{read: a.read, send: a.send}
+	if it.read <= 0 {
+		return it
+	}
+	it.t = time.AfterFunc(it.read, func() { cancel(errUpstreamTimeout) })
+	return it
+}
+
+func (it *idleTimer) reset(d time.Duration) {
+	if it == nil || it.t == nil || d <= 0 {
+		return
+	}
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	if !it.stopped {
+		it.t.Reset(d)
+	}
+}
+
+func (it *idleTimer) sending() { it.reset(it.send) }
+
+// responding arms the timer for the response body, or stops it for an
+// upgraded connection, which may be idle as long as its peers like.
+func (it *idleTimer) responding(resp *http.Response) {
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		it.stop()
+		return
+	}
+	it.reset(it.read)
+	resp.Body = &timedBody{ReadCloser: resp.Body, timer: it}
+}
+
+func (it *idleTimer) stop() {
+	if it == nil || it.t == nil {
+		return
+	}
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	it.stopped = true
+	it.t.Stop()
+}
+
+// timedBody rearms the read timeout at every read of a response body.
+type timedBody struct {
+	io.ReadCloser
+	timer *idleTimer
+}
+
+func (b *timedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		b.timer.reset(b.timer.read)
+	}
+	return n, err
+}
