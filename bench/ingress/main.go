@@ -33,7 +33,7 @@ const className = "portal"
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: bench-ingress setup|scale [flags]")
+		fmt.Fprintln(os.Stderr, "usage: bench-ingress setup|scale|serve [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -42,6 +42,8 @@ func main() {
 		err = setup(os.Args[2:])
 	case "scale":
 		err = scale(os.Args[2:])
+	case "serve":
+		err = serve(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
@@ -104,7 +106,7 @@ func setup(args []string) error {
 	if err := createService(ctx, client, "default", "web", ip, port); err != nil {
 		return err
 	}
-	ing := ingress("default", "web", "", "web", pathRule("/", networkingv1.PathTypePrefix))
+	ing := newIngress("default", "web", "", "web", pathRule("/", networkingv1.PathTypePrefix))
 	if _, err := client.NetworkingV1().Ingresses("default").Create(ctx, ing, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create Ingress web: %w", err)
 	}
@@ -160,14 +162,14 @@ func slice(ns, name, ip string, port int32) *discoveryv1.EndpointSlice {
 	}
 }
 
-// pathRule is one path of an Ingress rule; ingress fills in the backend.
+// pathRule is one path of an Ingress rule; newIngress fills in the backend.
 func pathRule(path string, pathType networkingv1.PathType) networkingv1.HTTPIngressPath {
 	return networkingv1.HTTPIngressPath{Path: path, PathType: ptr.To(pathType)}
 }
 
-// ingress is Ingress ns/name of class portal with one rule for host (""
+// newIngress is Ingress ns/name of class portal with one rule for host (""
 // for every host) whose paths all go to Service svc, port "http".
-func ingress(ns, name, host, svc string, paths ...networkingv1.HTTPIngressPath) *networkingv1.Ingress {
+func newIngress(ns, name, host, svc string, paths ...networkingv1.HTTPIngressPath) *networkingv1.Ingress {
 	for i := range paths {
 		paths[i].Backend = serviceBackend(svc)
 	}

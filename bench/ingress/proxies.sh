@@ -46,7 +46,7 @@ proxy_haproxy() {
   cat > "$L4RUN/px-haproxy/haproxy.cfg" <<CONF
 global
     nbthread 1
-    maxconn 20000
+    maxconn 8000
 defaults
     mode http
     timeout connect 5s
@@ -102,5 +102,5 @@ CONF
 }
 
 proxy_portal() {
-  bench_proxy portal "$repo/bin/portal" "${portal_args[@]}"
+  bench_proxy portal "${portal_cmd[@]}"
 }

@@ -96,8 +96,16 @@ install -m 0644 "$L4RUN/api/admin.kubeconfig" "$L4RUN/kc/kubeconfig"
 kc=$L4RUN/kc/kubeconfig
 inns bin/bench-ingress setup -kubeconfig "$kc" -backend "$backend_ip:8080" -cert "$L4RUN/tls/cert.pem" -key "$L4RUN/tls/key.pem"
 
-portal_args=(ingress --kubeconfig "$kc" --http-port $http_port --https-port $https_port
+portal_args=(--kubeconfig "$kc" --http-port $http_port --https-port $https_port
   --default-ssl-certificate default/bench-tls --metrics-bind-address 127.0.0.1:10354)
+if bin/portal ingress --help >/dev/null 2>&1; then
+  portal_cmd=("$repo/bin/portal" ingress "${portal_args[@]}")
+else
+  # Until the binary has the command: the same packages (route, ingress) serving a Table
+  # built once from the same objects, without the watch.
+  echo "# portal: no \`portal ingress\` in this build; measuring \`bench-ingress serve\` (packages ingress and route, no watch)"
+  portal_cmd=("$repo/bin/bench-ingress" serve "${portal_args[@]}")
+fi
 . "$repo/bench/ingress/proxies.sh"
 
 results=$L4RUN/results.txt
@@ -157,15 +165,27 @@ wait_served() {
   return 1
 }
 
-# profile_portal: a CPU profile of Portal's ingress during a second keep-alive load.
+# profile_portal: a CPU profile of Portal's ingress during a second keep-alive load, from
+# /debug/pprof on its metrics address, or from perf when that does not answer.
 profile_portal() {
-  local secs=$((DUR > 4 ? DUR - 2 : DUR))
-  ( sleep 1; inns curl -sf -o "$PROFILE" "http://127.0.0.1:10354/debug/pprof/profile?seconds=$secs" ||
-      log "no profile: /debug/pprof/profile on the metrics address did not answer" ) &
+  local secs=$((DUR > 4 ? DUR - 2 : DUR)) perfdata=$L4RUN/perf.data
+  (
+    sleep 1
+    if ! inns curl -sf -o "$PROFILE" "http://127.0.0.1:10354/debug/pprof/profile?seconds=$secs"; then
+      rm -f "$PROFILE"
+      perf record -q -F 499 -g -p "$proxy_pid" -o "$perfdata" -- sleep "$secs" >/dev/null 2>&1 || true
+    fi
+  ) &
   local cp=$!
   load portal "$proxy_pid" keepalive-profiled "http://127.0.0.1:$http_port/1k.bin" 64 >/dev/null
   wait "$cp" || true
-  [ -s "$PROFILE" ] && go tool pprof -top -nodecount=40 bin/portal "$PROFILE" 2>/dev/null | sed 's/^/# pprof /' | head -50
+  if [ -s "$PROFILE" ]; then
+    go tool pprof -top -nodecount=40 "${portal_cmd[0]}" "$PROFILE" 2>/dev/null | sed 's/^/# pprof /' | head -50
+  elif [ -s "$perfdata" ]; then
+    perf report -i "$perfdata" --no-children --stdio --percent-limit 0.8 -g none 2>/dev/null | grep -v '^#' | grep . |
+      head -50 | sed 's/^/# perf /'
+    cp "$perfdata" "$PROFILE.perf"
+  fi
 }
 
 throughput() {

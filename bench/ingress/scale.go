@@ -120,7 +120,7 @@ func (b *scaleBench) fill(ctx context.Context, n int) error {
 		if err := createService(ctx, b.client, scaleNS, svcName(i), b.backends[0], b.port); err != nil {
 			return err
 		}
-		ing := ingress(scaleNS, fmt.Sprintf("i%d", i), hostName(i), svcName(i),
+		ing := newIngress(scaleNS, fmt.Sprintf("i%d", i), hostName(i), svcName(i),
 			pathRule("/a", networkingv1.PathTypePrefix), pathRule("/b", networkingv1.PathTypeExact))
 		_, err := b.client.NetworkingV1().Ingresses(scaleNS).Create(ctx, ing, metav1.CreateOptions{})
 		return err
