@@ -56,6 +56,7 @@ type Result struct {
 	services  map[types.NamespacedName]struct{}
 	secrets   map[types.NamespacedName]struct{}
 	certs     certCache
+	ingresses map[types.UID]bool
 }
 
 // UsesService reports whether a rule or default backend names the
@@ -116,21 +117,24 @@ type builder struct {
 // Build makes a Table from the Ingresses of the class and the objects
 // they name. It is pure: everything it reads comes from in.
 func Build(in Input) *Result {
+	n := len(in.Ingresses) // sizes the maps: growing them is most of a build's time
 	b := &builder{
 		in:        in,
-		t:         &Table{Built: in.Now, hosts: map[string]*VirtualHost{}, wildcards: map[string]*VirtualHost{}},
-		backends:  map[backendKey]*Backend{},
-		byService: map[types.NamespacedName][]*Backend{},
-		services:  map[types.NamespacedName]struct{}{},
+		t:         &Table{Built: in.Now, hosts: make(map[string]*VirtualHost, n), wildcards: map[string]*VirtualHost{}},
+		backends:  make(map[backendKey]*Backend, n),
+		byService: make(map[types.NamespacedName][]*Backend, n),
+		services:  make(map[types.NamespacedName]struct{}, n),
 		secrets:   map[types.NamespacedName]struct{}{},
 		certs:     certCache{},
-		claimed:   map[ruleKey]*networkingv1.Ingress{},
+		claimed:   make(map[ruleKey]*networkingv1.Ingress, 2*n),
 		tlsClaims: map[string]tlsClaim{},
 	}
 	if p := in.Previous; p != nil {
 		b.prevBackends, b.prevCerts = p.backends, p.certs
 	}
+	ingresses := make(map[types.UID]bool, len(in.Ingresses))
 	for _, ing := range oldestFirst(in.Ingresses) {
+		ingresses[ing.UID] = true
 		b.addIngress(ing)
 	}
 	for _, vh := range b.t.Hosts() {
@@ -148,6 +152,7 @@ func Build(in Input) *Result {
 		Table: b.t, Problems: b.problems,
 		backends: b.backends, byService: b.byService,
 		services: b.services, secrets: b.secrets, certs: b.certs,
+		ingresses: ingresses,
 	}
 }
 
@@ -256,6 +261,9 @@ func (b *builder) virtualHost(host string) *VirtualHost {
 // of its rule hosts are TLS hosts. A Secret that cannot be used leaves its
 // hosts TLS hosts, served with the default certificate.
 func (b *builder) addTLS(ing *networkingv1.Ingress) func(host string) bool {
+	if len(ing.Spec.TLS) == 0 {
+		return noTLS
+	}
 	hosts := map[string]bool{}
 	var leaves []*tls.Certificate
 	for _, t := range ing.Spec.TLS {
@@ -296,6 +304,8 @@ func (b *builder) addTLS(ing *networkingv1.Ingress) func(host string) bool {
 		return false
 	}
 }
+
+func noTLS(string) bool { return false }
 
 // tlsCertificate returns the certificate of a spec.tls entry, or nil
 // (after reporting why) when its Secret cannot be used.
