@@ -101,9 +101,9 @@ portal_args=(--kubeconfig "$kc" --http-port $http_port --https-port $https_port
 if bin/portal ingress --help >/dev/null 2>&1; then
   portal_cmd=("$repo/bin/portal" ingress "${portal_args[@]}")
 else
-  # Until the binary has the command: the same packages (route, ingress) serving a Table
-  # built once from the same objects, without the watch.
-  echo "# portal: no \`portal ingress\` in this build; measuring \`bench-ingress serve\` (packages ingress and route, no watch)"
+  # Until the binary has the command: the same packages (route's Watcher, ingress) wired
+  # as the command would wire them.
+  echo "# portal: no \`portal ingress\` in this build; measuring \`bench-ingress serve\` (route.Watcher and package ingress)"
   portal_cmd=("$repo/bin/bench-ingress" serve "${portal_args[@]}")
 fi
 . "$repo/bench/ingress/proxies.sh"
@@ -232,7 +232,7 @@ summary() {
 }
 
 scale() {
-  inns nice -n "$NICE" taskset -c "$CLIENT_CORE" bin/bench-ingress scale -kubeconfig "$kc" -portal "$repo/bin/portal" \
+  inns nice -n "$NICE" taskset -c "$CLIENT_CORE" bin/bench-ingress scale -kubeconfig "$kc" -ingress-cmd "${portal_cmd[0]} ${portal_cmd[1]}" \
     -core "$SERVER_CORE" -backend "$backend_ip:8080" -backend2 "$backend2_ip:8080" -log "$LOGDIR/portal-scale.log" ${SCALE_ARGS:-}
 }
 

@@ -35,6 +35,16 @@ type scaleBench struct {
 	backends [2]string
 	port     int32
 	http     *http.Client
+	// moved are the Services whose endpoint is backends[1].
+	moved map[int]bool
+}
+
+// current is the address Service i's endpoint has now.
+func (b *scaleBench) current(i int) string {
+	if b.moved[i] {
+		return b.backends[1]
+	}
+	return b.backends[0]
 }
 
 // scale fills the API with n Ingresses of two paths (Prefix /a and Exact
@@ -44,7 +54,7 @@ type scaleBench struct {
 func scale(args []string) error {
 	fs := flag.NewFlagSet("scale", flag.ExitOnError)
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the API server")
-	portal := fs.String("portal", "bin/portal", "portal binary")
+	ingressCmd := fs.String("ingress-cmd", "bin/portal ingress", "the ingress command, without its flags (space-separated)")
 	core := fs.String("core", "0", "CPU the ingress is pinned to")
 	logFile := fs.String("log", "/dev/null", "the ingress's log")
 	backend := fs.String("backend", "10.244.0.10:8080", "the endpoint of every Service")
@@ -68,12 +78,16 @@ func scale(args []string) error {
 	}
 	b := &scaleBench{
 		client: client, addr: fmt.Sprintf("127.0.0.1:%d", *httpPort), backends: [2]string{ip, ip2}, port: port,
-		http: &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 4, DisableCompression: true}},
+		moved: map[int]bool{},
+		http:  &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 4, DisableCompression: true}},
 	}
 	ctx := context.Background()
 	// The throughput runs' Ingress routes every host; the changes need
 	// hosts that only their own Ingress routes.
 	if err := client.NetworkingV1().Ingresses("default").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	if err := ensureClass(ctx, client); err != nil {
 		return err
 	}
 	start := time.Now()
@@ -82,7 +96,7 @@ func scale(args []string) error {
 	}
 	fmt.Printf("RESULT scale filled ingresses=%d paths=%d in=%.1fs\n", *n, 2**n, time.Since(start).Seconds())
 
-	cmd, err := startIngress(*portal, *core, *kubeconfig, *logFile, *httpPort)
+	cmd, err := startIngress(strings.Fields(*ingressCmd), *core, *kubeconfig, *logFile, *httpPort)
 	if err != nil {
 		return err
 	}
@@ -127,9 +141,9 @@ func (b *scaleBench) fill(ctx context.Context, n int) error {
 	})
 }
 
-// ingressChanges adds, one change at a time, an Exact path /cK to an
+// ingressChanges adds, one change at a time, a Prefix path /cK to an
 // Ingress spread over the n, and times from the update request until the
-// ingress first serves that path.
+// ingress first serves /cK/who from the backend.
 func (b *scaleBench) ingressChanges(ctx context.Context, n, changes int) ([]time.Duration, error) {
 	var out []time.Duration
 	for k := range changes {
@@ -140,18 +154,18 @@ func (b *scaleBench) ingressChanges(ctx context.Context, n, changes int) ([]time
 			return nil, err
 		}
 		path := fmt.Sprintf("/c%d", k)
-		p := pathRule(path, networkingv1.PathTypeExact)
+		p := pathRule(path, networkingv1.PathTypePrefix)
 		p.Backend = serviceBackend(svcName(i))
 		ing.Spec.Rules[0].HTTP.Paths = append(ing.Spec.Rules[0].HTTP.Paths, p)
-		// The request must not be answered by the rule yet.
-		if code, _, err := b.get(hostName(i), path); err != nil || code != http.StatusNotFound {
-			return nil, fmt.Errorf("%s%s before the change: status %d, %v; want 404", hostName(i), path, code, err)
+		// No rule may serve the path yet.
+		if code, _, err := b.get(hostName(i), path+"/who"); err != nil || code != http.StatusNotFound {
+			return nil, fmt.Errorf("%s%s/who before the change: status %d, %v; want 404", hostName(i), path, code, err)
 		}
 		t := time.Now()
 		if _, err := ings.Update(ctx, ing, metav1.UpdateOptions{}); err != nil {
 			return nil, err
 		}
-		if err := b.waitStatus(hostName(i), path, http.StatusOK, 10*time.Second); err != nil {
+		if err := b.waitBody(hostName(i), path+"/who", b.current(i), 10*time.Second); err != nil {
 			return nil, err
 		}
 		out = append(out, time.Since(t))
@@ -164,14 +178,10 @@ func (b *scaleBench) ingressChanges(ctx context.Context, n, changes int) ([]time
 // until a request through the Ingress is first answered by the new one.
 func (b *scaleBench) endpointChanges(ctx context.Context, n, changes int) ([]time.Duration, error) {
 	var out []time.Duration
-	moved := map[int]bool{}
 	for k := range changes {
 		i := (k * 104729) % n
-		moved[i] = !moved[i]
-		to := b.backends[0]
-		if moved[i] {
-			to = b.backends[1]
-		}
+		b.moved[i] = !b.moved[i]
+		to := b.current(i)
 		s := slice(scaleNS, svcName(i), to, b.port)
 		t := time.Now()
 		if _, err := b.client.DiscoveryV1().EndpointSlices(scaleNS).Update(ctx, s, metav1.UpdateOptions{}); err != nil {
@@ -233,16 +243,17 @@ func (b *scaleBench) waitBody(hostname, path, want string, timeout time.Duration
 	}
 }
 
-// startIngress starts `portal ingress` pinned to core, serving HTTP on
+// startIngress starts the ingress command pinned to core, serving HTTP on
 // httpPort (HTTPS one above).
-func startIngress(portal, core, kubeconfig, logFile string, httpPort int) (*exec.Cmd, error) {
+func startIngress(command []string, core, kubeconfig, logFile string, httpPort int) (*exec.Cmd, error) {
 	log, err := os.Create(logFile)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command("taskset", "-c", core, portal, "ingress", "--kubeconfig", kubeconfig,
-		"--http-port", strconv.Itoa(httpPort), "--https-port", strconv.Itoa(httpPort+1),
-		"--metrics-bind-address", "127.0.0.1:10355")
+	args := append([]string{"-c", core}, command...)
+	args = append(args, "--kubeconfig", kubeconfig, "--http-port", strconv.Itoa(httpPort),
+		"--https-port", strconv.Itoa(httpPort+1), "--metrics-bind-address", "127.0.0.1:10355")
+	cmd := exec.Command("taskset", args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	// taskset execs the ingress, so the PID is the ingress's own.
 	if err := cmd.Start(); err != nil {

@@ -2,33 +2,22 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"flag"
-	"fmt"
 	"net/http"
 	"net/http/pprof"
 	"os/signal"
-	"strings"
 	"syscall"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/informers"
 
 	"portal.dev/portal/ingress"
 	"portal.dev/portal/ingress/route"
 )
 
-// serve is Portal's ingress data plane without its watch: it lists the
-// objects once, builds the routing Table with package route and serves it
-// with package ingress, as `portal ingress` does, plus /debug/pprof on the
-// metrics address. run.sh uses it for the throughput runs only while the
-// binary has no `portal ingress` command; the change-latency runs need the
-// real one.
+// serve is Portal's ingress without its command: a route.Watcher keeps the
+// routing Table current from informers and package ingress serves it, as
+// `portal ingress` wires them, plus /debug/pprof on the metrics address.
+// run.sh uses it only while the binary has no `portal ingress` command.
 func serve(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ExitOnError)
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the API server")
@@ -45,32 +34,20 @@ func serve(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
-	src := &listed{services: map[types.NamespacedName]*corev1.Service{}, secrets: map[types.NamespacedName]*corev1.Secret{},
-		slices: map[types.NamespacedName][]*discoveryv1.EndpointSlice{}}
-	ings, err := src.list(ctx, client)
-	if err != nil {
-		return err
-	}
-	res := route.Build(route.Input{Ingresses: ings, Sources: src, Now: time.Now()})
-	for _, p := range res.Problems {
-		fmt.Printf("problem: %s/%s %s: %s\n", p.Ingress.Namespace, p.Ingress.Name, p.Reason, p.Message)
-	}
-	var defaultCert *tls.Certificate
-	if ns, name, ok := strings.Cut(o.DefaultSSLCertificate, "/"); ok {
-		s := src.secrets[types.NamespacedName{Namespace: ns, Name: name}]
-		if s == nil {
-			return fmt.Errorf("no Secret %s", o.DefaultSSLCertificate)
-		}
-		c, err := tls.X509KeyPair(s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey])
-		if err != nil {
-			return err
-		}
-		defaultCert = &c
-	}
-	routes := func() ingress.Routes { return res.Table }
+	factory := informers.NewSharedInformerFactory(client, 0)
+	w := route.NewWatcher(client, factory, route.WatcherOptions{
+		IngressClass:          o.IngressClass,
+		DefaultSSLCertificate: o.DefaultSSLCertificate,
+	})
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	errs := make(chan error, 2)
+	go func() { errs <- w.Run(ctx) }()
+
+	routes := func() ingress.Routes { return w.Table() }
 	m := ingress.NewMetrics()
 	h := ingress.NewHandler(routes, o, m)
-	srv, err := ingress.Listen(o, h, routes, func() *tls.Certificate { return defaultCert })
+	srv, err := ingress.Listen(o, h, routes, w.DefaultCertificate)
 	if err != nil {
 		return err
 	}
@@ -81,58 +58,8 @@ func serve(args []string) error {
 	ms := &http.Server{Addr: o.MetricsBindAddress, Handler: mux}
 	go ms.ListenAndServe()
 	defer ms.Close()
-	return srv.Serve(ctx)
-}
-
-// listed are the Services, Secrets and EndpointSlices of one listing.
-type listed struct {
-	services map[types.NamespacedName]*corev1.Service
-	secrets  map[types.NamespacedName]*corev1.Secret
-	slices   map[types.NamespacedName][]*discoveryv1.EndpointSlice
-}
-
-// list fills l and returns the Ingresses of class portal.
-func (l *listed) list(ctx context.Context, client kubernetes.Interface) ([]*networkingv1.Ingress, error) {
-	svcs, err := client.CoreV1().Services("").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	for i := range svcs.Items {
-		s := &svcs.Items[i]
-		l.services[types.NamespacedName{Namespace: s.Namespace, Name: s.Name}] = s
-	}
-	secrets, err := client.CoreV1().Secrets("").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	for i := range secrets.Items {
-		s := &secrets.Items[i]
-		l.secrets[types.NamespacedName{Namespace: s.Namespace, Name: s.Name}] = s
-	}
-	slices, err := client.DiscoveryV1().EndpointSlices("").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	for i := range slices.Items {
-		s := &slices.Items[i]
-		nn := types.NamespacedName{Namespace: s.Namespace, Name: s.Labels[discoveryv1.LabelServiceName]}
-		l.slices[nn] = append(l.slices[nn], s)
-	}
-	list, err := client.NetworkingV1().Ingresses("").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	var ings []*networkingv1.Ingress
-	for i := range list.Items {
-		if c := list.Items[i].Spec.IngressClassName; c != nil && *c == className {
-			ings = append(ings, &list.Items[i])
-		}
-	}
-	return ings, nil
-}
-
-func (l *listed) Service(nn types.NamespacedName) *corev1.Service { return l.services[nn] }
-func (l *listed) Secret(nn types.NamespacedName) *corev1.Secret   { return l.secrets[nn] }
-func (l *listed) EndpointSlices(nn types.NamespacedName) []*discoveryv1.EndpointSlice {
-	return l.slices[nn]
+	go func() { errs <- srv.Serve(ctx) }()
+	err = <-errs
+	stop()
+	return err
 }
