@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -95,7 +96,11 @@ func (b *bootstrapper) run(hc genericapiserver.PostStartHookContext) error {
 	ctx := hc.Context
 	// The first pass must finish before the server reports ready.
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		if err := b.reconcile(ctx, client); err != nil {
+		err := b.reconcile(ctx, client)
+		if err == nil {
+			err = ensureIngressClass(ctx, client, b.o.IngressClass, b.o.IngressController)
+		}
+		if err != nil {
 			klog.InfoS("Bootstrap not done yet", "err", err)
 			return false, nil
 		}
@@ -132,6 +137,31 @@ func (b *bootstrapper) reconcile(ctx context.Context, client kubernetes.Interfac
 		return err
 	}
 	return b.reconcileEndpointSlice(ctx, client, peers)
+}
+
+// ensureIngressClass creates the IngressClass name of controller, marked
+// as the default class, unless one of that name exists. It runs once per
+// start, not in the periodic pass, as add-on managers treat objects they
+// only ensure exist: a user's edits (unmarking it as default, say) are
+// kept, and a deleted class stays deleted until the next start. To be rid
+// of it for good, leave the ingress component out of the server.
+func ensureIngressClass(ctx context.Context, client kubernetes.Interface, name, controller string) error {
+	if name == "" {
+		return nil
+	}
+	ic := &networkingv1.IngressClass{
+		ObjectMeta: metav1.ObjectMeta{Name: name,
+			Annotations: map[string]string{networkingv1.AnnotationIsDefaultIngressClass: "true"}},
+		Spec: networkingv1.IngressClassSpec{Controller: controller},
+	}
+	_, err := client.NetworkingV1().IngressClasses().Create(ctx, ic, metav1.CreateOptions{})
+	switch {
+	case err == nil:
+		klog.InfoS("Created the default IngressClass", "ingressClass", name, "controller", controller)
+	case !apierrors.IsAlreadyExists(err):
+		return fmt.Errorf("ingress class %s: %w", name, err)
+	}
+	return nil
 }
 
 func (b *bootstrapper) kubernetesService(port int32) *corev1.Service {

@@ -37,6 +37,7 @@ import (
 	basecompatibility "k8s.io/component-base/compatibility"
 	baseversion "k8s.io/component-base/version"
 
+	"portal.dev/portal/apiserver/admission/defaultingressclass"
 	"portal.dev/portal/apiserver/auth"
 	"portal.dev/portal/apiserver/embeddedetcd"
 	portalopenapi "portal.dev/portal/apiserver/openapi"
@@ -75,6 +76,12 @@ type Options struct {
 	// timeout), or repair could rob a create in flight.
 	ServiceLeakGrace time.Duration
 	ClusterDomain    string
+
+	// IngressClass, when set, is the name of an IngressClass of
+	// IngressController that the server creates at start, marked as the
+	// default class, if no IngressClass of that name exists (see
+	// ensureIngressClass).
+	IngressClass, IngressController string
 
 	// ExtraReadyChecks join /readyz, so that it says ok only once
 	// in-process components have synced.
@@ -297,11 +304,16 @@ func applyAdmission(c *genericapiserver.RecommendedConfig, client kubernetes.Int
 		return err
 	}
 	init := genericadmissioninit.New(client, nil, c.SharedInformerFactory, c.Authorization.Authorizer, c.FeatureGate, c.EffectiveVersion, c.DrainedNotify(), nil)
-	init.Initialize(nsLifecycle)
-	if err := admission.ValidateInitialization(nsLifecycle); err != nil {
-		return err
+	// DefaultIngressClass fills in the class of a new Ingress that names
+	// none, as kube-apiserver's default plugin set does.
+	ingressClass := defaultingressclass.New()
+	for _, p := range []admission.Interface{nsLifecycle, ingressClass} {
+		init.Initialize(p)
+		if err := admission.ValidateInitialization(p); err != nil {
+			return err
+		}
 	}
-	c.AdmissionControl = admission.NewChainHandler(nsLifecycle)
+	c.AdmissionControl = admission.NewChainHandler(nsLifecycle, ingressClass)
 	return nil
 }
 

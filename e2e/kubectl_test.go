@@ -116,9 +116,10 @@ func TestKubectl(t *testing.T) {
 		}
 	})
 	t.Run("status subresource", func(t *testing.T) {
-		// Load-balancer status is only allowed on a LoadBalancer Service.
+		// Load-balancer status is only allowed on a LoadBalancer Service;
+		// a class of its own keeps servicelb from writing it.
 		k("patch", "svc", "my-service", "--type", "merge",
-			"-p", `{"spec":{"type":"LoadBalancer","allocateLoadBalancerNodePorts":false}}`)
+			"-p", `{"spec":{"type":"LoadBalancer","allocateLoadBalancerNodePorts":false,"loadBalancerClass":"example.com/manual"}}`)
 		k("patch", "svc", "my-service", "--subresource=status", "--type", "merge",
 			"-p", `{"status":{"loadBalancer":{"ingress":[{"ip":"192.0.2.7"}]}}}`)
 		if got := k("get", "svc", "my-service", "-o", "jsonpath={.status.loadBalancer.ingress[0].ip}"); got != "192.0.2.7" {

@@ -114,6 +114,14 @@ func (e *endpoint) ejected(now time.Time) bool {
 	return now.Before(e.ejectedUntil)
 }
 
+// remembered says whether e's last ejection still counts: it is in
+// force, or recent enough for a new failure to double it.
+func (e *endpoint) remembered(now time.Time) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.ejection > 0 && !now.After(e.ejectedUntil.Add(e.ejection))
+}
+
 // eject keeps new requests away from e after a failed dial.
 func (e *endpoint) eject(now time.Time) {
 	e.mu.Lock()
@@ -128,4 +136,16 @@ func (e *endpoint) eject(now time.Time) {
 		e.ejection *= 2
 	}
 	e.ejectedUntil = now.Add(e.ejection)
+}
+
+// sweep forgets the endpoints with nothing in flight and no ejection to
+// remember, so that addresses of pods long gone do not pile up; an
+// address still in use gets fresh state at its next pick.
+func (b *balancer) sweep(now time.Time) {
+	b.endpoints.Range(func(k, v any) bool {
+		if e := v.(*endpoint); e.inFlight.Load() == 0 && !e.remembered(now) {
+			b.endpoints.Delete(k)
+		}
+		return true
+	})
 }

@@ -71,3 +71,28 @@ func TestPickFewerInFlight(t *testing.T) {
 		t.Errorf("got %s with every endpoint tried, want none", got.addr)
 	}
 }
+
+// Endpoints with nothing in flight and no recent ejection are forgotten.
+func TestSweep(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	b := &balancer{now: func() time.Time { return now }}
+	busy, ejected := b.state("10.0.0.1:80"), b.state("10.0.0.3:80")
+	b.state("10.0.0.2:80") // idle
+	busy.inFlight.Add(1)
+	ejected.eject(now)
+	count := func() int {
+		n := 0
+		b.endpoints.Range(func(any, any) bool { n++; return true })
+		return n
+	}
+	b.sweep(now)
+	if got := count(); got != 2 {
+		t.Errorf("after the first sweep: got %d endpoints, want 2 (busy, ejected)", got)
+	}
+	now = now.Add(time.Minute)
+	busy.inFlight.Add(-1)
+	b.sweep(now)
+	if got := count(); got != 0 {
+		t.Errorf("a minute later: got %d endpoints, want none", got)
+	}
+}

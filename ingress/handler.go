@@ -32,7 +32,6 @@ type Routes interface {
 // endpoints of the matched backend. One Handler serves every listener.
 type Handler struct {
 	routes    func() Routes
-	endpoints func(*route.Backend) *route.Endpoints
 	opts      Options
 	metrics   *Metrics
 	balancer  *balancer
@@ -44,11 +43,10 @@ type Handler struct {
 // request, with o's timeouts and ports, counting into m.
 func NewHandler(routes func() Routes, o Options, m *Metrics) *Handler {
 	h := &Handler{
-		routes:    routes,
-		endpoints: (*route.Backend).Endpoints,
-		opts:      o,
-		metrics:   m,
-		balancer:  &balancer{now: time.Now},
+		routes:   routes,
+		opts:     o,
+		metrics:  m,
+		balancer: &balancer{now: time.Now},
 	}
 	h.transport = newTransport(h.balancer, o.ConnectTimeout)
 	h.transport.onDialError = m.upstreamConnectError
@@ -62,6 +60,24 @@ func NewHandler(routes func() Routes, o Options, m *Metrics) *Handler {
 		ErrorLog: log.New(io.Discard, "", 0),
 	}
 	return h
+}
+
+// sweepInterval is how often the balancer forgets endpoints that are
+// neither busy nor recently ejected.
+const sweepInterval = 10 * time.Minute
+
+// sweep runs the balancer's sweep until ctx ends.
+func (h *Handler) sweep(ctx context.Context) error {
+	t := time.NewTicker(sweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			h.balancer.sweep(time.Now())
+		case <-ctx.Done():
+			return nil
+		}
+	}
 }
 
 // Listener returns the handler of one listener: overTLS tells requests
@@ -101,10 +117,10 @@ func (l *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(rw, r, l.httpsURL(r, host), http.StatusPermanentRedirect)
 	case m.Backend.Unavailable != "":
 		plain(rw, http.StatusServiceUnavailable, m.Backend.Unavailable)
-	case len(usable(l.endpoints(m.Backend))) == 0:
+	case len(usable(m.Backend.Endpoints())) == 0:
 		plain(rw, http.StatusServiceUnavailable, "Service "+m.Backend.Service.String()+" has no ready endpoint")
 	default:
-		req.attempt = attempt{backend: m.Backend, endpoints: l.endpoints,
+		req.attempt = attempt{backend: m.Backend,
 			connect: l.opts.ConnectTimeout, read: l.opts.ReadTimeout, send: l.opts.SendTimeout}
 		if o := m.Options; o != nil {
 			req.connect = or(o.ConnectTimeout, req.connect)

@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -30,46 +29,20 @@ func (f *fakeRoutes) Route(host, path string, overTLS bool) route.Match {
 
 func (f *fakeRoutes) Certificate(serverName string) *tls.Certificate { return f.certs[serverName] }
 
-// fakeEndpoints are the endpoints of backends made by tests.
-type fakeEndpoints struct {
-	mu sync.Mutex
-	m  map[*route.Backend]*route.Endpoints
-}
-
-func (f *fakeEndpoints) get(b *route.Backend) *route.Endpoints {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if e := f.m[b]; e != nil {
-		return e
-	}
-	return &route.Endpoints{}
-}
-
-func (f *fakeEndpoints) set(b *route.Backend, ready ...string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.m == nil {
-		f.m = map[*route.Backend]*route.Endpoints{}
-	}
-	f.m[b] = &route.Endpoints{Ready: ready}
-}
-
 // testBed is a Handler served on loopback listeners, plain and TLS.
 type testBed struct {
-	routes    *fakeRoutes
-	endpoints *fakeEndpoints
-	handler   *Handler
-	metrics   *Metrics
-	http      string // address of the plain listener
-	https     string // address of the TLS listener
+	routes  *fakeRoutes
+	handler *Handler
+	metrics *Metrics
+	http    string // address of the plain listener
+	https   string // address of the TLS listener
 }
 
 func newTestBed(t *testing.T, o Options) *testBed {
 	t.Helper()
-	tb := &testBed{routes: &fakeRoutes{hosts: map[string]route.Match{}}, endpoints: &fakeEndpoints{}, metrics: NewMetrics()}
+	tb := &testBed{routes: &fakeRoutes{hosts: map[string]route.Match{}}, metrics: NewMetrics()}
 	routes := func() Routes { return tb.routes }
 	tb.handler = NewHandler(routes, o, tb.metrics)
-	tb.handler.endpoints = tb.endpoints.get
 	generated, err := selfSigned()
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +85,7 @@ func (tb *testBed) backend(host string, m route.Match, endpoints ...string) *rou
 		m.Ingress = types.NamespacedName{Namespace: "default", Name: "web"}
 		m.Host, m.Path = host, "/"
 	}
-	tb.endpoints.set(b, endpoints...)
+	b.SetEndpoints(&route.Endpoints{Ready: endpoints})
 	tb.routes.hosts[host] = m
 	return b
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"strings"
 	"time"
 )
@@ -34,6 +35,10 @@ type Options struct {
 	// PublishStatusAddress is --publish-status-address: addresses
 	// (comma-separated) to publish in Ingress status instead.
 	PublishStatusAddress string
+	// NodeName is --hostname-override: the Node whose addresses are
+	// published in Ingress status when neither PublishService nor
+	// PublishStatusAddress is set (default: the host name, lower-cased).
+	NodeName string
 	// MetricsBindAddress is --metrics-bind-address, serving /metrics and
 	// /healthz (default 127.0.0.1:10254, ingress-nginx's port; empty
 	// disables).
@@ -49,7 +54,9 @@ type Options struct {
 
 // DefaultOptions returns the options of `portal ingress` without flags.
 func DefaultOptions() Options {
+	host, _ := os.Hostname()
 	return Options{
+		NodeName:           strings.ToLower(host),
 		HTTPPort:           80,
 		HTTPSPort:          443,
 		IngressClass:       "portal",
@@ -109,4 +116,15 @@ func (o Options) Validate() error {
 		}
 	}
 	return nil
+}
+
+// statusAddresses are --publish-status-address's addresses.
+func (o Options) statusAddresses() []string {
+	var list []string
+	for _, a := range strings.Split(o.PublishStatusAddress, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			list = append(list, a)
+		}
+	}
+	return list
 }

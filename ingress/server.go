@@ -107,10 +107,10 @@ func (s *Servers) add(ln net.Listener, h *Handler, tlsConf *tls.Config) {
 }
 
 // Addrs are the bound addresses, HTTP first.
-func (s *Servers) Addrs() []net.Addr {
-	var a []net.Addr
+func (s *Servers) Addrs() []string {
+	var a []string
 	for _, l := range s.listeners {
-		a = append(a, l.Addr())
+		a = append(a, l.Addr().String())
 	}
 	return a
 }

@@ -40,11 +40,10 @@ func (e *dialError) Unwrap() error { return e.err }
 // attempt is what the handler passes to the transport in the request's
 // context: which backend, and the timeouts that apply.
 type attempt struct {
-	backend   *route.Backend
-	endpoints func(*route.Backend) *route.Endpoints
-	connect   time.Duration
-	read      time.Duration
-	send      time.Duration
+	backend *route.Backend
+	connect time.Duration
+	read    time.Duration
+	send    time.Duration
 	// upstream is the address that answered, for the access log.
 	upstream string
 }
@@ -118,7 +117,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var tried []*endpoint
 	var lastErr error = errNoEndpoint
 	for len(tried) < maxTries {
-		e := t.balancer.pick(usable(a.endpoints(a.backend)), tried)
+		e := t.balancer.pick(usable(a.backend.Endpoints()), tried)
 		if e == nil {
 			break
 		}

@@ -41,7 +41,7 @@ func addConfigFlags(root *cobra.Command) {
 		switch c.Name() {
 		case "server":
 			addConfigFlag(c, configFlagNames, defaultServerConfig)
-		case "apiserver", "controller-manager", "dns", "agent":
+		case "apiserver", "controller-manager", "dns", "agent", "ingress":
 			addConfigFlag(c, configFlagNames, "")
 		case "proxy":
 			addConfigFlag(c, configKubeProxy, "")

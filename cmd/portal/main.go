@@ -40,7 +40,7 @@ func newRootCommand() *cobra.Command {
 	logging := logsapi.NewLoggingConfiguration()
 	root := &cobra.Command{
 		Use:   "portal",
-		Short: "Kubernetes Service networking: API server, controllers, DNS, proxy and node agent",
+		Short: "Kubernetes Service networking: API server, controllers, DNS, proxy, node agent and Ingress controller",
 		// Runs nothing by itself: the subcommands do.
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cmd.Help()
@@ -72,6 +72,7 @@ func newRootCommand() *cobra.Command {
 		newDNSCommand(),
 		newProxyCommand(),
 		newAgentCommand(),
+		newIngressCommand(),
 		newKubeconfigCommand(),
 		newVersionCommand(),
 		&cobra.Command{

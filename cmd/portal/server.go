@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -22,6 +24,8 @@ import (
 	"portal.dev/portal/controller/manager"
 	"portal.dev/portal/dns"
 	"portal.dev/portal/dns/publish"
+	"portal.dev/portal/ingress"
+	"portal.dev/portal/ingress/route"
 	"portal.dev/portal/proxy"
 )
 
@@ -31,7 +35,7 @@ import (
 var components = []string{"apiserver", "controllers", "dns", "proxy", "agent", "ingress"}
 
 // builtComponents are the ones this binary can run.
-var builtComponents = []string{"apiserver", "controllers", "dns", "proxy", "agent"}
+var builtComponents = []string{"apiserver", "controllers", "dns", "proxy", "agent", "ingress"}
 
 func newServerCommand() *cobra.Command {
 	o := apiserver.DefaultOptions()
@@ -39,6 +43,7 @@ func newServerCommand() *cobra.Command {
 	do := dns.DefaultOptions()
 	ao := agent.DefaultOptions()
 	po := proxy.DefaultOptions()
+	ino := ingress.DefaultOptions()
 	var disable []string
 	cmd := &cobra.Command{
 		Use:   "server",
@@ -65,6 +70,12 @@ func newServerCommand() *cobra.Command {
 			if _, err := apiserver.ParseServiceCIDRs(o.ServiceClusterIPRange); err != nil {
 				return err
 			}
+			if enabled("ingress") {
+				// The class exists whenever this server runs an Ingress
+				// controller; `portal apiserver` alone leaves classes to
+				// the operator.
+				o.IngressClass, o.IngressController = ino.IngressClass, route.ControllerName
+			}
 			// Flags several components share are registered once; copy them.
 			do.ClusterDomain, ao.ClusterDomain = o.ClusterDomain, o.ClusterDomain
 			clusterCIDRs, err := manager.ParseClusterCIDRs(mo.ClusterCIDR)
@@ -76,8 +87,9 @@ func newServerCommand() *cobra.Command {
 				ao.RootDir = filepath.Join(o.DataDir, "agent")
 			}
 			po.HostnameOverride, po.ClusterCIDR = ao.NodeName, mo.ClusterCIDR
+			ino.NodeName = ao.NodeName
 			settleProxyMode(cmd.Flags(), &po, runtime.GOOS == "linux" && os.Geteuid() == 0)
-			so := serverOptions{api: o, controllers: mo, dns: do, agent: ao, proxy: po}
+			so := serverOptions{api: o, controllers: mo, dns: do, agent: ao, proxy: po, ingress: ino}
 			if enabled("agent") && enabled("dns") && agentPossible() {
 				// Pods reach this DNS as the kube-dns Service: serve on the
 				// node's address too, and publish it as an endpoint.
@@ -105,23 +117,25 @@ func newServerCommand() *cobra.Command {
 		addProxyFlags(fs, &po)
 		fs.MarkHidden("cleanup") // `portal proxy --cleanup` is a command of its own
 	})
+	addComponentFlags(cmd.Flags(), "ingress", func(fs *pflag.FlagSet) { addIngressFlags(fs, &ino) })
 	cmd.Flags().StringSliceVar(&disable, "disable", nil, "components to leave out: "+fmt.Sprint(components[1:]))
 	return cmd
 }
 
 // addComponentFlags adds a component's flags to `portal server`. A flag
 // the server already has (the API server's --cluster-domain) is shared; a
-// component's own endpoints (--metrics-bind-address, --health-bind-address,
-// --port) take the component's name as a prefix, as several components
-// have them.
+// component's own endpoints (--bind-address, --metrics-bind-address,
+// --health-bind-address, --port) take the component's name as a prefix,
+// as several components have them.
 func addComponentFlags(fs *pflag.FlagSet, component string, add func(*pflag.FlagSet)) {
 	own := pflag.NewFlagSet(component, pflag.ContinueOnError)
 	add(own)
 	own.VisitAll(func(f *pflag.Flag) {
+		endpoint := f.Name == "port" || f.Name == "bind-address" || strings.HasSuffix(f.Name, "-bind-address")
 		switch {
-		case fs.Lookup(f.Name) != nil && !strings.HasSuffix(f.Name, "-bind-address"):
+		case fs.Lookup(f.Name) != nil && !endpoint:
 			return
-		case (f.Name == "port" || strings.HasSuffix(f.Name, "-bind-address")) && !strings.HasPrefix(f.Name, component+"-"):
+		case endpoint && !strings.HasPrefix(f.Name, component+"-"):
 			f.Name = component + "-" + f.Name
 			f.Usage = component + ": " + f.Usage
 		}
@@ -136,6 +150,7 @@ type serverOptions struct {
 	dns         dns.Options
 	agent       agent.Options
 	proxy       proxy.Options
+	ingress     ingress.Options
 	// publishDNS, when set, makes the DNS an endpoint of kube-dns.
 	publishDNS *publish.Options
 }
@@ -153,6 +168,7 @@ func runServer(ctx context.Context, so serverOptions, enabled func(string) bool)
 		{"dns", startDNS},
 		{"proxy", startProxy},
 		{"agent", startAgent},
+		{"ingress", startIngress},
 		{"controllers", startControllers},
 	} {
 		if enabled(c.name) {
@@ -260,6 +276,40 @@ func startAgent(s *stages, so serverOptions, o *apiserver.Options) error {
 	}
 	o.ExtraReadyChecks = append(o.ExtraReadyChecks, readyCheck("agent", a.Ready))
 	s.run(nodeStage, a.Run)
+	return nil
+}
+
+// startIngress starts the Ingress controller. Ports it cannot bind (80
+// and 443 need root or CAP_NET_BIND_SERVICE) leave it out with one log
+// line saying how to fix it, and the other components keep running: a
+// server started by a user to try Services out should not fail for want
+// of the HTTP ports.
+func startIngress(s *stages, so serverOptions, o *apiserver.Options) error {
+	if err := so.ingress.Validate(); err != nil {
+		return err
+	}
+	client, err := serverClient(*o, "system:portal-ingress")
+	if err != nil {
+		return err
+	}
+	c, err := ingress.New(client, so.ingress)
+	if err != nil {
+		return err
+	}
+	var leftOut atomic.Bool
+	o.ExtraReadyChecks = append(o.ExtraReadyChecks, readyCheck("ingress", func() bool { return leftOut.Load() || c.Ready() }))
+	s.run(nodeStage, func(ctx context.Context) error {
+		err := c.Run(ctx)
+		var bind *ingress.BindError
+		if !errors.As(err, &bind) {
+			return err
+		}
+		leftOut.Store(true)
+		klog.ErrorS(bind.Err, "Ingress controller left out: cannot listen on its port; choose other ports with --http-port and --https-port, or leave it out with --disable ingress",
+			"address", bind.Addr, "flag", bind.Flag)
+		<-ctx.Done()
+		return nil
+	})
 	return nil
 }
 

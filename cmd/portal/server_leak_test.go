@@ -21,6 +21,7 @@ import (
 	"portal.dev/portal/apiserver"
 	"portal.dev/portal/controller/manager"
 	"portal.dev/portal/dns"
+	"portal.dev/portal/ingress"
 	"portal.dev/portal/proxy"
 	"portal.dev/portal/proxy/leftovers"
 )
@@ -54,7 +55,10 @@ func leakTestServer(t *testing.T) (serverOptions, func(string) bool) {
 	po.NodePortAddresses = []string{"127.0.0.0/8"}
 	removeVIPLinkAfter(t)
 	po.HostnameOverride, po.HealthzBindAddress, po.MetricsBindAddress = "leak-test", "", ""
-	so := serverOptions{api: o, controllers: mo, dns: do, proxy: po}
+	ino := ingress.DefaultOptions()
+	ingressPorts := freePorts(t, 2)
+	ino.BindAddress, ino.HTTPPort, ino.HTTPSPort, ino.MetricsBindAddress = "127.0.0.1", ingressPorts[0], ingressPorts[1], "127.0.0.1:0"
+	so := serverOptions{api: o, controllers: mo, dns: do, proxy: po, ingress: ino}
 	return so, func(c string) bool { return c != "agent" }
 }
 
@@ -204,5 +208,30 @@ func ignoreLibraryGoroutines() []goleak.Option {
 		// limit (3s) whether or not the reader is still waiting; it
 		// takes no context and ends by itself.
 		goleak.IgnoreTopFunction("k8s.io/apiserver/pkg/storage/cacher.(*watchCache).waitUntilFreshLocked.func2"),
+	}
+}
+
+// A port the Ingress controller cannot bind (80 for a user without root)
+// leaves the controller out; the server becomes ready and runs the rest.
+func TestServerIngressPortTaken(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a whole server")
+	}
+	defer goleak.VerifyNone(t, ignoreLibraryGoroutines()...)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	so, enabled := leakTestServer(t)
+	so.ingress.HTTPPort = taken.Addr().(*net.TCPAddr).Port
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- runServer(ctx, so, enabled) }()
+	waitReady(t, ctx, so.api.SecurePort, errc)
+	cancel()
+	if err := <-errc; err != nil {
+		t.Errorf("runServer after its context ended: %v, want nil", err)
 	}
 }

@@ -138,11 +138,9 @@ func newRecorders(ctx context.Context, client kubernetes.Interface) (func(string
 	}, broadcaster.Shutdown
 }
 
-// buildServiceLB builds the LoadBalancer IP controller when pools are given.
+// buildServiceLB builds the LoadBalancer IP controller: with pools it
+// hands out their addresses, without it gives Services the nodes'.
 func buildServiceLB(c controllerContext) (runner, error) {
-	if c.opts.LoadBalancerIPPools == "" {
-		return nil, nil
-	}
 	pools, err := servicelb.ParsePools(c.opts.LoadBalancerIPPools)
 	if err != nil {
 		return nil, fmt.Errorf("--loadbalancer-ip-pools: %w", err)

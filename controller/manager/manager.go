@@ -44,7 +44,8 @@ type Options struct {
 	Identity string
 
 	MaxEndpointsPerSlice int
-	// LoadBalancerIPPools is --loadbalancer-ip-pools: CIDRs and ranges.
+	// LoadBalancerIPPools is --loadbalancer-ip-pools: CIDRs and ranges;
+	// empty gives LoadBalancer Services the nodes' addresses.
 	LoadBalancerIPPools string
 	// NodeMonitorGracePeriod is how long a node may go without renewing
 	// its Lease before it is marked Unknown and its pods not ready.

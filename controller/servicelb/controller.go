@@ -1,17 +1,30 @@
 // Package servicelb gives LoadBalancer Services addresses on bare metal:
 // Services of type LoadBalancer with no spec.loadBalancerClass, or with
-// class "portal.dev/servicelb", get one address per IP family from
-// configured pools in status.loadBalancer.ingress (ipMode VIP). A Service
-// may ask for addresses with spec.loadBalancerIP or the annotation
-// "portal.dev/loadbalancer-ips"; addresses are never shared.
+// class "portal.dev/servicelb", get addresses in status.loadBalancer.ingress
+// (ipMode VIP) in one of two ways.
+//
+// With pools configured, each Service gets one address per IP family from
+// them. A Service may ask for addresses with spec.loadBalancerIP or the
+// annotation "portal.dev/loadbalancer-ips"; addresses are never shared.
+//
+// Without pools, as k3s's ServiceLB does, every Service gets the addresses
+// of the nodes (see NodeAddresses), so that traffic to a node's address on
+// the Service's port reaches the Service through the proxy, and a
+// one-machine cluster answers on its own address with no configuration.
+// The Services then share the addresses, so each port (protocol, family)
+// belongs to one Service at a time: the first to hold it keeps it, and a
+// Service wanting a port held by another stays pending, with no address,
+// until the port is free. Node changes (added, removed, addresses
+// changed, NotReady, cordoned) update every Service.
 //
 // The controller owns the ingress list and the condition
 // "portal.dev/LoadBalancerIPAllocated" of the Services it serves, written
 // through the status subresource, and nothing else: it does not announce
 // the addresses (ARP, BGP) or program any data path, which is the proxy's
-// business. Its only state is the allocation, rebuilt at start from the
-// Services' status, so a restart or a new leader keeps every assignment.
-// Only one copy may run at a time; the caller elects it.
+// business. Its only state is the allocation (of pool addresses or of
+// node ports), rebuilt at start from the Services' status, so a restart
+// or a new leader keeps every assignment. Only one copy may run at a
+// time; the caller elects it.
 package servicelb
 
 import (
@@ -47,7 +60,7 @@ const (
 	// has its addresses.
 	ConditionAllocated = "portal.dev/LoadBalancerIPAllocated"
 	// EventAllocationFailed is the reason of the Warning Event of a Service
-	// left without addresses.
+	// left without addresses (a port held by another Service among them).
 	EventAllocationFailed = "AllocationFailed"
 	// EventIPAllocated is the reason of the Normal Event of a Service given
 	// new addresses.
@@ -56,7 +69,8 @@ const (
 
 // Options configure the controller.
 type Options struct {
-	// Pools are the addresses to hand out (see ParsePools); at least one.
+	// Pools are the addresses to hand out (see ParsePools); empty gives
+	// Services the nodes' addresses instead.
 	Pools Pools
 }
 
@@ -65,7 +79,7 @@ type Controller struct {
 	client   kubernetes.Interface
 	services corelisters.ServiceLister
 	recorder record.EventRecorder
-	alloc    *Allocator
+	src      source
 	loop     *loop.Loop[string]
 
 	mu sync.Mutex
@@ -75,14 +89,10 @@ type Controller struct {
 	pending map[string]string
 }
 
-// New returns a controller that watches Services through factory, which
-// the caller starts, and writes their status and Events through client and
-// recorder. It refuses empty pools: without them the controller has
-// nothing to do and should not run.
+// New returns a controller that watches Services (and, without pools,
+// Nodes) through factory, which the caller starts, and writes their status
+// and Events through client and recorder.
 func New(client kubernetes.Interface, factory informers.SharedInformerFactory, recorder record.EventRecorder, opts Options) (*Controller, error) {
-	if len(opts.Pools) == 0 {
-		return nil, errors.New("servicelb: no load balancer IP pools")
-	}
 	if client == nil || factory == nil || recorder == nil {
 		return nil, errors.New("servicelb: a client, an informer factory and an event recorder are required")
 	}
@@ -91,7 +101,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 		client:   client,
 		services: inf.Lister(),
 		recorder: recorder,
-		alloc:    NewAllocator(opts.Pools),
+		src:      poolSource{NewAllocator(opts.Pools)},
 		pending:  map[string]string{},
 	}
 	c.loop = loop.New(loop.Config[string]{
@@ -112,7 +122,50 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 	if err != nil {
 		return nil, fmt.Errorf("servicelb: watch services: %w", err)
 	}
+	if len(opts.Pools) == 0 {
+		if err := c.useNodes(factory); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
+}
+
+// useNodes makes the Services share the nodes' addresses, and any change
+// of what a node contributes to them update every served Service.
+func (c *Controller) useNodes(factory informers.SharedInformerFactory) error {
+	nodes := factory.Core().V1().Nodes()
+	c.src = newNodeSource(nodes.Lister())
+	err := c.loop.Watch(nodes.Informer(), cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { c.enqueueServed() },
+		UpdateFunc: func(old, cur any) {
+			o, ok1 := old.(*corev1.Node)
+			n, ok2 := cur.(*corev1.Node)
+			// What one node gives the Services is what NodeAddresses
+			// makes of it alone (whether it has ExternalIPs decides for
+			// the others only by having them). Heartbeats change none.
+			if !ok1 || !ok2 || !slices.Equal(NodeAddresses([]*corev1.Node{o}), NodeAddresses([]*corev1.Node{n})) {
+				c.enqueueServed()
+			}
+		},
+		DeleteFunc: func(any) { c.enqueueServed() },
+	})
+	if err != nil {
+		return fmt.Errorf("servicelb: watch nodes: %w", err)
+	}
+	return nil
+}
+
+// enqueueServed queues every Service the controller serves.
+func (c *Controller) enqueueServed() {
+	svcs, err := c.services.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, svc := range svcs {
+		if served(svc) {
+			c.loop.Add(key(svc))
+		}
+	}
 }
 
 // Run rebuilds the allocation from the Services once the informer has
@@ -152,18 +205,13 @@ func (c *Controller) rebuild() ([]string, error) {
 		}
 		return strings.Compare(key(a), key(b))
 	})
-	var as []Assignment
-	var keys []string
+	svcs = slices.DeleteFunc(svcs, func(svc *corev1.Service) bool { return !served(svc) })
+	keys := make([]string, 0, len(svcs))
 	for _, svc := range svcs {
-		if served(svc) {
-			as = append(as, Assignment{Owner: key(svc), IPs: ingressIPs(svc)})
-			keys = append(keys, key(svc))
-		}
+		keys = append(keys, key(svc))
 	}
-	for _, r := range c.alloc.Rebuild(as) {
-		klog.InfoS("Address in a Service's status not kept; it will get another", "service", r.Owner, "ips", r.IPs)
-	}
-	klog.V(2).InfoS("Rebuilt load balancer IP allocation", "services", len(as))
+	c.src.rebuild(svcs)
+	klog.V(2).InfoS("Rebuilt load balancer IP allocation", "services", len(svcs))
 	return keys, nil
 }
 

@@ -63,11 +63,17 @@ type harness struct {
 // bubble, lets it settle, calls check and stops everything.
 func runController(t *testing.T, pools string, objs []*corev1.Service, check func(h *harness)) {
 	t.Helper()
+	rt := make([]runtime.Object, 0, len(objs))
+	for _, o := range objs {
+		rt = append(rt, o)
+	}
+	runWith(t, pools, rt, check)
+}
+
+// runWith is runController over any objects (Services and Nodes).
+func runWith(t *testing.T, pools string, rt []runtime.Object, check func(h *harness)) {
+	t.Helper()
 	synctest.Test(t, func(t *testing.T) {
-		rt := make([]runtime.Object, 0, len(objs))
-		for _, o := range objs {
-			rt = append(rt, o)
-		}
 		client := fake.NewClientset(rt...)
 		factory := informers.NewSharedInformerFactory(client, 0)
 		recorder := record.NewFakeRecorder(100)
@@ -293,12 +299,4 @@ func TestControllerRequestChange(t *testing.T) {
 		h.update("a", loadBalancerIP(""))
 		h.wantIngress("a", "192.0.2.6")
 	})
-}
-
-func TestNewRefusesEmptyPools(t *testing.T) {
-	client := fake.NewClientset()
-	factory := informers.NewSharedInformerFactory(client, 0)
-	if _, err := New(client, factory, record.NewFakeRecorder(1), Options{}); err == nil {
-		t.Error("got no error for empty pools, want one")
-	}
 }

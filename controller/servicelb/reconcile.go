@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 )
 
 // Reasons of the ConditionAllocated condition.
@@ -31,6 +30,12 @@ const (
 	ReasonNoPool = "NoPool"
 	// ReasonInvalidRequest: the requested addresses make no sense.
 	ReasonInvalidRequest = "InvalidRequest"
+	// ReasonPortInUse: without pools, another Service holds one of the
+	// Service's ports on the nodes' addresses.
+	ReasonPortInUse = "PortInUse"
+	// ReasonNoNodeAddress: without pools, no usable node has an address
+	// of the Service's families.
+	ReasonNoNodeAddress = "NoNodeAddress"
 )
 
 // reconcile brings the Service with key k and the allocation in line.
@@ -56,39 +61,29 @@ func (c *Controller) reconcile(ctx context.Context, k string) error {
 	return c.assign(ctx, svc)
 }
 
-// release frees the addresses of Service k and retries the Services that
-// wait for one.
+// release frees the addresses (or node ports) of Service k and retries
+// the Services that wait for one.
 func (c *Controller) release(k string) {
 	c.clearPending(k)
-	if freed := c.alloc.Release(k); len(freed) > 0 {
-		klog.V(2).InfoS("Released load balancer IPs", "service", k, "ips", freed)
+	if c.src.release(k) {
 		c.wakePending()
 	}
 }
 
 // assign allocates svc's addresses and writes them, with the condition,
 // to its status. A Service that cannot have them keeps what it held (none
-// for a new one), is marked pending and gets a Warning Event.
+// for a new one; none, without pools, when a port is taken), is marked
+// pending and gets a Warning Event.
 func (c *Controller) assign(ctx context.Context, svc *corev1.Service) error {
 	k := key(svc)
-	before := c.alloc.Assigned(k)
-	ips, err := c.allocate(k, svc)
+	before := c.src.assigned(k)
+	ips, freed, err := c.src.assign(k, svc)
 	cond := conditionFor(ips, err)
 	c.tell(svc, before, ips, cond)
-	if slices.ContainsFunc(before, func(ip netip.Addr) bool { return !slices.Contains(ips, ip) }) {
+	if freed {
 		c.wakePending()
 	}
 	return c.writeStatus(ctx, svc, ips, cond)
-}
-
-// allocate gives Service k what svc asks for, or returns what it holds and
-// why it cannot have more.
-func (c *Controller) allocate(k string, svc *corev1.Service) ([]netip.Addr, error) {
-	reqs, err := requests(svc, c.alloc.pools)
-	if err != nil {
-		return c.alloc.Assigned(k), err
-	}
-	return c.alloc.Allocate(k, reqs)
 }
 
 // tell records the outcome of an allocation: the pending mark, a Warning
@@ -128,6 +123,10 @@ func conditionFor(ips []netip.Addr, err error) metav1.Condition {
 		reason = ReasonNotInPool
 	case errors.Is(err, ErrNoPool):
 		reason = ReasonNoPool
+	case errors.Is(err, ErrPortInUse):
+		reason = ReasonPortInUse
+	case errors.Is(err, ErrNoNodeAddress):
+		reason = ReasonNoNodeAddress
 	}
 	return metav1.Condition{
 		Type: ConditionAllocated, Status: metav1.ConditionFalse, Reason: reason,

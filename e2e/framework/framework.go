@@ -77,6 +77,16 @@ type Server struct {
 	// the server inside a network namespace; Dial then reaches it there.
 	Wrap []string
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Ingress runs the server's Ingress controller when the server runs
+	// in the host's network namespace, where it is left out unless asked
+	// for: servers side by side cannot all have ports 80 and 443. Asked
+	// for, it serves on HTTPPort and HTTPSPort (free ports when zero; set
+	// at Start) and its metrics on an ephemeral port. A server in its own
+	// namespace (Wrap) runs it anyway, on 80 and 443 of that namespace.
+	Ingress bool
+	// HTTPPort and HTTPSPort are the Ingress controller's ports when
+	// Ingress is set.
+	HTTPPort, HTTPSPort int
 
 	cmd     *exec.Cmd
 	log     *os.File
@@ -88,6 +98,15 @@ type Server struct {
 func StartServer(t testing.TB, args ...string) *Server {
 	t.Helper()
 	s := &Server{t: t, Command: "server", DataDir: t.TempDir(), Port: FreePort(t), Args: args}
+	s.Start()
+	return s
+}
+
+// StartServerWithIngress is StartServer with the Ingress controller on,
+// on the free ports s.HTTPPort and s.HTTPSPort of the host.
+func StartServerWithIngress(t testing.TB, args ...string) *Server {
+	t.Helper()
+	s := &Server{t: t, Command: "server", DataDir: t.TempDir(), Port: FreePort(t), Args: args, Ingress: true}
 	s.Start()
 	return s
 }
@@ -127,10 +146,11 @@ func (s *Server) Start() {
 
 // serverArgs are the test's arguments plus what keeps `portal server`
 // from touching the host when it runs there: no proxy or agent (they would
-// program the host's kernel), and DNS on a free port with its HTTP
-// endpoints on ephemeral ones, so servers can run side by side. They are
-// worked out at every start, so a test that replaces Args between restarts
-// keeps the protection; the DNS port stays the same across restarts.
+// program the host's kernel), no Ingress controller unless Ingress is set
+// (then on free ports), and DNS on a free port with its HTTP endpoints on
+// ephemeral ones, so servers can run side by side. They are worked out at
+// every start, so a test that replaces Args between restarts keeps the
+// protection; the DNS and Ingress ports stay the same across restarts.
 func (s *Server) serverArgs() []string {
 	if s.Command != "server" || len(s.Wrap) > 0 {
 		return s.Args
@@ -144,13 +164,17 @@ func (s *Server) serverArgs() []string {
 		}
 		return -1
 	}
+	disable := "proxy,agent"
+	if !s.Ingress {
+		disable += ",ingress"
+	}
 	switch i := has("--disable"); {
 	case i < 0:
-		args = append(args, "--disable", "proxy,agent")
+		args = append(args, "--disable", disable)
 	case strings.HasPrefix(args[i], "--disable="):
-		args[i] += ",proxy,agent"
+		args[i] += "," + disable
 	case i+1 < len(args):
-		args[i+1] += ",proxy,agent"
+		args[i+1] += "," + disable
 	}
 	if has("--dns-port") < 0 {
 		if s.dnsPort == 0 {
@@ -158,10 +182,34 @@ func (s *Server) serverArgs() []string {
 		}
 		args = append(args, "--dns-port", fmt.Sprint(s.dnsPort))
 	}
-	for _, f := range []string{"--dns-health-bind-address", "--dns-ready-bind-address", "--dns-metrics-bind-address"} {
+	ephemeral := []string{"--dns-health-bind-address", "--dns-ready-bind-address", "--dns-metrics-bind-address"}
+	if s.Ingress {
+		args = append(args, s.ingressArgs(has)...)
+		ephemeral = append(ephemeral, "--ingress-metrics-bind-address")
+	}
+	for _, f := range ephemeral {
 		if has(f) < 0 {
 			args = append(args, f, "127.0.0.1:0")
 		}
+	}
+	return args
+}
+
+// ingressArgs are the Ingress controller's ports, free ones unless the
+// test gave its own.
+func (s *Server) ingressArgs(has func(string) int) []string {
+	var args []string
+	for _, p := range []struct {
+		flag string
+		port *int
+	}{{"--http-port", &s.HTTPPort}, {"--https-port", &s.HTTPSPort}} {
+		if has(p.flag) >= 0 {
+			continue
+		}
+		if *p.port == 0 {
+			*p.port = FreePort(s.t)
+		}
+		args = append(args, p.flag, fmt.Sprint(*p.port))
 	}
 	return args
 }

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"portal.dev/portal/ingress"
+)
+
+// addIngressFlags adds the Ingress controller's flags (ingress-nginx's
+// names) to fs.
+func addIngressFlags(fs *pflag.FlagSet, o *ingress.Options) {
+	fs.IntVar(&o.HTTPPort, "http-port", o.HTTPPort, "port of plain HTTP (0 disables)")
+	fs.IntVar(&o.HTTPSPort, "https-port", o.HTTPSPort, "port of HTTPS (0 disables)")
+	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "address HTTP and HTTPS listen on (default: all)")
+	fs.StringVar(&o.IngressClass, "ingress-class", o.IngressClass, "name of the IngressClass served (its spec.controller must be portal.dev/ingress)")
+	fs.StringVar(&o.WatchNamespace, "watch-namespace", o.WatchNamespace, "serve only the Ingresses of this namespace (default: all)")
+	fs.StringVar(&o.DefaultSSLCertificate, "default-ssl-certificate", o.DefaultSSLCertificate, "namespace/name of a kubernetes.io/tls Secret for TLS clients no Ingress has a certificate for (default: a generated one)")
+	fs.StringVar(&o.PublishService, "publish-service", o.PublishService, "namespace/name of a Service whose load-balancer addresses are published in Ingress status")
+	fs.StringVar(&o.PublishStatusAddress, "publish-status-address", o.PublishStatusAddress, "addresses (comma-separated) published in Ingress status instead")
+	fs.StringVar(&o.NodeName, "hostname-override", o.NodeName, "this node's name in the API, whose addresses are published in Ingress status without --publish-service or --publish-status-address (default: the host name, lower-cased)")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "address of /metrics and /healthz (empty disables)")
+	fs.StringVar(&o.HealthzBindAddress, "healthz-bind-address", o.HealthzBindAddress, "address of /healthz alone, for probes from outside the node (empty disables)")
+}
+
+func newIngressCommand() *cobra.Command {
+	o := ingress.DefaultOptions()
+	var kubeconfig string
+	cmd := &cobra.Command{
+		Use:   "ingress",
+		Short: "Run the Ingress controller: HTTP and HTTPS routed by host and path to Service endpoints",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			_, client, err := componentClient(kubeconfig, "portal-ingress")
+			if err != nil {
+				return err
+			}
+			c, err := ingress.New(client, o)
+			if err != nil {
+				return err
+			}
+			return c.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the API server (one from: portal kubeconfig --user system:portal-ingress)")
+	addIngressFlags(cmd.Flags(), &o)
+	return cmd
+}
