@@ -33,7 +33,9 @@ http {
       proxy_set_header X-Forwarded-Proto \$scheme;
       proxy_set_header X-Forwarded-Host \$host;
       proxy_set_header X-Request-ID \$request_id;
+      # ingress-nginx's defaults: responses streamed through one 4k buffer.
       proxy_buffering off;
+      proxy_buffer_size 4k;
     }
   }
 }

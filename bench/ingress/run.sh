@@ -6,7 +6,9 @@
 #      ROUNDS (2), DUR (wrk seconds, 10), LAT_DUR (latency seconds, 10), LAT_RATE (default:
 #      half of Portal's median keep-alive req/s), QUIET_MAX (s to wait for quiet cores, 10),
 #      ORDER ("nginx caddy haproxy portal"), PROFILE=F (a CPU profile of Portal under the
-#      keep-alive load, written to F), SCALE_ARGS (flags of bench-ingress scale), KEEP=1.
+#      keep-alive load: pprof to F where /debug/pprof answers, else perf to F.perf),
+#      PORTAL_CMD=serve (Portal's packages in bench-ingress, with pprof, instead of
+#      `portal ingress`), SCALE_ARGS (flags of bench-ingress scale), KEEP=1.
 #
 # Layout (the anchors' own, as bench/proxy/userspace.sh): a network namespace with only lo;
 # the backend nginx (1 worker, static files) on core 1 with the client (wrk, the latency
@@ -98,12 +100,12 @@ inns bin/bench-ingress setup -kubeconfig "$kc" -backend "$backend_ip:8080" -cert
 
 portal_args=(--kubeconfig "$kc" --http-port $http_port --https-port $https_port
   --default-ssl-certificate default/bench-tls --metrics-bind-address 127.0.0.1:10354)
-if bin/portal ingress --help >/dev/null 2>&1; then
+if [ "${PORTAL_CMD:-}" != serve ] && bin/portal ingress --help >/dev/null 2>&1; then
   portal_cmd=("$repo/bin/portal" ingress "${portal_args[@]}")
 else
-  # Until the binary has the command: the same packages (route's Watcher, ingress) wired
-  # as the command would wire them.
-  echo "# portal: no \`portal ingress\` in this build; measuring \`bench-ingress serve\` (route.Watcher and package ingress)"
+  # The same packages (route's Watcher, ingress) wired as the command wires them, with
+  # /debug/pprof: for a build without the command, or PORTAL_CMD=serve for a Go profile.
+  echo "# portal: measuring \`bench-ingress serve\` (route.Watcher and package ingress), not \`portal ingress\`"
   portal_cmd=("$repo/bin/bench-ingress" serve "${portal_args[@]}")
 fi
 . "$repo/bench/ingress/proxies.sh"
@@ -170,14 +172,14 @@ wait_served() {
 profile_portal() {
   local secs=$((DUR > 4 ? DUR - 2 : DUR)) perfdata=$L4RUN/perf.data
   (
-    sleep 1
+    sleep 2 # the load's wait for quiet cores (1 s at most), then wrk's start
     if ! inns curl -sf -o "$PROFILE" "http://127.0.0.1:10354/debug/pprof/profile?seconds=$secs"; then
       rm -f "$PROFILE"
-      perf record -q -F 499 -g -p "$proxy_pid" -o "$perfdata" -- sleep "$secs" >/dev/null 2>&1 || true
+      command -v perf >/dev/null && perf record -q -F 499 -g -p "$proxy_pid" -o "$perfdata" -- sleep "$secs" >/dev/null 2>&1 || true
     fi
   ) &
   local cp=$!
-  load portal "$proxy_pid" keepalive-profiled "http://127.0.0.1:$http_port/1k.bin" 64 >/dev/null
+  QUIET_MAX=1 load portal "$proxy_pid" keepalive-profiled "http://127.0.0.1:$http_port/1k.bin" 64 >/dev/null
   wait "$cp" || true
   if [ -s "$PROFILE" ]; then
     go tool pprof -top -nodecount=40 "${portal_cmd[0]}" "$PROFILE" 2>/dev/null | sed 's/^/# pprof /' | head -50
