@@ -147,7 +147,7 @@ bench_proxy() {
   log "$name pid=$proxy_pid (threads $(ls /proc/$proxy_pid/task | wc -l))"
   if [ -n "${LAT_ONLY:-}" ]; then lat "$name" $http_port; stop_pid "$proxy_pid"; proxy_pid=; return 0; fi
   run load "$name" "$proxy_pid" keepalive "http://127.0.0.1:$http_port/1k.bin" 64
-  if [ "$name" = portal ] && [ -n "${PROFILE:-}" ] && [ ! -s "$PROFILE" ]; then profile_portal; fi
+  if [ "$name" = portal ] && [ -n "${PROFILE:-}" ] && [ ! -s "$PROFILE" ] && [ ! -s "$PROFILE.perf" ]; then profile_portal; fi
   run load "$name" "$proxy_pid" close "http://127.0.0.1:$http_port/1k.bin" 64 -H 'Connection: close'
   run load "$name" "$proxy_pid" tls-close "https://127.0.0.1:$https_port/1k.bin" 64 -H 'Connection: close'
   SIZE=1048576 run load "$name" "$proxy_pid" 1MiB "http://127.0.0.1:$http_port/1m.bin" 8
