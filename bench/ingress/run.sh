@@ -120,6 +120,10 @@ lat() { inns nice -n "$NICE" taskset -c "$CLIENT_CORE" bin/bench-latency -name "
 # proxy_cpu PID: utime+stime (ticks) of PID and its children (nginx's worker).
 proxy_cpu() { local t=0 p; for p in "$1" $(pgrep -P "$1" || true); do t=$((t + $(cpu_ticks "$p"))); done; echo $t; }
 
+# proxy_rss PID: VmRSS (MiB) of PID and its children (nginx's worker).
+proxy_rss() { local p; for p in "$1" $(pgrep -P "$1" || true); do cat "/proc/$p/status"; done |
+  awk '/^VmRSS/{s+=$2} END{printf "%.0f", s/1024}'; }
+
 # load NAME PID LABEL URL CONNS [wrk args...]: one wrk run on the client core; prints
 # RESULT ingress NAME LABEL rps=.. p50=.. p99=.. mbps=.. us_per_req=.. errors=.. cores.
 load() {
@@ -151,7 +155,7 @@ bench_proxy() {
   run load "$name" "$proxy_pid" close "http://127.0.0.1:$http_port/1k.bin" 64 -H 'Connection: close'
   run load "$name" "$proxy_pid" tls-close "https://127.0.0.1:$https_port/1k.bin" 64 -H 'Connection: close'
   SIZE=1048576 run load "$name" "$proxy_pid" 1MiB "http://127.0.0.1:$http_port/1m.bin" 8
-  echo "RESULT ingress $name rss_mib=$(awk '/^VmRSS/{printf "%.0f", $2/1024}' /proc/$proxy_pid/status)" | tee -a "$results"
+  echo "RESULT ingress $name rss_mib=$(proxy_rss "$proxy_pid")" | tee -a "$results"
   stop_pid "$proxy_pid"; proxy_pid=
 }
 
