@@ -8,7 +8,8 @@
 #      ORDER ("nginx caddy haproxy portal"), PROFILE=F (a CPU profile of Portal under the
 #      keep-alive load: pprof to F where /debug/pprof answers, else perf to F.perf),
 #      PORTAL_CMD=serve (Portal's packages in bench-ingress, with pprof, instead of
-#      `portal ingress`), SCALE_ARGS (flags of bench-ingress scale), KEEP=1.
+#      `portal ingress`), SYSCALLS=1 (system calls and context switches per request of
+#      each proxy, from perf stat), SCALE_ARGS (flags of bench-ingress scale), KEEP=1.
 #
 # Layout (the anchors' own, as bench/proxy/userspace.sh): a network namespace with only lo;
 # the backend nginx (1 worker, static files) on core 1 with the client (wrk, the latency
@@ -130,8 +131,19 @@ load() {
   local name=$1 pid=$2 label=$3 url=$4 conns=$5; shift 5
   local f="$LOGDIR/wrk-$name-$label-$(date +%s%N).txt" c0 c1 t0 t1 s0 s1
   wait_quiet; c0=$(proxy_cpu "$pid"); t0=$(now_ns); s0=$(core_snap)
+  local sc=
+  if [ -n "${SYSCALLS:-}" ] && command -v perf >/dev/null; then
+    perf stat -x, -e raw_syscalls:sys_enter,context-switches -p "$(echo "$pid" $(pgrep -P "$pid") | tr ' ' ,)" -o "$f.perf" &
+    sc=$!
+  fi
   inns nice -n "$NICE" taskset -c "$CLIENT_CORE" wrk -t1 -c"$conns" -d"${DUR}s" --latency "$@" "$url" > "$f" 2>&1 || true
   c1=$(proxy_cpu "$pid"); t1=$(now_ns); s1=$(core_snap)
+  if [ -n "$sc" ]; then
+    kill -INT "$sc"; wait "$sc" || true
+    awk -F, -v n="$name" -v l="$label" -v reqs="$(awk '/ requests in /{print $1}' "$f")" '
+      /raw_syscalls:sys_enter/{sys=$1} /context-switches/{cs=$1}
+      END{ if (reqs > 0) printf "SYSCALLS %s %s per_req=%.2f context_switches_per_req=%.2f\n", n, l, sys/reqs, cs/reqs }' "$f.perf"
+  fi
   awk -v n="$name" -v l="$label" -v cpu="$((c1 - c0))" -v hz="$CLK_TCK" -v w="$(( (t1 - t0) / 1000000 ))" \
       -v cores="$(core_pct "$s0" "$s1")" -v size="${SIZE:-0}" '
     / requests in /{reqs=$1} /Requests\/sec/{rps=$2} /^ +50%/{p50=$2} /^ +99%/{p99=$2}
