@@ -263,7 +263,7 @@ func (a *Allocator) reserve(ctx context.Context, op *Op, claims []claim, slots [
 		byKey[c.key] = c
 	}
 	for attempt := 0; ; attempt++ {
-		picks, err := a.pick(slots)
+		picks, err := a.pick(slots, claims)
 		if err != nil {
 			return err
 		}
@@ -320,9 +320,17 @@ func (a *Allocator) reserve(ctx context.Context, op *Op, claims []claim, slots [
 	}
 }
 
-func (a *Allocator) pick(slots []*slot) ([]Key, error) {
+// pick takes free values for slots, none of them a value the same Service
+// claims by name (the claims are not marked taken until they are reserved).
+func (a *Allocator) pick(slots []*slot, claims []claim) ([]Key, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	for _, c := range claims {
+		if bits, i, ok := a.locateLocked(c.key); ok && !bits.Has(i) {
+			bits.Set(i)
+			defer bits.Clear(i)
+		}
+	}
 	picks := make([]Key, 0, len(slots))
 	for _, s := range slots {
 		k, err := a.pickLocked(s)

@@ -146,6 +146,27 @@ func TestAllocateNodePorts(t *testing.T) {
 	})
 }
 
+// A value a Service names is never picked for another of its fields, even
+// when it is the only free one.
+func TestPicksAvoidTheServicesOwnClaims(t *testing.T) {
+	small := svcconfig.ServiceConfig{ClusterIPRanges: testCfg.ClusterIPRanges, NodePortRange: svcconfig.PortRange{Base: 30000, Size: 3}}
+	a := New(small, NewMemoryStore())
+	taker := svc("taker", corev1.ServiceTypeNodePort)
+	taker.Spec.Ports = []corev1.ServicePort{
+		{Name: "a", Port: 80, Protocol: corev1.ProtocolTCP, NodePort: 30001},
+		{Name: "b", Port: 81, Protocol: corev1.ProtocolTCP, NodePort: 30002},
+	}
+	allocate(t, a, taker, nil)
+	local := svc("local", corev1.ServiceTypeLoadBalancer)
+	local.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	local.Spec.Ports[0].NodePort = 30000
+	_, err := a.Allocate(context.Background(), local, nil, false)
+	if !errors.Is(err, ErrFull) {
+		t.Fatalf("got %v (healthCheckNodePort %d, node port %d), want %v", err,
+			local.Spec.HealthCheckNodePort, local.Spec.Ports[0].NodePort, ErrFull)
+	}
+}
+
 func TestAllocateUpdateAndRelease(t *testing.T) {
 	store := NewMemoryStore()
 	a := New(testCfg, store)
