@@ -66,18 +66,14 @@ func NewHandler(routes func() Routes, o Options, m *Metrics) *Handler {
 // neither busy nor recently ejected.
 const sweepInterval = 10 * time.Minute
 
-// sweep closes the connections to endpoints idle too long and runs the
-// balancer's sweep until ctx ends.
+// sweep runs the balancer's sweep until ctx ends, then closes the idle
+// connections to endpoints.
 func (h *Handler) sweep(ctx context.Context) error {
-	conns := time.NewTicker(idleConnTimeout / 2)
-	defer conns.Stop()
 	balancer := time.NewTicker(sweepInterval)
 	defer balancer.Stop()
 	defer h.transport.closeIdle()
 	for {
 		select {
-		case now := <-conns.C:
-			h.transport.direct.closeIdle(now, false)
 		case now := <-balancer.C:
 			h.balancer.sweep(now)
 		case <-ctx.Done():

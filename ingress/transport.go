@@ -16,6 +16,20 @@ import (
 	"portal.dev/portal/ingress/route"
 )
 
+// Limits of the connections to endpoints.
+const (
+	// maxIdlePerEndpoint is how many idle connections are kept per
+	// endpoint, as nginx's keepalive directive bounds its cache.
+	maxIdlePerEndpoint = 1024
+	// idleConnTimeout closes a connection idle that long: endpoints
+	// (Go's net/http among them) close theirs after a while too, and a
+	// connection is better closed here than found closed at next use.
+	idleConnTimeout = 60 * time.Second
+	// maxResponseHeaderBytes is the most response header an endpoint may
+	// send; more is answered 502.
+	maxResponseHeaderBytes = 64 << 10
+)
+
 // maxTries is how many endpoints one request may be tried on when dials
 // fail: a failed dial sent nothing, so any method may be retried.
 const maxTries = 3
@@ -59,7 +73,6 @@ func attemptOf(ctx context.Context) *attempt {
 // transport sends a request to an endpoint of its backend, over HTTP/1.1
 // or h2c, trying other endpoints when a dial fails.
 type transport struct {
-	direct   *directTransport
 	h1       *http.Transport
 	h2c      *http2.Transport
 	balancer *balancer
@@ -80,14 +93,14 @@ func newTransport(b *balancer, defaultConnect time.Duration) *transport {
 		return c, nil
 	}
 	return &transport{
-		direct: &directTransport{dial: dial},
 		h1: &http.Transport{
 			DialContext: dial,
 			// Every endpoint is one host to the pool; a busy proxy keeps
 			// many connections to each, as nginx's keepalive does.
-			MaxIdleConns:        0,
-			MaxIdleConnsPerHost: maxIdlePerEndpoint,
-			IdleConnTimeout:     idleConnTimeout,
+			MaxIdleConns:           0,
+			MaxIdleConnsPerHost:    maxIdlePerEndpoint,
+			IdleConnTimeout:        idleConnTimeout,
+			MaxResponseHeaderBytes: maxResponseHeaderBytes,
 			// The client's own compression passes through untouched.
 			DisableCompression: true,
 			ForceAttemptHTTP2:  false,
@@ -105,7 +118,6 @@ func newTransport(b *balancer, defaultConnect time.Duration) *transport {
 
 // closeIdle closes every idle connection to endpoints.
 func (t *transport) closeIdle() {
-	t.direct.closeIdle(time.Time{}, true)
 	t.h1.CloseIdleConnections()
 	t.h2c.CloseIdleConnections()
 }
@@ -118,11 +130,8 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, errors.New("request without a backend")
 	}
 	rt := http.RoundTripper(t.h1)
-	switch {
-	case a.backend.Protocol == route.H2C:
+	if a.backend.Protocol == route.H2C {
 		rt = t.h2c
-	case direct(req):
-		rt = t.direct
 	}
 	body := &retryBody{body: req.Body}
 	if req.Body == nil || req.Body == http.NoBody {
