@@ -4,13 +4,16 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
 	"golang.org/x/net/http2"
 
 	"portal.dev/portal/ingress/route"
@@ -151,6 +154,13 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		out := outgoing(req, ctx, e.addr, body, timer)
 		e.inFlight.Add(1)
 		resp, err := rt.RoundTrip(out)
+		if err == nil && !upgradeAsked(req, resp) {
+			// ReverseProxy would refuse it too, but leave the endpoint's
+			// connection open and the request counted in flight.
+			resp.Body.Close()
+			err = fmt.Errorf("endpoint %s switched to protocol %q, which the client did not ask for",
+				e.addr, resp.Header.Get("Upgrade"))
+		}
 		if err == nil {
 			a.upstream = e.addr
 			timer.responding(resp)
@@ -182,6 +192,17 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// closes it when the exchange ends.
 	body.close()
 	return nil, lastErr
+}
+
+// upgradeAsked says whether resp, when a 101 Switching Protocols, switches
+// to the protocol req asked for.
+func upgradeAsked(req *http.Request, resp *http.Response) bool {
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		return true
+	}
+	want := req.Header.Get("Upgrade")
+	return want != "" && httpguts.HeaderValuesContainsToken(req.Header["Connection"], "upgrade") &&
+		strings.EqualFold(want, resp.Header.Get("Upgrade"))
 }
 
 // outgoing is req as sent to one endpoint: a shallow copy, as a

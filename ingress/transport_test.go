@@ -3,6 +3,7 @@ package ingress
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -135,6 +136,41 @@ func TestEndpointResponseHead(t *testing.T) {
 			body(t, resp)
 			if resp.StatusCode != tc.wantCode || fmt.Sprint(hints) != fmt.Sprint(tc.wantHints) {
 				t.Errorf("got %d with hints %q, want %d with hints %q", resp.StatusCode, hints, tc.wantCode, tc.wantHints)
+			}
+		})
+	}
+}
+
+// Regression: an endpoint answering 101 Switching Protocols to a request
+// that asked for no upgrade, or for another protocol, kept its
+// connection open and its request counted in flight for ever.
+func TestUnrequestedUpgrade(t *testing.T) {
+	ln := rawBackend(t, func(_ int, c net.Conn, req *http.Request) {
+		fmt.Fprint(c, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: other\r\n\r\n")
+		// Held open as an upgraded connection would be.
+		io.Copy(io.Discard, c)
+	})
+	tb := newTestBed(t, DefaultOptions())
+	tb.backend("foo.com", route.Match{}, ln)
+	for _, tc := range []struct {
+		name    string
+		upgrade string
+	}{
+		{name: "no upgrade asked"},
+		{name: "another protocol asked", upgrade: "websocket"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest("GET", "http://"+tb.http+"/", nil)
+			req.Host = "foo.com"
+			if tc.upgrade != "" {
+				req.Header.Set("Connection", "Upgrade")
+				req.Header.Set("Upgrade", tc.upgrade)
+			}
+			resp := tb.do(t, req)
+			body(t, resp)
+			inFlight := tb.handler.balancer.state(ln).inFlight.Load()
+			if resp.StatusCode != http.StatusBadGateway || inFlight != 0 {
+				t.Errorf("got %d with %d requests in flight, want 502 with 0", resp.StatusCode, inFlight)
 			}
 		})
 	}
