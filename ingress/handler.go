@@ -130,7 +130,11 @@ func (l *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			req.read = or(o.ReadTimeout, req.read)
 			req.send = or(o.SendTimeout, req.send)
 		}
-		l.proxy.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), requestKey{}, req)))
+		out := r.WithContext(context.WithValue(r.Context(), requestKey{}, req))
+		if r.Body != nil && r.Body != http.NoBody {
+			out.Body = &clientBody{ReadCloser: r.Body, rc: http.NewResponseController(w)}
+		}
+		l.proxy.ServeHTTP(rw, out)
 	}
 	l.metrics.request(m, r.Method, rw.status(), time.Since(start))
 	if v := klog.V(2); v.Enabled() {

@@ -229,11 +229,12 @@ type retryBody struct {
 }
 
 func (b *retryBody) Read(p []byte) (int, error) {
+	b.timer.clientReading()
 	n, err := b.body.Read(p)
 	if n > 0 {
 		b.read.Store(true)
-		b.timer.sending()
 	}
+	b.timer.clientRead(n > 0)
 	return n, err
 }
 
@@ -267,73 +268,4 @@ func (b *trackedBody) Write(p []byte) (int, error) {
 		return w.Write(p)
 	}
 	return 0, errors.New("response body is not writable")
-}
-
-// idleTimer cancels a request whose endpoint is silent too long: the
-// send timeout while the request body goes out, the read timeout while
-// waiting for the response and between reads of its body, as nginx's
-// proxy_send_timeout and proxy_read_timeout bound the time between two
-// successive operations, not the whole exchange.
-type idleTimer struct {
-	mu         sync.Mutex
-	t          *time.Timer
-	read, send time.Duration
-	stopped    bool
-}
-
-func newIdleTimer(cancel context.CancelCauseFunc, a *attempt) *idleTimer {
-	it := &idleTimer{read: a.read, send: a.send}
-	if it.read <= 0 {
-		return it
-	}
-	it.t = time.AfterFunc(it.read, func() { cancel(errUpstreamTimeout) })
-	return it
-}
-
-func (it *idleTimer) reset(d time.Duration) {
-	if it == nil || it.t == nil || d <= 0 {
-		return
-	}
-	it.mu.Lock()
-	defer it.mu.Unlock()
-	if !it.stopped {
-		it.t.Reset(d)
-	}
-}
-
-func (it *idleTimer) sending() { it.reset(it.send) }
-
-// responding arms the timer for the response body, or stops it for an
-// upgraded connection, which may be idle as long as its peers like.
-func (it *idleTimer) responding(resp *http.Response) {
-	if resp.StatusCode == http.StatusSwitchingProtocols {
-		it.stop()
-		return
-	}
-	it.reset(it.read)
-	resp.Body = &timedBody{ReadCloser: resp.Body, timer: it}
-}
-
-func (it *idleTimer) stop() {
-	if it == nil || it.t == nil {
-		return
-	}
-	it.mu.Lock()
-	defer it.mu.Unlock()
-	it.stopped = true
-	it.t.Stop()
-}
-
-// timedBody rearms the read timeout at every read of a response body.
-type timedBody struct {
-	io.ReadCloser
-	timer *idleTimer
-}
-
-func (b *timedBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if n > 0 {
-		b.timer.reset(b.timer.read)
-	}
-	return n, err
 }

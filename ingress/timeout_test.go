@@ -1,0 +1,118 @@
+package ingress
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// slowReader waits before each read, as a slow peer makes the proxy wait.
+type slowReader struct {
+	wait time.Duration
+	r    io.Reader
+}
+
+func (s *slowReader) Read(p []byte) (int, error) {
+	time.Sleep(s.wait)
+	return s.r.Read(p[:min(len(p), 1)])
+}
+
+// Regression: the read timeout ran while the proxy waited for the client
+// to take the response, and the send timeout while it waited for the
+// client's upload, so slow clients got their responses cut off or 504.
+// Only the endpoint's silence counts.
+func TestIdleTimerTimesTheEndpointOnly(t *testing.T) {
+	const timeout = time.Minute
+	for _, tc := range []struct {
+		name        string
+		exchange    func(it *idleTimer)
+		wantTimeout bool
+	}{{
+		name: "client pauses between reads of the response",
+		exchange: func(it *idleTimer) {
+			resp := &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader("ab"))}
+			it.responding(resp)
+			var b [1]byte
+			resp.Body.Read(b[:])
+			time.Sleep(2 * timeout)
+			resp.Body.Read(b[:])
+		},
+	}, {
+		name: "client uploads slowly",
+		exchange: func(it *idleTimer) {
+			body := &retryBody{body: io.NopCloser(&slowReader{wait: 2 * timeout, r: strings.NewReader("ab")}), timer: it}
+			io.ReadAll(body)
+			it.responding(&http.Response{StatusCode: 200, Body: http.NoBody})
+		},
+	}, {
+		name: "endpoint silent before the response head",
+		exchange: func(it *idleTimer) {
+			time.Sleep(2 * timeout)
+		},
+		wantTimeout: true,
+	}, {
+		name: "endpoint silent between chunks of the response",
+		exchange: func(it *idleTimer) {
+			resp := &http.Response{StatusCode: 200, Body: io.NopCloser(&slowReader{wait: 2 * timeout, r: strings.NewReader("ab")})}
+			it.responding(resp)
+			var b [1]byte
+			resp.Body.Read(b[:])
+		},
+		wantTimeout: true,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx, cancel := context.WithCancelCause(context.Background())
+				it := newIdleTimer(cancel, &attempt{read: timeout, send: timeout})
+				tc.exchange(it)
+				it.stop()
+				if got := context.Cause(ctx) == errUpstreamTimeout; got != tc.wantTimeout {
+					t.Errorf("timed out: got %v, want %v", got, tc.wantTimeout)
+				}
+				cancel(nil)
+			})
+		})
+	}
+}
+
+// deadlineWriter records the read deadlines set through it.
+type deadlineWriter struct {
+	http.ResponseWriter
+	deadlines []time.Time
+}
+
+func (w *deadlineWriter) SetReadDeadline(d time.Time) error {
+	w.deadlines = append(w.deadlines, d)
+	return nil
+}
+
+// A client uploading is given clientBodyTimeout for each read of its
+// body, and no deadline once the body is read.
+func TestClientBodyTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := &deadlineWriter{}
+		b := &clientBody{ReadCloser: io.NopCloser(strings.NewReader("ab")), rc: http.NewResponseController(w)}
+		var got []time.Duration
+		for {
+			_, err := b.Read(make([]byte, 1))
+			d := w.deadlines[len(w.deadlines)-1]
+			if d.IsZero() {
+				got = append(got, 0)
+			} else {
+				got = append(got, time.Until(d))
+			}
+			if err != nil {
+				break
+			}
+		}
+		want := []time.Duration{clientBodyTimeout, clientBodyTimeout, 0}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("got deadlines %v after each read, want %v", got, want)
+		}
+	})
+}
