@@ -31,6 +31,13 @@ const (
 	// maxResponseHeaderBytes is the most response header an endpoint may
 	// send; more is answered 502.
 	maxResponseHeaderBytes = 64 << 10
+	// h2cReadIdleTimeout is how long an h2c connection may be silent
+	// before it is pinged, and h2cPingTimeout how long the ping may go
+	// unanswered before the connection is closed: an endpoint gone
+	// without closing its connections (its node lost) fails the requests
+	// on it in seconds, not at the read timeout.
+	h2cReadIdleTimeout = 10 * time.Second
+	h2cPingTimeout     = 5 * time.Second
 )
 
 // maxTries is how many endpoints one request may be tried on when dials
@@ -114,6 +121,8 @@ func newTransport(b *balancer, defaultConnect time.Duration) *transport {
 				return dial(ctx, network, addr)
 			},
 			DisableCompression: true,
+			ReadIdleTimeout:    h2cReadIdleTimeout,
+			PingTimeout:        h2cPingTimeout,
 		},
 		balancer: b,
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"portal.dev/portal/ingress/route"
 )
@@ -173,5 +174,16 @@ func TestUnrequestedUpgrade(t *testing.T) {
 				t.Errorf("got %d with %d requests in flight, want 502 with 0", resp.StatusCode, inFlight)
 			}
 		})
+	}
+}
+
+// Regression: the h2c transport never pinged its connections, so requests
+// to an endpoint that vanished without closing them (a node gone) hung on
+// the dead connection until the read timeout.
+func TestH2CHealthCheck(t *testing.T) {
+	tr := newTransport(&balancer{}, time.Second).h2c
+	if tr.ReadIdleTimeout != h2cReadIdleTimeout || tr.PingTimeout != h2cPingTimeout || tr.ReadIdleTimeout == 0 {
+		t.Errorf("got ReadIdleTimeout %v and PingTimeout %v, want %v and %v",
+			tr.ReadIdleTimeout, tr.PingTimeout, h2cReadIdleTimeout, h2cPingTimeout)
 	}
 }
