@@ -3,7 +3,9 @@
 // proxies it to a ready endpoint of the matched Service, with retries on
 // refused connections, per-Ingress timeouts, WebSocket and other upgrades,
 // h2c and gRPC to endpoints, metrics and an access log. It reads the API
-// only through the route Watcher and writes nothing but Events there.
+// through the route Watcher; it writes Events on Ingresses (through the
+// Watcher) and the status of the Ingresses it serves (their
+// loadBalancer addresses, through package ingress/status), nothing else.
 package ingress
 
 import (
