@@ -202,15 +202,20 @@ func (ib *ingressBed) testClassAndStatus(t *testing.T) {
 }
 
 // testForwardedHeaders: the backend gets the client's Host, and
-// X-Forwarded-For/-Proto/-Host and an X-Request-ID from the controller,
-// over plain HTTP and over TLS.
+// X-Forwarded-For/-Proto/-Host and an X-Request-ID from the controller
+// (not those the client sent), over plain HTTP and over TLS.
 func (ib *ingressBed) testForwardedHeaders(t *testing.T) {
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: ib.dialNode,
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	for _, scheme := range []string{"http", "https"} {
 		t.Run(scheme, func(t *testing.T) {
 			url := scheme + "://" + hostFor(0) + "/headers"
-			resp, err := client.Get(url)
+			// A client's own X-Forwarded headers are replaced.
+			req, _ := http.NewRequest("GET", url, nil)
+			req.Header.Set("X-Forwarded-For", "192.0.2.7")
+			req.Header.Set("X-Forwarded-Proto", "gopher")
+			req.Header.Set("X-Forwarded-Host", "elsewhere.test")
+			resp, err := client.Do(req)
 			if err != nil {
 				t.Fatalf("GET %s: %v", url, err)
 			}

@@ -51,7 +51,7 @@ func NewHandler(routes func() Routes, o Options, m *Metrics) *Handler {
 	h.transport = newTransport(h.balancer, o.ConnectTimeout)
 	h.transport.onDialError = m.upstreamConnectError
 	h.proxy = &httputil.ReverseProxy{
-		Rewrite:      rewrite,
+		Rewrite:      func(pr *httputil.ProxyRequest) { rewrite(pr, o.TrustForwardedHeaders) },
 		Transport:    h.transport,
 		ErrorHandler: proxyError,
 		BufferPool:   bufferPool{},
@@ -182,28 +182,58 @@ func hostname(hostport string) string {
 }
 
 // rewrite makes the request to the endpoint: the client's Host kept,
-// the X-Forwarded headers and X-Real-IP added as ingress-nginx adds them,
-// X-Request-ID the client's or a new one. The transport fills in the
-// endpoint's address.
-func rewrite(pr *httputil.ProxyRequest) {
+// X-Forwarded-For/-Proto/-Host/-Port and X-Real-IP set from the client's
+// connection as ingress-nginx sets them, X-Request-ID the client's or a
+// new one. A client's own X-Forwarded headers are dropped, as any client
+// can forge them, unless trust is set (--trust-forwarded-headers, for a
+// controller behind a proxy that sets them): then they are kept and the
+// client's address is appended to X-Forwarded-For. The transport fills
+// in the endpoint's address.
+func rewrite(pr *httputil.ProxyRequest, trust bool) {
 	req := pr.In.Context().Value(requestKey{}).(*request)
 	pr.Out.URL.Scheme = "http"
 	pr.Out.URL.Host = req.backend.Service.String()
 	pr.Out.Host = pr.In.Host
-	if prior, ok := pr.In.Header["X-Forwarded-For"]; ok {
-		pr.Out.Header["X-Forwarded-For"] = prior
+	// ReverseProxy removed the X-Forwarded headers from Out before
+	// calling rewrite; In has the client's.
+	in := pr.In.Header
+	ip, _, err := net.SplitHostPort(pr.In.RemoteAddr)
+	if err != nil {
+		ip = ""
 	}
-	pr.SetXForwarded()
+	realIP := ip
+	proto, host, port := "http", pr.In.Host, req.port
 	if req.overTLS {
-		// SetXForwarded looks at In.TLS, which is set; said again for a
-		// listener behind a TLS-terminating wrapper.
-		pr.Out.Header.Set("X-Forwarded-Proto", "https")
+		proto = "https"
 	}
-	pr.Out.Header.Set("X-Forwarded-Port", req.port)
-	if ip, _, err := net.SplitHostPort(pr.In.RemoteAddr); err == nil {
-		pr.Out.Header.Set("X-Real-IP", ip)
+	xff := ip
+	if trust {
+		if prior := in.Values("X-Forwarded-For"); len(prior) > 0 {
+			xff = strings.Join(prior, ", ") + ", " + ip
+			realIP = strings.TrimSpace(strings.Split(prior[0], ",")[0])
+		}
+		proto = firstOr(in.Get("X-Forwarded-Proto"), proto)
+		host = firstOr(in.Get("X-Forwarded-Host"), host)
+		port = firstOr(in.Get("X-Forwarded-Port"), port)
 	}
-	pr.Out.Header.Set("X-Request-ID", req.id)
+	out := pr.Out.Header
+	for name, v := range map[string]string{"X-Forwarded-For": xff, "X-Real-IP": realIP,
+		"X-Forwarded-Proto": proto, "X-Forwarded-Host": host, "X-Forwarded-Port": port} {
+		if v == "" {
+			out.Del(name)
+		} else {
+			out.Set(name, v)
+		}
+	}
+	out.Set("X-Request-ID", req.id)
+}
+
+// firstOr returns v, or def when v is empty.
+func firstOr(v, def string) string {
+	if v != "" {
+		return v
+	}
+	return def
 }
 
 // proxyError answers a request its endpoints did not: 503 when there was

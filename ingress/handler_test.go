@@ -60,8 +60,6 @@ func TestRouting(t *testing.T) {
 		{name: "host preserved", host: "foo.com", path: "/", wantCode: 200, wantBody: "host=foo.com "},
 		{name: "forwarded headers", host: "foo.com", path: "/", wantCode: 200,
 			wantBody: "xff=127.0.0.1 proto=http xhost=foo.com port=" + port + " realip=127.0.0.1 id="},
-		{name: "forwarded-for appended", host: "foo.com", path: "/", header: map[string]string{"X-Forwarded-For": "192.0.2.7"},
-			wantCode: 200, wantBody: "xff=192.0.2.7, 127.0.0.1 "},
 		{name: "request id kept", host: "foo.com", path: "/", header: map[string]string{"X-Request-ID": "abc123"},
 			wantCode: 200, wantBody: "id=abc123"},
 		{name: "no rule", host: "nowhere.com", path: "/", wantCode: 404, wantBody: "404 Not Found: no Ingress rule matches this host and path\n"},
@@ -78,6 +76,46 @@ func TestRouting(t *testing.T) {
 			got := body(t, resp)
 			if resp.StatusCode != tc.wantCode || !strings.Contains(got, tc.wantBody) {
 				t.Errorf("got %d %q, want %d with %q", resp.StatusCode, got, tc.wantCode, tc.wantBody)
+			}
+		})
+	}
+}
+
+// Regression: the client's X-Forwarded-For was kept and appended to, so
+// any client could make the backend believe it came from anywhere. The
+// X-Forwarded headers are now the connection's, unless the controller is
+// told to trust them (behind another proxy).
+func TestForwardedHeaders(t *testing.T) {
+	spoofed := map[string]string{"X-Forwarded-For": "192.0.2.7", "X-Forwarded-Proto": "https",
+		"X-Forwarded-Host": "bank.example", "X-Forwarded-Port": "8443", "X-Real-IP": "192.0.2.8"}
+	for _, tc := range []struct {
+		name   string
+		trust  bool
+		header map[string]string
+		want   string
+	}{
+		{name: "none sent", want: "xff=127.0.0.1 proto=http xhost=foo.com port=PORT realip=127.0.0.1 "},
+		{name: "client's replaced", header: spoofed,
+			want: "xff=127.0.0.1 proto=http xhost=foo.com port=PORT realip=127.0.0.1 "},
+		{name: "trusted: none sent", trust: true,
+			want: "xff=127.0.0.1 proto=http xhost=foo.com port=PORT realip=127.0.0.1 "},
+		{name: "trusted: kept and appended", trust: true, header: spoofed,
+			want: "xff=192.0.2.7, 127.0.0.1 proto=https xhost=bank.example port=8443 realip=192.0.2.7 "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := DefaultOptions()
+			o.TrustForwardedHeaders = tc.trust
+			tb := newTestBed(t, o)
+			tb.backend("foo.com", route.Match{}, addr(echo(t, "foo")))
+			_, port, _ := strings.Cut(tb.http, ":")
+			req, _ := http.NewRequest("GET", "http://"+tb.http+"/", nil)
+			req.Host = "foo.com"
+			for k, v := range tc.header {
+				req.Header.Set(k, v)
+			}
+			got := body(t, tb.do(t, req))
+			if want := strings.ReplaceAll(tc.want, "PORT", port); !strings.Contains(got, want) {
+				t.Errorf("got %q, want it to contain %q", got, want)
 			}
 		})
 	}

@@ -49,6 +49,12 @@ type Options struct {
 	// HealthzBindAddress is --healthz-bind-address, serving /healthz alone,
 	// for probes from outside the node (default empty: none).
 	HealthzBindAddress string
+	// TrustForwardedHeaders is --trust-forwarded-headers: keep the
+	// X-Forwarded-For/-Proto/-Host/-Port headers clients send, appending
+	// to X-Forwarded-For, for a controller behind a proxy that sets them
+	// (ingress-nginx's use-forwarded-headers). Default off: they are
+	// replaced by what the connection shows, as any client can forge them.
+	TrustForwardedHeaders bool
 
 	// ConnectTimeout, ReadTimeout and SendTimeout are the defaults of the
 	// per-Ingress timeouts (ingress-nginx's 5s, 60s and 60s).
