@@ -113,6 +113,9 @@ func (l *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if req.id == "" {
 		req.id = newRequestID()
 	}
+	// Deferred, as a request whose response fails midway ends in a panic
+	// (http.ErrAbortHandler from ReverseProxy, which the server expects).
+	defer l.record(r, m, rw, req, start)
 	switch {
 	case m.Backend == nil:
 		plain(rw, http.StatusNotFound, "no Ingress rule matches this host and path")
@@ -136,6 +139,10 @@ func (l *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		l.proxy.ServeHTTP(rw, out)
 	}
+}
+
+// record counts a finished request in the metrics and the access log.
+func (l *listenerHandler) record(r *http.Request, m route.Match, rw *recorder, req *request, start time.Time) {
 	l.metrics.request(m, r.Method, rw.status(), time.Since(start))
 	if v := klog.V(2); v.Enabled() {
 		v.InfoS("Request", "remote", r.RemoteAddr, "host", r.Host, "method", r.Method, "path", r.URL.Path,

@@ -3,6 +3,7 @@ package ingress
 import (
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -275,5 +276,28 @@ func TestConnectTimeout(t *testing.T) {
 		if got := body(t, resp); resp.StatusCode != http.StatusGatewayTimeout {
 			t.Errorf("%s: got %d %q, want 504", method, resp.StatusCode, got)
 		}
+	}
+}
+
+// Regression: a response that failed midway (the endpoint closed its
+// connection before the end of the body) ended the handler in a panic,
+// and the request was neither counted nor logged.
+func TestFailedResponseCounted(t *testing.T) {
+	ln := rawBackend(t, func(_ int, c net.Conn, req *http.Request) {
+		fmt.Fprint(c, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly ten..")
+	})
+	tb := newTestBed(t, DefaultOptions())
+	tb.backend("foo.com", route.Match{}, ln)
+	req, _ := http.NewRequest("GET", "http://"+tb.http+"/", nil)
+	req.Host = "foo.com"
+	// The client sees the connection closed, before or after the head.
+	if resp, err := noRedirects.Do(req); err == nil {
+		if _, err := io.ReadAll(resp.Body); err == nil {
+			t.Errorf("read the whole response, want it cut short")
+		}
+		resp.Body.Close()
+	}
+	if got := testutil.ToFloat64(tb.metrics.requests.WithLabelValues("default/web", "foo.com", "/", "GET", "2xx")); got != 1 {
+		t.Errorf("got %v requests counted, want 1", got)
 	}
 }
