@@ -42,10 +42,25 @@ func (e *BindError) Error() string {
 
 func (e *BindError) Unwrap() error { return e.Err }
 
+// shutdownGrace is how long requests in flight, upgraded connections
+// (WebSockets) among them, may go on once the servers are told to stop.
+const shutdownGrace = 5 * time.Second
+
 // Servers are the plain-HTTP and TLS servers of the handler, bound.
 type Servers struct {
 	listeners []net.Listener
 	servers   []*http.Server
+	// grace is shutdownGrace, shorter in tests.
+	grace time.Duration
+
+	// base is the context of every request; it ends after the grace,
+	// which ends upgraded connections: the servers' Shutdown does not
+	// know them once hijacked.
+	base       context.Context
+	cancelBase context.CancelFunc
+	// handlers counts the handlers running, so that Serve returns only
+	// after the last.
+	handlers sync.WaitGroup
 }
 
 // Listen binds --http-port and --https-port (a zero port is not served)
@@ -83,8 +98,17 @@ func Listen(o Options, h *Handler, routes func() Routes, defaultCert func() *tls
 
 // add serves h on ln, over TLS when tlsConf is set.
 func (s *Servers) add(ln net.Listener, h *Handler, tlsConf *tls.Config) {
+	if s.base == nil {
+		s.base, s.cancelBase = context.WithCancel(context.Background())
+	}
+	handler := h.Listener(tlsConf != nil, ln.Addr().(*net.TCPAddr).Port)
 	srv := &http.Server{
-		Handler:           h.Listener(tlsConf != nil, ln.Addr().(*net.TCPAddr).Port),
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s.handlers.Add(1)
+			defer s.handlers.Done()
+			handler.ServeHTTP(w, r)
+		}),
+		BaseContext:       func(net.Listener) context.Context { return s.base },
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
@@ -140,16 +164,40 @@ func (s *Servers) Serve(ctx context.Context) error {
 	case <-ctx.Done():
 	case err = <-errs:
 	}
-	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	s.shutdown(ctx)
+	wg.Wait()
+	if err != nil {
+		klog.ErrorS(err, "Ingress listener failed")
+	}
+	return err
+}
+
+// shutdown stops the servers, lets requests in flight and upgraded
+// connections go on for the grace, then ends them all, and returns once
+// every handler has.
+func (s *Servers) shutdown(ctx context.Context) {
+	grace := s.grace
+	if grace == 0 {
+		grace = shutdownGrace
+	}
+	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
 	defer cancel()
 	for _, srv := range s.servers {
 		if srv.Shutdown(shutdown) != nil {
 			srv.Close()
 		}
 	}
-	wg.Wait()
-	if err != nil {
-		klog.ErrorS(err, "Ingress listener failed")
+	done := make(chan struct{})
+	go func() {
+		s.handlers.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-shutdown.Done():
 	}
-	return err
+	if s.cancelBase != nil {
+		s.cancelBase()
+	}
+	<-done
 }
