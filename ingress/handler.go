@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,6 +38,8 @@ type Handler struct {
 	balancer  *balancer
 	transport *transport
 	proxy     *httputil.ReverseProxy
+	// accessLog is nil with --access-log=false.
+	accessLog *accessLog
 }
 
 // NewHandler returns a handler routing by what routes returns at each
@@ -47,6 +50,9 @@ func NewHandler(routes func() Routes, o Options, m *Metrics) *Handler {
 		opts:     o,
 		metrics:  m,
 		balancer: &balancer{now: time.Now},
+	}
+	if o.AccessLog {
+		h.accessLog = &accessLog{w: os.Stdout}
 	}
 	h.transport = newTransport(h.balancer, o.ConnectTimeout)
 	h.transport.onDialError = m.upstreamConnectError
@@ -144,9 +150,8 @@ func (l *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // record counts a finished request in the metrics and the access log.
 func (l *listenerHandler) record(r *http.Request, m route.Match, rw *recorder, req *request, start time.Time) {
 	l.metrics.request(m, r.Method, rw.status(), time.Since(start))
-	if v := klog.V(2); v.Enabled() {
-		v.InfoS("Request", "remote", r.RemoteAddr, "host", r.Host, "method", r.Method, "path", r.URL.Path,
-			"status", rw.status(), "bytes", rw.bytes, "duration", time.Since(start), "upstream", req.upstream, "requestID", req.id)
+	if l.accessLog != nil {
+		l.accessLog.write(logLine{r: r, start: start, status: rw.status(), bytes: rw.bytes, match: m, req: req})
 	}
 }
 

@@ -36,6 +36,8 @@ type testBed struct {
 	metrics *Metrics
 	http    string // address of the plain listener
 	https   string // address of the TLS listener
+	// accessLog has the access log's lines, under the log's lock.
+	accessLog strings.Builder
 }
 
 func newTestBed(t *testing.T, o Options) *testBed {
@@ -43,6 +45,9 @@ func newTestBed(t *testing.T, o Options) *testBed {
 	tb := &testBed{routes: &fakeRoutes{hosts: map[string]route.Match{}}, metrics: NewMetrics()}
 	routes := func() Routes { return tb.routes }
 	tb.handler = NewHandler(routes, o, tb.metrics)
+	if tb.handler.accessLog != nil {
+		tb.handler.accessLog.w = &tb.accessLog
+	}
 	generated, err := selfSigned()
 	if err != nil {
 		t.Fatal(err)
@@ -71,6 +76,14 @@ func newTestBed(t *testing.T, o Options) *testBed {
 		tb.handler.transport.closeIdle()
 	})
 	return tb
+}
+
+// accessLines returns the lines of the access log so far.
+func (tb *testBed) accessLines() []string {
+	l := tb.handler.accessLog
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.SplitAfter(tb.accessLog.String(), "\n")
 }
 
 // backend adds host to the routes, served by a Service with the given

@@ -49,6 +49,10 @@ type Options struct {
 	// HealthzBindAddress is --healthz-bind-address, serving /healthz alone,
 	// for probes from outside the node (default empty: none).
 	HealthzBindAddress string
+	// AccessLog is --access-log: write a line per request to standard
+	// output, in the format documented at accessLog (default on, as
+	// ingress-nginx logs every request).
+	AccessLog bool
 	// TrustForwardedHeaders is --trust-forwarded-headers: keep the
 	// X-Forwarded-For/-Proto/-Host/-Port headers clients send, appending
 	// to X-Forwarded-For, for a controller behind a proxy that sets them
@@ -70,6 +74,7 @@ func DefaultOptions() Options {
 		HTTPSPort:          443,
 		IngressClass:       "portal",
 		MetricsBindAddress: "127.0.0.1:10254",
+		AccessLog:          true,
 		ConnectTimeout:     5 * time.Second,
 		ReadTimeout:        60 * time.Second,
 		SendTimeout:        60 * time.Second,

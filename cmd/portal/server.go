@@ -125,13 +125,15 @@ func newServerCommand() *cobra.Command {
 // addComponentFlags adds a component's flags to `portal server`. A flag
 // the server already has (the API server's --cluster-domain) is shared; a
 // component's own endpoints (--bind-address, --metrics-bind-address,
-// --health-bind-address, --port, --profiling) take the component's name
-// as a prefix, as several components have them.
+// --health-bind-address, --port, --profiling) and outputs (--access-log)
+// take the component's name as a prefix, as several components have them
+// or could.
 func addComponentFlags(fs *pflag.FlagSet, component string, add func(*pflag.FlagSet)) {
 	own := pflag.NewFlagSet(component, pflag.ContinueOnError)
 	add(own)
 	own.VisitAll(func(f *pflag.Flag) {
-		endpoint := f.Name == "port" || f.Name == "bind-address" || f.Name == "profiling" || strings.HasSuffix(f.Name, "-bind-address")
+		endpoint := f.Name == "port" || f.Name == "bind-address" || f.Name == "profiling" || f.Name == "access-log" ||
+			strings.HasSuffix(f.Name, "-bind-address")
 		switch {
 		case fs.Lookup(f.Name) != nil && !endpoint:
 			return

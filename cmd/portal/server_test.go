@@ -53,6 +53,8 @@ func TestServerIngressFlags(t *testing.T) {
 		{"ingress-metrics-bind-address", "127.0.0.1:10254", "ingress: "},
 		{"ingress-healthz-bind-address", "", "ingress: "},
 		{"ingress-profiling", "false", "ingress: "},
+		{"ingress-access-log", "true", "ingress: "},
+		{"trust-forwarded-headers", "false", ""},
 		{"http-port", "80", ""},
 		{"https-port", "443", ""},
 		{"ingress-class", "portal", ""},
@@ -68,7 +70,9 @@ func TestServerIngressFlags(t *testing.T) {
 			t.Errorf("--%s: got usage %q, want it to start with %q", tc.flag, f.Usage, tc.wantUsage)
 		}
 	}
-	if f := fs.Lookup("profiling"); f != nil {
-		t.Errorf("--profiling: present unprefixed, want only --ingress-profiling")
+	for _, flag := range []string{"profiling", "access-log"} {
+		if f := fs.Lookup(flag); f != nil {
+			t.Errorf("--%s: present unprefixed, want only --ingress-%s", flag, flag)
+		}
 	}
 }
