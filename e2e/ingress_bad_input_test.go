@@ -17,6 +17,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"portal.dev/portal/internal/testcert"
 )
 
 // testBadInput: issue #18's bad input, each answered with a 4xx or an
@@ -68,9 +70,9 @@ func (ib *ingressBed) testInvalidPath(t *testing.T) {
 // Ingresses, are served, and the paths of the missing Service and of the
 // Resource answer 503.
 func (ib *ingressBed) testMissingReferences(t *testing.T) {
-	ca := newTestCA(t)
-	mismatched := ca.issue(t, "badkey.test")
-	mismatched.keyPEM = ca.issue(t, "badkey.test").keyPEM
+	ca := testcert.NewCA(t)
+	mismatched := ca.Issue(t, "badkey.test")
+	mismatched.KeyPEM = ca.Issue(t, "badkey.test").KeyPEM
 	if _, err := ib.c.CoreV1().Secrets("default").Create(context.Background(), tlsSecret("mismatched", mismatched), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -2,16 +2,10 @@ package e2e
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -23,74 +17,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"portal.dev/portal/internal/testcert"
 )
 
-// testCA issues the certificates of the TLS tests; clients trust it, so a
-// handshake verifies the served certificate's names as a browser would.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pool *x509.CertPool
-}
-
-func newTestCA(t *testing.T) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "portal e2e CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return &testCA{cert: cert, key: key, pool: pool}
-}
-
-// leaf is an issued certificate and its key, PEM-encoded as a
-// kubernetes.io/tls Secret holds them.
-type leaf struct {
-	certPEM, keyPEM []byte
-	serial          *big.Int
-}
-
-var serials = big.NewInt(100)
-
-// issue makes a server certificate for host with a fresh key.
-func (ca *testCA) issue(t *testing.T, host string) leaf {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serial := new(big.Int).Add(serials, big.NewInt(1))
-	serials = serial
-	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: host}, DNSNames: []string{host},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return leaf{certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		keyPEM: pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), serial: serial}
-}
-
-func tlsSecret(name string, l leaf) *corev1.Secret {
+func tlsSecret(name string, l testcert.Pair) *corev1.Secret {
 	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, Type: corev1.SecretTypeTLS,
-		Data: map[string][]byte{corev1.TLSCertKey: l.certPEM, corev1.TLSPrivateKeyKey: l.keyPEM}}
+		Data: map[string][]byte{corev1.TLSCertKey: l.CertPEM, corev1.TLSPrivateKeyKey: l.KeyPEM}}
 }
 
 // handshake makes a TLS connection from the client namespace to the node's
@@ -117,8 +50,8 @@ func (ib *ingressBed) handshake(serverName string, roots *x509.CertPool, protos 
 // within 2 s while a connection opened before keeps working.
 func (ib *ingressBed) testTLS(t *testing.T) {
 	ctx := context.Background()
-	ca := newTestCA(t)
-	certs := map[string]leaf{"a.tls.test": ca.issue(t, "a.tls.test"), "b.tls.test": ca.issue(t, "b.tls.test")}
+	ca := testcert.NewCA(t)
+	certs := map[string]testcert.Pair{"a.tls.test": ca.Issue(t, "a.tls.test"), "b.tls.test": ca.Issue(t, "b.tls.test")}
 	for _, s := range []*corev1.Secret{tlsSecret("tls-a", certs["a.tls.test"]), tlsSecret("tls-b", certs["b.tls.test"])} {
 		if _, err := ib.c.CoreV1().Secrets("default").Create(ctx, s, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -131,13 +64,13 @@ func (ib *ingressBed) testTLS(t *testing.T) {
 	t.Run("SNI picks the certificate, ALPN h2", func(t *testing.T) {
 		for host, l := range certs {
 			eventuallyWithin(t, 30*time.Second, "the certificate of "+host+" served", func() (bool, string) {
-				st, err := ib.handshake(host, ca.pool, "h2", "http/1.1")
+				st, err := ib.handshake(host, ca.Pool, "h2", "http/1.1")
 				if err != nil {
 					return false, fmt.Sprintf("handshake with SNI %s: %v", host, err)
 				}
 				leafCert := st.PeerCertificates[0]
-				if leafCert.SerialNumber.Cmp(l.serial) != 0 || !slices.Equal(leafCert.DNSNames, []string{host}) {
-					return false, fmt.Sprintf("SNI %s: got certificate %v serial %v, want [%s] serial %v", host, leafCert.DNSNames, leafCert.SerialNumber, host, l.serial)
+				if leafCert.SerialNumber.Cmp(l.Cert.SerialNumber) != 0 || !slices.Equal(leafCert.DNSNames, []string{host}) {
+					return false, fmt.Sprintf("SNI %s: got certificate %v serial %v, want [%s] serial %v", host, leafCert.DNSNames, leafCert.SerialNumber, host, l.Cert.SerialNumber)
 				}
 				return st.NegotiatedProtocol == "h2", fmt.Sprintf("SNI %s: got ALPN protocol %q, want h2", host, st.NegotiatedProtocol)
 			})
@@ -146,7 +79,7 @@ func (ib *ingressBed) testTLS(t *testing.T) {
 
 	t.Run("HTTP/2 requests reach each host's Service", func(t *testing.T) {
 		client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: ib.dialNode,
-			TLSClientConfig: &tls.Config{RootCAs: ca.pool}, ForceAttemptHTTP2: true}}
+			TLSClientConfig: &tls.Config{RootCAs: ca.Pool}, ForceAttemptHTTP2: true}}
 		for host, want := range map[string]string{"a.tls.test": "alpha", "b.tls.test": "beta"} {
 			resp, err := client.Get("https://" + host + "/h2")
 			if err != nil {
@@ -177,7 +110,7 @@ func (ib *ingressBed) testTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	for host, l := range certs {
-		keyLines := strings.Split(strings.TrimSpace(string(l.keyPEM)), "\n")
+		keyLines := strings.Split(strings.TrimSpace(string(l.KeyPEM)), "\n")
 		if body := keyLines[1]; strings.Contains(string(data), body) {
 			t.Errorf("the server log holds the private key of %s", host)
 		}
@@ -187,18 +120,18 @@ func (ib *ingressBed) testTLS(t *testing.T) {
 // testSecretUpdate replaces the Secret tls-a by a new certificate of
 // a.tls.test and measures how long until new handshakes get it. A
 // connection opened and used before the update must keep working after.
-func (ib *ingressBed) testSecretUpdate(t *testing.T, ca *testCA, old leaf) {
-	kept := ib.keep(t, ":443", &tls.Config{ServerName: "a.tls.test", RootCAs: ca.pool, NextProtos: []string{"http/1.1"}})
+func (ib *ingressBed) testSecretUpdate(t *testing.T, ca *testcert.CA, old testcert.Pair) {
+	kept := ib.keep(t, ":443", &tls.Config{ServerName: "a.tls.test", RootCAs: ca.Pool, NextProtos: []string{"http/1.1"}})
 	get := func() answer { return kept.get("a.tls.test", "/kept") }
 	if got := get(); got.code != 200 || serviceOf(got.backend) != "alpha" {
 		t.Fatalf("GET https://a.tls.test/kept before the update: got %v, want 200 from alpha", got)
 	}
-	if serial := kept.conn.(*tls.Conn).ConnectionState().PeerCertificates[0].SerialNumber; serial.Cmp(old.serial) != 0 {
-		t.Fatalf("the kept connection got certificate serial %v, want %v", serial, old.serial)
+	if serial := kept.conn.(*tls.Conn).ConnectionState().PeerCertificates[0].SerialNumber; serial.Cmp(old.Cert.SerialNumber) != 0 {
+		t.Fatalf("the kept connection got certificate serial %v, want %v", serial, old.Cert.SerialNumber)
 	}
 
 	ctx := context.Background()
-	renewed := ca.issue(t, "a.tls.test")
+	renewed := ca.Issue(t, "a.tls.test")
 	if _, err := ib.c.CoreV1().Secrets("default").Update(ctx, tlsSecret("tls-a", renewed), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -206,9 +139,9 @@ func (ib *ingressBed) testSecretUpdate(t *testing.T, ca *testCA, old leaf) {
 	var took time.Duration
 	var last string
 	for {
-		st, err := ib.handshake("a.tls.test", ca.pool)
+		st, err := ib.handshake("a.tls.test", ca.Pool)
 		took = time.Since(updated)
-		if err == nil && st.PeerCertificates[0].SerialNumber.Cmp(renewed.serial) == 0 {
+		if err == nil && st.PeerCertificates[0].SerialNumber.Cmp(renewed.Cert.SerialNumber) == 0 {
 			break
 		}
 		if last = fmt.Sprintf("error %v", err); err == nil {
@@ -221,7 +154,7 @@ func (ib *ingressBed) testSecretUpdate(t *testing.T, ca *testCA, old leaf) {
 	}
 	switch {
 	case took >= 30*time.Second:
-		t.Errorf("the renewed certificate (serial %v) not served after 30 s; handshakes get %s", renewed.serial, last)
+		t.Errorf("the renewed certificate (serial %v) not served after 30 s; handshakes get %s", renewed.Cert.SerialNumber, last)
 	case took > 2*time.Second:
 		t.Errorf("the renewed certificate served %v after the Secret update, want within 2s", took.Round(time.Millisecond))
 	default:

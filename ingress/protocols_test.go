@@ -3,15 +3,9 @@ package ingress
 import (
 	"bufio"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -27,6 +21,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"portal.dev/portal/ingress/route"
+	"portal.dev/portal/internal/testcert"
 )
 
 func TestWebSocketEcho(t *testing.T) {
@@ -107,25 +102,9 @@ func TestGRPCHealthCheck(t *testing.T) {
 	}
 }
 
-// certificate makes a self-signed certificate for host.
-func certificate(t *testing.T, host string) *tls.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: host}, DNSNames: []string{host},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
-}
-
 func TestSNIAndHTTP2(t *testing.T) {
 	tb := newTestBed(t, DefaultOptions())
-	tb.routes.certs = map[string]*tls.Certificate{"a.com": certificate(t, "a.com"), "b.com": certificate(t, "b.com")}
+	tb.routes.certs = map[string]*tls.Certificate{"a.com": testcert.SelfSigned(t, "a.com").TLS, "b.com": testcert.SelfSigned(t, "b.com").TLS}
 	tb.backend("a.com", route.Match{}, addr(echo(t, "a")))
 	for _, tc := range []struct{ serverName, wantCN string }{
 		{"a.com", "a.com"},
