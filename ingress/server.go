@@ -59,8 +59,9 @@ type Servers struct {
 	base       context.Context
 	cancelBase context.CancelFunc
 	// handlers counts the handlers running, so that Serve returns only
-	// after the last.
-	handlers sync.WaitGroup
+	// after the last. Not a WaitGroup: a request may still begin on an
+	// HTTP/2 connection while Serve waits.
+	handlers running
 }
 
 // Listen binds --http-port and --https-port (a zero port is not served)
@@ -104,8 +105,8 @@ func (s *Servers) add(ln net.Listener, h *Handler, tlsConf *tls.Config) {
 	handler := h.Listener(tlsConf != nil, ln.Addr().(*net.TCPAddr).Port)
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s.handlers.Add(1)
-			defer s.handlers.Done()
+			s.handlers.add(1)
+			defer s.handlers.add(-1)
 			handler.ServeHTTP(w, r)
 		}),
 		BaseContext:       func(net.Listener) context.Context { return s.base },
@@ -187,17 +188,44 @@ func (s *Servers) shutdown(ctx context.Context) {
 			srv.Close()
 		}
 	}
-	done := make(chan struct{})
-	go func() {
-		s.handlers.Wait()
-		close(done)
-	}()
 	select {
-	case <-done:
+	case <-s.handlers.none():
 	case <-shutdown.Done():
 	}
 	if s.cancelBase != nil {
 		s.cancelBase()
 	}
-	<-done
+	<-s.handlers.none()
+}
+
+// running counts goroutines at work and tells when there are none.
+type running struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n drops to 0; nil while n is 0
+}
+
+func (r *running) add(d int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.n += d
+	switch {
+	case r.n == 0 && r.idle != nil:
+		close(r.idle)
+		r.idle = nil
+	case r.n > 0 && r.idle == nil:
+		r.idle = make(chan struct{})
+	}
+}
+
+// none returns a channel closed when none is running.
+func (r *running) none() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.idle == nil {
+		closed := make(chan struct{})
+		close(closed)
+		return closed
+	}
+	return r.idle
 }
