@@ -47,6 +47,8 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+
+	"portal.dev/portal/internal/nodeaddr"
 )
 
 // Options say which Ingresses are served and where their address comes
@@ -311,21 +313,15 @@ func ServiceAddresses(svc *corev1.Service) []networkingv1.IngressLoadBalancerIng
 }
 
 // NodeAddresses are a node's ExternalIP addresses, or its InternalIP
-// ones when it has none, as ingress-nginx reports a node by default.
+// ones when it has none, as ingress-nginx reports a node by default and
+// as servicelb gives nodes' addresses to LoadBalancer Services
+// (nodeaddr.Preferred, so both show a node alike).
 func NodeAddresses(node *corev1.Node) []networkingv1.IngressLoadBalancerIngress {
-	var external, internal []networkingv1.IngressLoadBalancerIngress
-	for _, a := range node.Status.Addresses {
-		switch a.Type {
-		case corev1.NodeExternalIP:
-			external = append(external, networkingv1.IngressLoadBalancerIngress{IP: a.Address})
-		case corev1.NodeInternalIP:
-			internal = append(internal, networkingv1.IngressLoadBalancerIngress{IP: a.Address})
-		}
+	var out []networkingv1.IngressLoadBalancerIngress
+	for _, a := range nodeaddr.Preferred(node) {
+		out = append(out, networkingv1.IngressLoadBalancerIngress{IP: a.String()})
 	}
-	if len(external) > 0 {
-		return sorted(external)
-	}
-	return sorted(internal)
+	return sorted(out)
 }
 
 // StaticAddresses turns a list of IP addresses and host names into status
