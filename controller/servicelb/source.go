@@ -88,8 +88,8 @@ type nodeSource struct {
 	last map[string][]netip.Addr
 }
 
-func newNodeSource(nodes corelisters.NodeLister, slices discoverylisters.EndpointSliceLister) *nodeSource {
-	return &nodeSource{nodes: nodes, slices: slices, ports: NewPorts(), last: map[string][]netip.Addr{}}
+func newNodeSource(nodes corelisters.NodeLister, slices discoverylisters.EndpointSliceLister, reserved []ReservedPort) *nodeSource {
+	return &nodeSource{nodes: nodes, slices: slices, ports: NewPorts(reserved...), last: map[string][]netip.Addr{}}
 }
 
 func (s *nodeSource) assign(k string, svc *corev1.Service) ([]netip.Addr, bool, error) {
