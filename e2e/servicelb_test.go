@@ -3,8 +3,11 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -68,6 +71,53 @@ func TestLoadBalancerOnNodeAddress(t *testing.T) {
 			})
 		})
 	}
+}
+
+// With the Ingress controller of `portal server` listening on the node's
+// port 80, a LoadBalancer Service on port 80 used to get the node's
+// address, and the proxy then sent node:80 to the Service instead of the
+// Ingress controller. It now stays pending with a Warning naming the
+// port and the Ingress controller, and node:80 still reaches the latter.
+func TestLoadBalancerLeavesIngressPorts(t *testing.T) {
+	pb := newProxyNet(t)
+	pb.startServer("--proxy-mode", "nftables", "--cluster-cidr", "10.244.0.0/16", "--disable", "dns,agent")
+	pb.backend("grab-a", "grab", "node1", 10, true)
+	pb.service("grab", func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeLoadBalancer })
+	eventually(t, "Service on port 80 pending with a Warning naming the Ingress controller", func() (bool, string) {
+		svc, err := pb.c.CoreV1().Services(pb.ns).Get(context.Background(), "grab", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		c := meta.FindStatusCondition(svc.Status.Conditions, servicelb.ConditionAllocated)
+		if c == nil || c.Reason != servicelb.ReasonPortInUse || len(svc.Status.LoadBalancer.Ingress) > 0 {
+			return false, fmt.Sprintf("condition %+v, ingress %v", c, svc.Status.LoadBalancer.Ingress)
+		}
+		list, err := pb.c.CoreV1().Events(pb.ns).List(context.Background(),
+			metav1.ListOptions{FieldSelector: "involvedObject.name=grab"})
+		if err != nil {
+			return false, err.Error()
+		}
+		var msgs []string
+		for _, e := range list.Items {
+			msgs = append(msgs, e.Message)
+			if e.Type == corev1.EventTypeWarning &&
+				strings.Contains(e.Message, "port 80/TCP in use on the nodes by the Ingress controller of portal server") {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprint(msgs)
+	})
+	client := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{DialContext: pb.client.DialContext}}
+	eventually(t, "node:80 answered by the Ingress controller", func() (bool, string) {
+		resp, err := client.Get("http://" + hostPort(nodeIP, 80) + "/")
+		if err != nil {
+			return false, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode == http.StatusNotFound && strings.Contains(string(b), "no Ingress rule matches"),
+			fmt.Sprintf("%d %q", resp.StatusCode, b)
+	})
 }
 
 // waitIngress waits until Service name shows exactly ip as its load

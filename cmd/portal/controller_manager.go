@@ -23,6 +23,7 @@ func addControllerFlags(fs *pflag.FlagSet, o *manager.Options) {
 	fs.StringVar(&o.Identity, "identity", o.Identity, "this replica's name in the leader Lease (default: host name and a random suffix)")
 	fs.IntVar(&o.MaxEndpointsPerSlice, "max-endpoints-per-slice", o.MaxEndpointsPerSlice, "most endpoints in one EndpointSlice")
 	fs.StringVar(&o.LoadBalancerIPPools, "loadbalancer-ip-pools", o.LoadBalancerIPPools, "CIDRs and ranges (192.0.2.10-192.0.2.20) LoadBalancer Services take IPs from; empty gives them the addresses of the ready nodes, one Service per port")
+	fs.StringVar(&o.LoadBalancerReservedPorts, "loadbalancer-reserved-ports", o.LoadBalancerReservedPorts, "ports (80/TCP,443/TCP) another process listens on at the nodes' addresses, such as an Ingress controller; without pools, a LoadBalancer Service asking for one stays pending")
 	fs.DurationVar(&o.NodeMonitorGracePeriod, "node-monitor-grace-period", o.NodeMonitorGracePeriod, "how long a node may miss Lease renewals before it is marked Unknown and its pods not ready")
 	fs.StringVar(&o.ClusterCIDR, "cluster-cidr", o.ClusterCIDR, "pod address ranges (v4,v6) node IPAM gives each Node a podCIDR from; empty turns node IPAM off")
 	fs.IntVar(&o.NodeCIDRMaskSizeIPv4, "node-cidr-mask-size-ipv4", o.NodeCIDRMaskSizeIPv4, "prefix length of a node's IPv4 podCIDR")

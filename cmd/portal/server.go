@@ -106,6 +106,7 @@ func newServerCommand() *cobra.Command {
 						Identity: ao.NodeName, NodeName: ao.NodeName}
 				}
 			}
+			so.controllers.ReservedNodePorts = reservedNodePorts(so, enabled)
 			return runServer(cmd.Context(), so, enabled)
 		},
 	}

@@ -22,8 +22,8 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 
-	"portal.dev/portal/controller/internal/loop"
 	"portal.dev/portal/controller/internal/workload"
+	"portal.dev/portal/internal/loop"
 )
 
 const (

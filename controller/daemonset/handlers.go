@@ -9,8 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
-	"portal.dev/portal/controller/internal/loop"
 	"portal.dev/portal/controller/internal/nodetaint"
+	"portal.dev/portal/internal/loop"
 )
 
 // Informer event handlers: each event becomes the keys of the DaemonSets

@@ -20,8 +20,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
-	"portal.dev/portal/controller/internal/loop"
 	"portal.dev/portal/controller/internal/workload"
+	"portal.dev/portal/internal/loop"
 )
 
 const controllerName = "deployment-controller"

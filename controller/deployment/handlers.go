@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"portal.dev/portal/controller/internal/loop"
+	"portal.dev/portal/internal/loop"
 )
 
 // Informer event handlers: they only turn events into Deployment keys.

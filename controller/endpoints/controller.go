@@ -20,9 +20,9 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 
-	"portal.dev/portal/controller/internal/loop"
 	"portal.dev/portal/controller/internal/pace"
 	"portal.dev/portal/controller/internal/podutil"
+	"portal.dev/portal/internal/loop"
 )
 
 const (

@@ -10,8 +10,8 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 
-	"portal.dev/portal/controller/internal/loop"
 	"portal.dev/portal/controller/internal/podutil"
+	"portal.dev/portal/internal/loop"
 )
 
 // Informer event handlers: every event becomes the keys of the Services

@@ -14,9 +14,9 @@ import (
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/util/workqueue"
 
-	"portal.dev/portal/controller/internal/loop"
 	"portal.dev/portal/controller/internal/pace"
 	"portal.dev/portal/controller/internal/podutil"
+	"portal.dev/portal/internal/loop"
 )
 
 const (

@@ -11,8 +11,8 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 
-	"portal.dev/portal/controller/internal/loop"
 	"portal.dev/portal/controller/internal/podutil"
+	"portal.dev/portal/internal/loop"
 )
 
 var everything = labels.Everything()

@@ -161,7 +161,11 @@ func buildServiceLB(c controllerContext) (runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--loadbalancer-ip-pools: %w", err)
 	}
-	return servicelb.New(c.client, c.informers, c.recorder("servicelb-controller"), servicelb.Options{Pools: pools})
+	reserved, err := c.opts.reservedPorts()
+	if err != nil {
+		return nil, err
+	}
+	return servicelb.New(c.client, c.informers, c.recorder("servicelb-controller"), servicelb.Options{Pools: pools, Reserved: reserved})
 }
 
 // startControllers builds the early or the late controllers and runs each

@@ -46,6 +46,14 @@ type Options struct {
 	// LoadBalancerIPPools is --loadbalancer-ip-pools: CIDRs and ranges;
 	// empty gives LoadBalancer Services the nodes' addresses.
 	LoadBalancerIPPools string
+	// LoadBalancerReservedPorts is --loadbalancer-reserved-ports: ports
+	// ("80/TCP,443/TCP") that, without pools, no LoadBalancer Service gets
+	// on the nodes' addresses, because another process listens there (an
+	// Ingress controller run as `portal ingress`).
+	LoadBalancerReservedPorts string
+	// ReservedNodePorts are more such ports, with their holders: those
+	// `portal server` listens on itself.
+	ReservedNodePorts []servicelb.ReservedPort
 	// NodeMonitorGracePeriod is how long a node may go without renewing
 	// its Lease before it is marked Unknown and its pods not ready.
 	NodeMonitorGracePeriod time.Duration
@@ -294,6 +302,9 @@ func (o Options) Validate() error {
 			return fmt.Errorf("--loadbalancer-ip-pools: %w", err)
 		}
 	}
+	if _, err := o.reservedPorts(); err != nil {
+		return err
+	}
 	cidrs, err := ParseClusterCIDRs(o.ClusterCIDR)
 	if err != nil {
 		return err
@@ -322,4 +333,15 @@ func (o Options) Validate() error {
 // comma-separated, without host bits.
 func ParseClusterCIDRs(s string) ([]netip.Prefix, error) {
 	return cidrflag.Parse("--cluster-cidr", s)
+}
+
+// reservedPorts returns the ports no LoadBalancer Service gets on the
+// nodes' addresses: those of --loadbalancer-reserved-ports, then
+// ReservedNodePorts.
+func (o Options) reservedPorts() ([]servicelb.ReservedPort, error) {
+	flagged, err := servicelb.ParseReservedPorts(o.LoadBalancerReservedPorts, "a process named in --loadbalancer-reserved-ports")
+	if err != nil {
+		return nil, fmt.Errorf("--loadbalancer-reserved-ports: %w", err)
+	}
+	return append(flagged, o.ReservedNodePorts...), nil
 }

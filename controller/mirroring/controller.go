@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
-	"portal.dev/portal/controller/internal/loop"
+	"portal.dev/portal/internal/loop"
 )
 
 const (

@@ -4,7 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
-	"portal.dev/portal/controller/internal/loop"
+	"portal.dev/portal/internal/loop"
 )
 
 // Informer event handlers: every event becomes the key (namespace/name,

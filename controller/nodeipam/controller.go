@@ -22,7 +22,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	"portal.dev/portal/controller/internal/loop"
+	"portal.dev/portal/internal/loop"
 )
 
 // Options configure a Controller.

@@ -19,8 +19,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"portal.dev/portal/controller/internal/loop"
 	"portal.dev/portal/controller/internal/podutil"
+	"portal.dev/portal/internal/loop"
 )
 
 // Upstream's kube-controller-manager values.

@@ -21,8 +21,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
-	"portal.dev/portal/controller/internal/loop"
 	"portal.dev/portal/controller/internal/podutil"
+	"portal.dev/portal/internal/loop"
 )
 
 const (

@@ -17,7 +17,10 @@
 // The Services then share the addresses, so each port (protocol, family)
 // belongs to one Service at a time: the first to hold it keeps it, and a
 // Service wanting a port held by another stays pending, with no address,
-// until the port is free. Node changes (added, removed, addresses
+// until the port is free. Ports other processes listen on the nodes'
+// addresses (Options.Reserved: the Ingress controller's 80 and 443, the
+// API server's, DNS's) no Service gets, and a Service wanting one stays
+// pending, its Event naming the holder. Node changes (added, removed, addresses
 // changed, NotReady, cordoned) update every Service. Requested addresses
 // (spec.loadBalancerIP, the annotation) choose among pool addresses and
 // are ignored here, as k3s ignores them.
@@ -51,7 +54,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
-	"portal.dev/portal/controller/internal/loop"
+	"portal.dev/portal/internal/loop"
 )
 
 const (
@@ -78,6 +81,11 @@ type Options struct {
 	// Pools are the addresses to hand out (see ParsePools); empty gives
 	// Services the nodes' addresses instead.
 	Pools Pools
+	// Reserved are ports of the nodes' addresses other processes listen
+	// on; without pools, a Service asking for one stays pending with an
+	// Event naming its holder. With pools they do not matter: pool
+	// addresses are not the nodes'.
+	Reserved []ReservedPort
 }
 
 // Controller assigns pool addresses to LoadBalancer Services.
@@ -129,7 +137,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 		return nil, fmt.Errorf("servicelb: watch services: %w", err)
 	}
 	if len(opts.Pools) == 0 {
-		if err := c.useNodes(factory); err != nil {
+		if err := c.useNodes(factory, opts.Reserved); err != nil {
 			return nil, err
 		}
 	}
@@ -140,10 +148,10 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 // of what a node contributes to them update every served Service; a
 // change of a Service's EndpointSlices updates it when its
 // externalTrafficPolicy is Local.
-func (c *Controller) useNodes(factory informers.SharedInformerFactory) error {
+func (c *Controller) useNodes(factory informers.SharedInformerFactory, reserved []ReservedPort) error {
 	nodes := factory.Core().V1().Nodes()
 	eps := factory.Discovery().V1().EndpointSlices()
-	c.src = newNodeSource(nodes.Lister(), eps.Lister())
+	c.src = newNodeSource(nodes.Lister(), eps.Lister(), reserved)
 	err := c.loop.Watch(eps.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueLocalService,
 		UpdateFunc: func(_, cur any) { c.enqueueLocalService(cur) },

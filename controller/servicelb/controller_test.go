@@ -73,11 +73,17 @@ func runController(t *testing.T, pools string, objs []*corev1.Service, check fun
 // runWith is runController over any objects (Services and Nodes).
 func runWith(t *testing.T, pools string, rt []runtime.Object, check func(h *harness)) {
 	t.Helper()
+	runWithOptions(t, Options{Pools: mustPools(t, pools)}, rt, check)
+}
+
+// runWithOptions is runWith with any Options.
+func runWithOptions(t *testing.T, o Options, rt []runtime.Object, check func(h *harness)) {
+	t.Helper()
 	synctest.Test(t, func(t *testing.T) {
 		client := fake.NewClientset(rt...)
 		factory := informers.NewSharedInformerFactory(client, 0)
 		recorder := record.NewFakeRecorder(100)
-		c, err := New(client, factory, recorder, Options{Pools: mustPools(t, pools)})
+		c, err := New(client, factory, recorder, o)
 		if err != nil {
 			t.Fatal(err)
 		}

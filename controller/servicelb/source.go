@@ -13,6 +13,8 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/klog/v2"
+
+	"portal.dev/portal/internal/nodeaddr"
 )
 
 // ErrNoNodeAddress: no node the Services may use has an address of the
@@ -86,8 +88,8 @@ type nodeSource struct {
 	last map[string][]netip.Addr
 }
 
-func newNodeSource(nodes corelisters.NodeLister, slices discoverylisters.EndpointSliceLister) *nodeSource {
-	return &nodeSource{nodes: nodes, slices: slices, ports: NewPorts(), last: map[string][]netip.Addr{}}
+func newNodeSource(nodes corelisters.NodeLister, slices discoverylisters.EndpointSliceLister, reserved []ReservedPort) *nodeSource {
+	return &nodeSource{nodes: nodes, slices: slices, ports: NewPorts(reserved...), last: map[string][]netip.Addr{}}
 }
 
 func (s *nodeSource) assign(k string, svc *corev1.Service) ([]netip.Addr, bool, error) {
@@ -189,33 +191,10 @@ func (s *nodeSource) rebuild(svcs []*corev1.Service) {
 // NodeAddresses returns the addresses LoadBalancer Services get from
 // nodes, as k3s's ServiceLB picks them: of the nodes that are Ready,
 // schedulable and not labelled node.kubernetes.io/exclude-from-external-load-balancers,
-// the ExternalIP addresses if any node has one, else the InternalIP
-// ones; sorted, without duplicates.
+// the addresses nodeaddr.Preferred picks (ExternalIP if any node has one,
+// else InternalIP); sorted, without duplicates.
 func NodeAddresses(nodes []*corev1.Node) []netip.Addr {
-	var external, internal []netip.Addr
-	for _, n := range nodes {
-		if !usable(n) {
-			continue
-		}
-		for _, a := range n.Status.Addresses {
-			ip, err := netip.ParseAddr(a.Address)
-			if err != nil {
-				continue
-			}
-			switch a.Type {
-			case corev1.NodeExternalIP:
-				external = append(external, ip.Unmap())
-			case corev1.NodeInternalIP:
-				internal = append(internal, ip.Unmap())
-			}
-		}
-	}
-	out := internal
-	if len(external) > 0 {
-		out = external
-	}
-	slices.SortFunc(out, netip.Addr.Compare)
-	return slices.Compact(out)
+	return nodeaddr.Preferred(slices.DeleteFunc(slices.Clone(nodes), func(n *corev1.Node) bool { return !usable(n) })...)
 }
 
 // usable reports whether a node's addresses serve LoadBalancer Services.

@@ -11,8 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"portal.dev/portal/controller/internal/loop"
 	"portal.dev/portal/controller/internal/workload"
+	"portal.dev/portal/internal/loop"
 )
 
 // carryOut deletes, creates and fixes the pods res names, recording an

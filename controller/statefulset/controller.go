@@ -20,8 +20,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"portal.dev/portal/controller/internal/loop"
 	"portal.dev/portal/controller/internal/workload"
+	"portal.dev/portal/internal/loop"
 )
 
 // controllerName is upstream's, which names the work queue.

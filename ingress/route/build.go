@@ -112,6 +112,9 @@ type builder struct {
 	problems     []Problem
 	claimed      map[ruleKey]*networkingv1.Ingress
 	tlsClaims    map[string]tlsClaim
+	// tlsHosts tell, one per Ingress with spec.tls, whether a host is one
+	// of its TLS hosts.
+	tlsHosts []func(host string) bool
 }
 
 // Build makes a Table from the Ingresses of the class and the objects
@@ -137,6 +140,7 @@ func Build(in Input) *Result {
 		ingresses[ing.UID] = true
 		b.addIngress(ing)
 	}
+	b.markTLS()
 	for _, vh := range b.t.Hosts() {
 		slices.SortStableFunc(vh.Routes, func(x, y *Rule) int {
 			switch {
@@ -175,7 +179,9 @@ func (b *builder) problem(ing *networkingv1.Ingress, reason, msg string) {
 
 func (b *builder) addIngress(ing *networkingv1.Ingress) {
 	opts := parseOptions(ing, func(reason, msg string) { b.problem(ing, reason, msg) })
-	isTLS := b.addTLS(ing)
+	if isTLS := b.addTLS(ing); isTLS != nil {
+		b.tlsHosts = append(b.tlsHosts, isTLS)
+	}
 	if db := ing.Spec.DefaultBackend; db != nil {
 		b.addDefaultBackend(ing, db, opts)
 	}
@@ -188,7 +194,7 @@ func (b *builder) addIngress(ing *networkingv1.Ingress) {
 			continue
 		}
 		for _, p := range r.HTTP.Paths {
-			b.addPath(ing, host, p, opts, isTLS(host))
+			b.addPath(ing, host, p, opts)
 		}
 	}
 }
@@ -206,7 +212,7 @@ func (b *builder) addDefaultBackend(ing *networkingv1.Ingress, db *networkingv1.
 	b.t.fallback = &Rule{Ingress: nameOf(ing), Backend: be, Options: opts}
 }
 
-func (b *builder) addPath(ing *networkingv1.Ingress, host string, p networkingv1.HTTPIngressPath, opts *Options, tls bool) {
+func (b *builder) addPath(ing *networkingv1.Ingress, host string, p networkingv1.HTTPIngressPath, opts *Options) {
 	pt := networkingv1.PathTypeImplementationSpecific
 	if p.PathType != nil {
 		pt = *p.PathType
@@ -236,7 +242,7 @@ func (b *builder) addPath(ing *networkingv1.Ingress, host string, p networkingv1
 	}
 	vh := b.virtualHost(host)
 	vh.Routes = append(vh.Routes, &Rule{
-		Path: p.Path, PathType: pt, Ingress: nameOf(ing), Backend: be, Options: opts, TLS: tls,
+		Path: p.Path, PathType: pt, Ingress: nameOf(ing), Backend: be, Options: opts,
 		match: match, prefix: prefix,
 	})
 }
@@ -260,12 +266,34 @@ func (b *builder) virtualHost(host string) *VirtualHost {
 	return vh
 }
 
+// markTLS marks the rules of every TLS host, once all Ingresses are
+// added. A host is a TLS host when any Ingress lists it in spec.tls, so
+// a rule another Ingress adds to it without spec.tls is redirected to
+// HTTPS too: TLS belongs to the host (an nginx server block), not to the
+// Ingress, as ingress-nginx does it. Whether a rule redirects is still
+// its own Ingress's ssl-redirect.
+func (b *builder) markTLS() {
+	if len(b.tlsHosts) == 0 {
+		return
+	}
+	for _, vh := range b.t.Hosts() {
+		if vh.Host == "" {
+			continue
+		}
+		tls := slices.ContainsFunc(b.tlsHosts, func(isTLS func(string) bool) bool { return isTLS(vh.Host) })
+		for _, r := range vh.Routes {
+			r.TLS = tls
+		}
+	}
+}
+
 // addTLS adds the certificates of an Ingress's spec.tls and returns which
-// of its rule hosts are TLS hosts. A Secret that cannot be used leaves its
-// hosts TLS hosts, served with the default certificate.
+// hosts are its TLS hosts (nil when it has no spec.tls). A Secret that
+// cannot be used leaves its hosts TLS hosts, served with the default
+// certificate.
 func (b *builder) addTLS(ing *networkingv1.Ingress) func(host string) bool {
 	if len(ing.Spec.TLS) == 0 {
-		return noTLS
+		return nil
 	}
 	hosts := map[string]bool{}
 	var leaves []*tls.Certificate
@@ -307,8 +335,6 @@ func (b *builder) addTLS(ing *networkingv1.Ingress) func(host string) bool {
 		return false
 	}
 }
-
-func noTLS(string) bool { return false }
 
 // tlsCertificate returns the certificate of a spec.tls entry, or nil
 // (after reporting why) when its Secret cannot be used.

@@ -91,7 +91,8 @@ type Rule struct {
 	Ingress  types.NamespacedName
 	Backend  *Backend
 	Options  *Options
-	// TLS is set when the rule's host is listed in the Ingress's spec.tls.
+	// TLS is set when the rule's host is listed in the spec.tls of any
+	// Ingress of the class, not only the rule's own.
 	TLS bool
 
 	// match is Path as compared: a Prefix path without its trailing

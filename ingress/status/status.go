@@ -37,8 +37,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -47,6 +45,9 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+
+	"portal.dev/portal/internal/loop"
+	"portal.dev/portal/internal/nodeaddr"
 )
 
 // Options say which Ingresses are served and where their address comes
@@ -79,16 +80,9 @@ type Updater struct {
 	ingresses networkinglisters.IngressLister
 	services  corelisters.ServiceLister // set with PublishService
 	nodes     corelisters.NodeLister    // set when publishing the node's addresses
-	queue     workqueue.TypedRateLimitingInterface[string]
+	loop      *loop.Loop[string]
 	// source watches the one Service or Node the addresses come from.
-	source    informers.SharedInformerFactory
-	informers []cache.SharedIndexInformer
-	handlers  []handler
-}
-
-type handler struct {
-	informer cache.SharedIndexInformer
-	h        cache.ResourceEventHandler
+	source informers.SharedInformerFactory
 }
 
 // New returns an Updater that reads Ingresses and IngressClasses through
@@ -98,13 +92,17 @@ type handler struct {
 // (--watch-namespace) other than the Service's, and one object is all it
 // needs of them. Run it once.
 func New(client kubernetes.Interface, factory informers.SharedInformerFactory, o Options) *Updater {
-	u := &Updater{
-		client: client,
-		o:      o,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, 30*time.Second),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "ingress-status"}),
-	}
+	u := &Updater{client: client, o: o}
+	u.loop = loop.New(loop.Config[string]{
+		Name:           "ingress-status",
+		Sync:           u.sync,
+		RateLimiter:    workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, 30*time.Second),
+		ReportFailures: true,
+		// Every served Ingress once the caches have synced, and again on
+		// each Resync.
+		Start:      func(context.Context) error { u.enqueueAll(); return nil },
+		Background: []func(context.Context){u.resync},
+	})
 	ing := factory.Networking().V1().Ingresses()
 	u.ingresses = ing.Lister()
 	u.watch(ing.Informer(), cache.ResourceEventHandlerFuncs{
@@ -144,10 +142,10 @@ func oneObject(client kubernetes.Interface, ns, name string) informers.SharedInf
 		}))
 }
 
-// watch registers h on inf when Run starts; Run removes it on return.
+// watch registers h on inf; Run waits for it to have seen the first
+// list, and removes it on return.
 func (u *Updater) watch(inf cache.SharedIndexInformer, h cache.ResourceEventHandler) {
-	u.informers = append(u.informers, inf)
-	u.handlers = append(u.handlers, handler{inf, h})
+	u.loop.WatchOrLog(inf, h)
 }
 
 // Run writes the status of every served Ingress once the caches have
@@ -160,7 +158,6 @@ func (u *Updater) Run(ctx context.Context) error {
 	if u.nodes != nil && u.o.NodeName == "" {
 		klog.InfoS("No address to publish in Ingress status: no publish service, status address or node name")
 	}
-	defer u.queue.ShutDown()
 	if u.source != nil {
 		// Shut down once ctx ends, which the cancel deferred after
 		// this makes sure of on an early return.
@@ -168,55 +165,23 @@ func (u *Updater) Run(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	for _, h := range u.handlers {
-		reg, err := h.informer.AddEventHandler(h.h)
-		if err != nil {
-			return fmt.Errorf("ingress status: add event handler: %w", err)
-		}
-		defer func() { _ = h.informer.RemoveEventHandler(reg) }()
-	}
 	if u.source != nil {
 		u.source.Start(ctx.Done())
 	}
-	synced := make([]cache.InformerSynced, 0, len(u.informers))
-	for _, inf := range u.informers {
-		synced = append(synced, inf.HasSynced)
-	}
-	if !cache.WaitForNamedCacheSync("ingress-status", ctx.Done(), synced...) {
-		return nil // ctx ended first
-	}
-	u.enqueueAll()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		wait.UntilWithContext(ctx, u.work, time.Second)
-	}()
-	for ctx.Err() == nil {
+	u.loop.Run(ctx, 1)
+	return nil
+}
+
+// resync checks every Ingress again each time Options.Resync yields,
+// until ctx ends.
+func (u *Updater) resync(ctx context.Context) {
+	for {
 		select {
 		case <-u.o.Resync:
 			u.enqueueAll()
 		case <-ctx.Done():
-		}
-	}
-	u.queue.ShutDown()
-	<-done
-	return nil
-}
-
-func (u *Updater) work(ctx context.Context) {
-	for {
-		k, quit := u.queue.Get()
-		if quit {
 			return
 		}
-		err := u.sync(ctx, k)
-		if err == nil {
-			u.queue.Forget(k)
-		} else {
-			utilruntime.HandleErrorWithContext(ctx, err, "Could not publish the Ingress's address", "ingress", k)
-			u.queue.AddRateLimited(k)
-		}
-		u.queue.Done(k)
 	}
 }
 
@@ -311,21 +276,15 @@ func ServiceAddresses(svc *corev1.Service) []networkingv1.IngressLoadBalancerIng
 }
 
 // NodeAddresses are a node's ExternalIP addresses, or its InternalIP
-// ones when it has none, as ingress-nginx reports a node by default.
+// ones when it has none, as ingress-nginx reports a node by default and
+// as servicelb gives nodes' addresses to LoadBalancer Services
+// (nodeaddr.Preferred, so both show a node alike).
 func NodeAddresses(node *corev1.Node) []networkingv1.IngressLoadBalancerIngress {
-	var external, internal []networkingv1.IngressLoadBalancerIngress
-	for _, a := range node.Status.Addresses {
-		switch a.Type {
-		case corev1.NodeExternalIP:
-			external = append(external, networkingv1.IngressLoadBalancerIngress{IP: a.Address})
-		case corev1.NodeInternalIP:
-			internal = append(internal, networkingv1.IngressLoadBalancerIngress{IP: a.Address})
-		}
+	var out []networkingv1.IngressLoadBalancerIngress
+	for _, a := range nodeaddr.Preferred(node) {
+		out = append(out, networkingv1.IngressLoadBalancerIngress{IP: a.String()})
 	}
-	if len(external) > 0 {
-		return sorted(external)
-	}
-	return sorted(internal)
+	return sorted(out)
 }
 
 // StaticAddresses turns a list of IP addresses and host names into status
@@ -374,7 +333,7 @@ func equal(got, want []networkingv1.IngressLoadBalancerIngress) bool {
 func (u *Updater) enqueueIfOurs(obj any) {
 	ing, ok := obj.(*networkingv1.Ingress)
 	if ok && u.o.Ours != nil && u.o.Ours(ing) {
-		u.queue.Add(keyOf(ing))
+		u.loop.Add(keyOf(ing))
 	}
 }
 

@@ -257,6 +257,8 @@ func TestAddressSources(t *testing.T) {
 		{"no address at all", ServiceAddresses(lbService("z")), ""},
 		{"node internal only", NodeAddresses(node("n", internal("10.0.0.2"), internal("10.0.0.1"))), "10.0.0.1,10.0.0.2"},
 		{"node external wins", NodeAddresses(node("n", internal("10.0.0.2"), external("203.0.113.1"))), "203.0.113.1"},
+		// Written as servicelb gives the node's address to Services.
+		{"node address as servicelb shows it", NodeAddresses(node("n", internal("::ffff:10.0.0.3"))), "10.0.0.3"},
 		{"node hostname ignored", NodeAddresses(node("n", corev1.NodeAddress{Type: corev1.NodeHostName, Address: "n"})), ""},
 		{"static with blanks and duplicates", StaticAddresses([]string{"192.0.2.1", "", "192.0.2.1", "a.example"}), "a.example,192.0.2.1"},
 	}

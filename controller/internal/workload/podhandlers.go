@@ -8,7 +8,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 
-	"portal.dev/portal/controller/internal/loop"
+	"portal.dev/portal/internal/loop"
 )
 
 // PodHandlers are the Pod event handlers of a controller that owns Pods
