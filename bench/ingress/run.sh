@@ -100,7 +100,8 @@ kc=$L4RUN/kc/kubeconfig
 inns bin/bench-ingress setup -kubeconfig "$kc" -backend "$backend_ip:8080" -cert "$L4RUN/tls/cert.pem" -key "$L4RUN/tls/key.pem"
 
 portal_args=(--kubeconfig "$kc" --http-port $http_port --https-port $https_port
-  --default-ssl-certificate default/bench-tls --metrics-bind-address 127.0.0.1:10354)
+  --default-ssl-certificate default/bench-tls --metrics-bind-address 127.0.0.1:10354
+  --access-log=false) # the anchors' configurations log nothing either
 if [ "${PORTAL_CMD:-}" != serve ] && bin/portal ingress --help >/dev/null 2>&1; then
   portal_cmd=("$repo/bin/portal" ingress "${portal_args[@]}")
 else

@@ -25,6 +25,7 @@ func serve(args []string) error {
 	fs.IntVar(&o.HTTPPort, "http-port", 18080, "HTTP port")
 	fs.IntVar(&o.HTTPSPort, "https-port", 18443, "HTTPS port")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", "127.0.0.1:10354", "metrics and pprof address")
+	fs.BoolVar(&o.AccessLog, "access-log", false, "one line per request on stdout")
 	fs.StringVar(&o.DefaultSSLCertificate, "default-ssl-certificate", "", "namespace/name of the default certificate's Secret")
 	fs.Parse(args)
 	client, err := newClient(*kubeconfig)
