@@ -212,3 +212,35 @@ func TestStartOnDamagedDataDir(t *testing.T) {
 		}
 	})
 }
+
+// TestStartOnDataDirInUse pins a review finding on issue 23: a second
+// server on a data directory that a running one holds was told the
+// database was damaged and advised to move the directory away.
+func TestStartOnDataDirInUse(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Start(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	second, err := Start(t.Context(), dir)
+	if err == nil {
+		second.Close()
+		t.Fatal("a second Start on a data directory in use succeeded")
+	}
+	var inUse *InUseError
+	if !errors.As(err, &inUse) {
+		t.Fatalf("got error %q, want an InUseError", err)
+	}
+	for _, want := range []string{dir, "in use by another process"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("got error %q, want it to say %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "move it away") {
+		t.Errorf("got error %q, want no advice to move the directory away", err)
+	}
+	if _, err := s.InProcessClient().Put(t.Context(), "/still", "serving"); err != nil {
+		t.Errorf("the first server after the second Start: %v", err)
+	}
+}

@@ -2,7 +2,8 @@
 // `portal apiserver` use when no --etcd-servers are given. It listens only on
 // loopback, with TLS and client-certificate authentication, and leaves
 // compaction to the API server. It owns the etcd directory under the data
-// directory and nothing else; before etcd opens that directory it checks
+// directory and nothing else, and holds an flock on the data directory
+// while etcd runs so that a second server there is turned away; before etcd opens that directory it checks
 // the WAL and the database read-only (check.go), so that damage on disk
 // ends the start with a message naming the file, not a hang or a panic.
 package embeddedetcd
@@ -30,6 +31,8 @@ import (
 // Server is a running embedded etcd.
 type Server struct {
 	etcd *embed.Etcd
+	// lock holds the data directory's flock while etcd runs.
+	lock *os.File
 	// Endpoint is the https URL clients dial.
 	Endpoint string
 	// CAFile, CertFile and KeyFile are the client credentials to use.
@@ -41,7 +44,23 @@ type Server struct {
 // has none).
 // Certificates come from dataDir/pki (a CA of their own, separate from the
 // API's, so an API client certificate can never open etcd).
+// The data directory is locked first and stays locked until Close: a
+// second process on it gets an InUseError at once.
 func Start(ctx context.Context, dataDir string) (*Server, error) {
+	lock, err := lockDataDir(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	s, err := start(ctx, dataDir)
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	s.lock = lock
+	return s, nil
+}
+
+func start(ctx context.Context, dataDir string) (*Server, error) {
 	pkiDir := filepath.Join(dataDir, "pki", "etcd")
 	ca, err := pki.LoadOrCreateCA(pkiDir, "ca")
 	if err != nil {
@@ -155,6 +174,9 @@ func issueClient(ca *pki.CA, dir string, s *Server) error {
 func (s *Server) Close() {
 	if s.etcd != nil {
 		s.etcd.Close()
+	}
+	if s.lock != nil {
+		s.lock.Close()
 	}
 }
 
