@@ -89,7 +89,9 @@ func checkMember(dataDir, memberDir string) error {
 // readWAL reads the WAL from the newest snapshot on, as etcd does when it
 // starts, and returns the index of its last entry and its commit index.
 // A torn last record, as a crash leaves, is not an error here (etcd cuts it
-// off); a record that fails its checksum or does not decode is.
+// off); a record that fails its checksum or does not decode is. Looking
+// for the newest snapshot renames a corrupt *.snap file *.snap.broken, as
+// etcd's start does; nothing else is written.
 func readWAL(walDir, snapDir string) (last, commit uint64, err error) {
 	defer func() {
 		// etcd's decoders panic on records that pass their checksum but

@@ -3,9 +3,12 @@
 // loopback, with TLS and client-certificate authentication, and leaves
 // compaction to the API server. It owns the etcd directory under the data
 // directory and nothing else, and holds an flock on the data directory
-// while etcd runs so that a second server there is turned away; before etcd opens that directory it checks
-// the WAL and the database read-only (check.go), so that damage on disk
-// ends the start with a message naming the file, not a hang or a panic.
+// while etcd runs so that a second server there is turned away. Before
+// etcd opens its directory it checks the WAL and the database (check.go),
+// so that damage on disk ends the start with a message naming the file,
+// not a hang or a panic. The check writes nothing, with one exception
+// etcd's own start makes too: a corrupt snapshot file (*.snap) is renamed
+// *.snap.broken while looking for the newest readable one.
 package embeddedetcd
 
 import (
