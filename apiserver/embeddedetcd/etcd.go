@@ -118,8 +118,7 @@ func start(ctx context.Context, dataDir string) (*Server, error) {
 		return nil, fmt.Errorf("embedded etcd in %s: %w", cfg.Dir, err)
 	case <-time.After(readyTimeout):
 		closeWithin(e, closeTimeout)
-		return nil, fmt.Errorf("embedded etcd in %s not ready after %s: its data may be damaged; "+
-			"restore the data directory %s from a backup, or move it away to start an empty cluster", cfg.Dir, readyTimeout, dataDir)
+		return nil, notReadyError(cfg.Dir, dataDir)
 	case <-ctx.Done():
 		closeWithin(e, closeTimeout)
 		return nil, ctx.Err()
@@ -142,6 +141,18 @@ const (
 	// ready, whose Close can block forever on its stuck raft loop.
 	closeTimeout = 5 * time.Second
 )
+
+// notReadyError says why an etcd may not become ready in time: a loaded
+// machine or slow disk (then its log shows progress and a retry, or a
+// quieter moment, helps) or damaged data (then its log shows errors and
+// only a backup helps). Moving the directory away loses the cluster, so it
+// is advice for the second case only.
+func notReadyError(etcdDir, dataDir string) error {
+	return fmt.Errorf("embedded etcd in %s not ready after %s: it may be slow (a loaded machine or disk) or its data may be damaged; "+
+		"etcd's log lines above tell which: if they show no errors, start again, perhaps when the machine is less busy; "+
+		"if they show errors reading the WAL or the database, restore the data directory %s from a backup, "+
+		"or move it away to start an empty cluster", etcdDir, readyTimeout, dataDir)
+}
 
 // closeWithin stops e, waiting at most d. Past d the Close goes on in the
 // background: start-up has failed and the process is about to exit.
