@@ -144,12 +144,18 @@ func checkDB(path string) (applied uint64, err error) {
 	}
 	defer db.Close()
 	err = db.View(func(tx *bolt.Tx) error {
+		// Both passes read every page, and neither can go. walkDB runs
+		// first because tx.Check cannot meet a corrupt page safely: it
+		// loads the free list through bbolt's freepages, which checks
+		// the pages in a goroutine of its own and panics there on the
+		// first inconsistent one, ending the process with a trace and no
+		// file name (garbage over the free list page does that). tx.Check
+		// in turn covers what walkDB does not: the free list and pages
+		// that nothing references. Its channel is drained to the end so
+		// that its goroutine ends.
 		if err := walkDB(tx); err != nil {
 			return err
 		}
-		// bbolt's own check also covers the free list and pages that
-		// nothing references. Its channel is drained to the end so that
-		// its goroutine ends.
 		var first error
 		for err := range tx.Check() {
 			first = cmp.Or(first, err)
