@@ -238,9 +238,15 @@ func applyServing(o Options, ca *pki.CA, cidrs []netip.Prefix, c *genericapiserv
 	// and their requests over one HTTP/2 connection. With the generic
 	// server's 100 streams the watches leave little room, and each request
 	// beyond it makes the client dial and handshake a TLS connection only
-	// to close it again once a stream is free. Aggregated API servers,
-	// whose clients multiplex the same way, allow 1,000.
-	serving.HTTP2MaxStreamsPerConnection = 1000
+	// to close it again once a stream is free. The number also bounds
+	// memory: k8s.io/apiserver sizes a connection's HTTP/2 upload window
+	// as 256 KiB per stream times this limit, with no field to set it
+	// apart, so a client may make the server hold up to 125 MiB of request
+	// bodies per connection at 500 (250 MiB at the 1,000 aggregated API
+	// servers allow). 500 is five times the default the watches nearly
+	// filled: room for every informer of every component (one watch per
+	// resource the garbage collector follows included) plus their requests.
+	serving.HTTP2MaxStreamsPerConnection = 500
 	if err := serving.WithLoopback().ApplyTo(&c.SecureServing, &c.LoopbackClientConfig); err != nil {
 		return err
 	}

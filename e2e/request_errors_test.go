@@ -49,6 +49,17 @@ func TestClientErrorsAre4xx(t *testing.T) {
 			t.Errorf("kubectl apply --server-side: got %v\n%s\nwant a BadRequest", err, out)
 		}
 	})
+
+	t.Run("server-side apply to the scale subresource with an unknown field", func(t *testing.T) {
+		s.MustKubectl("create", "deployment", "scaled", "--image=registry.invalid/none")
+		const scale = `{"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "scaled"}, "spec": {"replicas": 2}, "bogus": 1}`
+		err := client.AppsV1().RESTClient().Patch(types.ApplyPatchType).Namespace("default").
+			Resource("deployments").Name("scaled").SubResource("scale").
+			Param("fieldManager", "e2e").Body([]byte(scale)).Do(ctx).Error()
+		if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), ".bogus: field not declared in schema") {
+			t.Errorf("got %v (code %d), want 400 naming .bogus", err, code(err))
+		}
+	})
 }
 
 // code is the HTTP status an API error carries.

@@ -89,7 +89,9 @@ func checkMember(dataDir, memberDir string) error {
 // readWAL reads the WAL from the newest snapshot on, as etcd does when it
 // starts, and returns the index of its last entry and its commit index.
 // A torn last record, as a crash leaves, is not an error here (etcd cuts it
-// off); a record that fails its checksum or does not decode is.
+// off); a record that fails its checksum or does not decode is. Looking
+// for the newest snapshot renames a corrupt *.snap file *.snap.broken, as
+// etcd's start does; nothing else is written.
 func readWAL(walDir, snapDir string) (last, commit uint64, err error) {
 	defer func() {
 		// etcd's decoders panic on records that pass their checksum but
@@ -142,12 +144,18 @@ func checkDB(path string) (applied uint64, err error) {
 	}
 	defer db.Close()
 	err = db.View(func(tx *bolt.Tx) error {
+		// Both passes read every page, and neither can go. walkDB runs
+		// first because tx.Check cannot meet a corrupt page safely: it
+		// loads the free list through bbolt's freepages, which checks
+		// the pages in a goroutine of its own and panics there on the
+		// first inconsistent one, ending the process with a trace and no
+		// file name (garbage over the free list page does that). tx.Check
+		// in turn covers what walkDB does not: the free list and pages
+		// that nothing references. Its channel is drained to the end so
+		// that its goroutine ends.
 		if err := walkDB(tx); err != nil {
 			return err
 		}
-		// bbolt's own check also covers the free list and pages that
-		// nothing references. Its channel is drained to the end so that
-		// its goroutine ends.
 		var first error
 		for err := range tx.Check() {
 			first = cmp.Or(first, err)

@@ -71,16 +71,16 @@ func overwrite(t *testing.T, path string, at int64, data []byte) {
 	}
 }
 
-// TestStartOnDamagedDataDir pins issue 23: etcd data damaged on disk made
-// the server hang forever (a WAL cut in half), panic (an empty WAL, a
-// corrupt database) or fail with a message naming no file.
-func TestStartOnDamagedDataDir(t *testing.T) {
-	base := newDataDir(t, 1000)
+// damageCase damages a copy of a data directory and returns the file the
+// start must name.
+type damageCase struct {
+	name   string
+	damage func(t *testing.T, dir string) (file string)
+}
+
+func damageCases() []damageCase {
 	page := int64(os.Getpagesize())
-	tests := []struct {
-		name   string
-		damage func(t *testing.T, dir string) (file string)
-	}{{
+	return []damageCase{{
 		name: "WAL cut in half",
 		damage: func(t *testing.T, dir string) string {
 			w := walFile(t, dir)
@@ -133,48 +133,68 @@ func TestStartOnDamagedDataDir(t *testing.T) {
 			return dbFile(dir)
 		},
 	}}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			if err := os.CopyFS(dir, os.DirFS(base)); err != nil {
-				t.Fatal(err)
-			}
-			file := tc.damage(t, dir)
-			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-			defer cancel()
-			start := time.Now()
-			s, err := Start(ctx, dir)
-			if err == nil {
-				s.Close()
-				t.Fatalf("Start succeeded on a damaged data directory")
-			}
-			if took := time.Since(start); took > 10*time.Second {
-				t.Errorf("Start took %s, want under 10s", took)
-			}
-			var damaged *DamagedError
-			if !errors.As(err, &damaged) {
-				t.Fatalf("got error %q, want a DamagedError", err)
-			}
-			if damaged.File != file {
-				t.Errorf("got damaged file %s, want %s", damaged.File, file)
-			}
-			for _, want := range []string{file, "restore the data directory " + dir, "move it away"} {
-				if !strings.Contains(err.Error(), want) {
-					t.Errorf("got error %q, want it to say %q", err, want)
-				}
-			}
-		})
+}
+
+// copyDataDir returns a copy of base to damage.
+func copyDataDir(t *testing.T, base string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(base)); err != nil {
+		t.Fatal(err)
 	}
-	// A crash can tear the WAL's last record. etcd cuts a torn record
-	// off and starts; a cut that loses records the database has applied
-	// is refused as above. Either way the start ends within 10 s (the
-	// issue saw 46 s).
+	return dir
+}
+
+// TestStartOnDamagedDataDir pins issue 23: etcd data damaged on disk made
+// the server hang forever (a WAL cut in half), panic (an empty WAL, a
+// corrupt database) or fail with a message naming no file.
+func TestStartOnDamagedDataDir(t *testing.T) {
+	base := newDataDir(t, 1000)
+	for _, tc := range damageCases() {
+		t.Run(tc.name, func(t *testing.T) { startOnDamaged(t, base, tc) })
+	}
+	t.Run("torn WAL", func(t *testing.T) { startOnTornWAL(t, base) })
+	t.Run("intact copy", func(t *testing.T) { startOnIntactCopy(t, base) })
+}
+
+// startOnDamaged checks that Start on a copy of base damaged by tc ends
+// within 10 s with a DamagedError naming the file and what to do.
+func startOnDamaged(t *testing.T, base string, tc damageCase) {
+	dir := copyDataDir(t, base)
+	file := tc.damage(t, dir)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	s, err := Start(ctx, dir)
+	if err == nil {
+		s.Close()
+		t.Fatalf("Start succeeded on a damaged data directory")
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("Start took %s, want under 10s", took)
+	}
+	var damaged *DamagedError
+	if !errors.As(err, &damaged) {
+		t.Fatalf("got error %q, want a DamagedError", err)
+	}
+	if damaged.File != file {
+		t.Errorf("got damaged file %s, want %s", damaged.File, file)
+	}
+	for _, want := range []string{file, "restore the data directory " + dir, "move it away"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("got error %q, want it to say %q", err, want)
+		}
+	}
+}
+
+// startOnTornWAL: a crash can tear the WAL's last record. etcd cuts a
+// torn record off and starts; a cut that loses records the database has
+// applied is refused as above. Either way the start ends within 10 s (the
+// issue saw 46 s).
+func startOnTornWAL(t *testing.T, base string) {
 	for _, cut := range []int64{5, 40, 400} {
-		t.Run(fmt.Sprintf("last %d bytes of the WAL torn off", cut), func(t *testing.T) {
-			dir := t.TempDir()
-			if err := os.CopyFS(dir, os.DirFS(base)); err != nil {
-				t.Fatal(err)
-			}
+		t.Run(fmt.Sprintf("last %d bytes torn off", cut), func(t *testing.T) {
+			dir := copyDataDir(t, base)
 			w := walFile(t, dir)
 			truncate(t, w, walDataSize(t, w)-cut)
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
@@ -193,22 +213,53 @@ func TestStartOnDamagedDataDir(t *testing.T) {
 			}
 		})
 	}
-	t.Run("intact copy", func(t *testing.T) {
-		dir := t.TempDir()
-		if err := os.CopyFS(dir, os.DirFS(base)); err != nil {
-			t.Fatal(err)
+}
+
+// startOnIntactCopy: the check passes an undamaged copy, whose keys are
+// all there.
+func startOnIntactCopy(t *testing.T, base string) {
+	s, err := Start(t.Context(), copyDataDir(t, base))
+	if err != nil {
+		t.Fatalf("Start on an intact copy: %v", err)
+	}
+	defer s.Close()
+	r, err := s.InProcessClient().Get(t.Context(), "/k/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Count != 1000 {
+		t.Errorf("got %d keys, want 1000", r.Count)
+	}
+}
+
+// TestStartOnDataDirInUse pins a review finding on issue 23: a second
+// server on a data directory that a running one holds was told the
+// database was damaged and advised to move the directory away.
+func TestStartOnDataDirInUse(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Start(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	second, err := Start(t.Context(), dir)
+	if err == nil {
+		second.Close()
+		t.Fatal("a second Start on a data directory in use succeeded")
+	}
+	var inUse *InUseError
+	if !errors.As(err, &inUse) {
+		t.Fatalf("got error %q, want an InUseError", err)
+	}
+	for _, want := range []string{dir, "in use by another process"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("got error %q, want it to say %q", err, want)
 		}
-		s, err := Start(t.Context(), dir)
-		if err != nil {
-			t.Fatalf("Start on an intact copy: %v", err)
-		}
-		defer s.Close()
-		r, err := s.InProcessClient().Get(t.Context(), "/k/", clientv3.WithPrefix(), clientv3.WithCountOnly())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r.Count != 1000 {
-			t.Errorf("got %d keys, want 1000", r.Count)
-		}
-	})
+	}
+	if strings.Contains(err.Error(), "move it away") {
+		t.Errorf("got error %q, want no advice to move the directory away", err)
+	}
+	if _, err := s.InProcessClient().Put(t.Context(), "/still", "serving"); err != nil {
+		t.Errorf("the first server after the second Start: %v", err)
+	}
 }

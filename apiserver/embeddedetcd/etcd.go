@@ -2,9 +2,13 @@
 // `portal apiserver` use when no --etcd-servers are given. It listens only on
 // loopback, with TLS and client-certificate authentication, and leaves
 // compaction to the API server. It owns the etcd directory under the data
-// directory and nothing else; before etcd opens that directory it checks
-// the WAL and the database read-only (check.go), so that damage on disk
-// ends the start with a message naming the file, not a hang or a panic.
+// directory and nothing else, and holds an flock on the data directory
+// while etcd runs so that a second server there is turned away. Before
+// etcd opens its directory it checks the WAL and the database (check.go),
+// so that damage on disk ends the start with a message naming the file,
+// not a hang or a panic. The check writes nothing, with one exception
+// etcd's own start makes too: a corrupt snapshot file (*.snap) is renamed
+// *.snap.broken while looking for the newest readable one.
 package embeddedetcd
 
 import (
@@ -30,6 +34,8 @@ import (
 // Server is a running embedded etcd.
 type Server struct {
 	etcd *embed.Etcd
+	// lock holds the data directory's flock while etcd runs.
+	lock *os.File
 	// Endpoint is the https URL clients dial.
 	Endpoint string
 	// CAFile, CertFile and KeyFile are the client credentials to use.
@@ -41,7 +47,23 @@ type Server struct {
 // has none).
 // Certificates come from dataDir/pki (a CA of their own, separate from the
 // API's, so an API client certificate can never open etcd).
+// The data directory is locked first and stays locked until Close: a
+// second process on it gets an InUseError at once.
 func Start(ctx context.Context, dataDir string) (*Server, error) {
+	lock, err := lockDataDir(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	s, err := start(ctx, dataDir)
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	s.lock = lock
+	return s, nil
+}
+
+func start(ctx context.Context, dataDir string) (*Server, error) {
 	pkiDir := filepath.Join(dataDir, "pki", "etcd")
 	ca, err := pki.LoadOrCreateCA(pkiDir, "ca")
 	if err != nil {
@@ -96,8 +118,7 @@ func Start(ctx context.Context, dataDir string) (*Server, error) {
 		return nil, fmt.Errorf("embedded etcd in %s: %w", cfg.Dir, err)
 	case <-time.After(readyTimeout):
 		closeWithin(e, closeTimeout)
-		return nil, fmt.Errorf("embedded etcd in %s not ready after %s: its data may be damaged; "+
-			"restore the data directory %s from a backup, or move it away to start an empty cluster", cfg.Dir, readyTimeout, dataDir)
+		return nil, notReadyError(cfg.Dir, dataDir)
 	case <-ctx.Done():
 		closeWithin(e, closeTimeout)
 		return nil, ctx.Err()
@@ -120,6 +141,18 @@ const (
 	// ready, whose Close can block forever on its stuck raft loop.
 	closeTimeout = 5 * time.Second
 )
+
+// notReadyError says why an etcd may not become ready in time: a loaded
+// machine or slow disk (then its log shows progress and a retry, or a
+// quieter moment, helps) or damaged data (then its log shows errors and
+// only a backup helps). Moving the directory away loses the cluster, so it
+// is advice for the second case only.
+func notReadyError(etcdDir, dataDir string) error {
+	return fmt.Errorf("embedded etcd in %s not ready after %s: it may be slow (a loaded machine or disk) or its data may be damaged; "+
+		"etcd's log lines above tell which: if they show no errors, start again, perhaps when the machine is less busy; "+
+		"if they show errors reading the WAL or the database, restore the data directory %s from a backup, "+
+		"or move it away to start an empty cluster", etcdDir, readyTimeout, dataDir)
+}
 
 // closeWithin stops e, waiting at most d. Past d the Close goes on in the
 // background: start-up has failed and the process is about to exit.
@@ -155,6 +188,9 @@ func issueClient(ca *pki.CA, dir string, s *Server) error {
 func (s *Server) Close() {
 	if s.etcd != nil {
 		s.etcd.Close()
+	}
+	if s.lock != nil {
+		s.lock.Close()
 	}
 }
 

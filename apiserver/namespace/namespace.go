@@ -28,18 +28,22 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
 // Controller finalizes terminating namespaces.
 type Controller struct {
 	client kubernetes.Interface
 	queue  workqueue.TypedRateLimitingInterface[string]
+	// clock stamps the conditions' transition times; tests set a fake.
+	clock clock.PassiveClock
 }
 
 // New returns a controller using client.
 func New(client kubernetes.Interface) *Controller {
 	return &Controller{
 		client: client,
+		clock:  clock.RealClock{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](50*time.Millisecond, 10*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "namespace"}),
@@ -157,7 +161,7 @@ func (c *Controller) deleteContent(ctx context.Context, ns string) *remaining {
 // changed, and returns the namespace as stored.
 func (c *Controller) updateConditions(ctx context.Context, ns *corev1.Namespace, left *remaining) (*corev1.Namespace, error) {
 	ns = ns.DeepCopy()
-	if !setConditions(&ns.Status, left, metav1.Now()) {
+	if !setConditions(&ns.Status, left, metav1.NewTime(c.clock.Now())) {
 		return ns, nil
 	}
 	return c.client.CoreV1().Namespaces().UpdateStatus(ctx, ns, metav1.UpdateOptions{})

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	testclock "k8s.io/utils/clock/testing"
 )
 
 func condition(ns *corev1.Namespace, typ corev1.NamespaceConditionType) corev1.NamespaceCondition {
@@ -43,6 +45,8 @@ func TestTerminatingNamespaceSaysWhatBlocksIt(t *testing.T) {
 		return true, nil, errors.New("etcd is on fire")
 	})
 	c := New(client)
+	clock := testclock.NewFakePassiveClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	c.clock = clock
 	ctx := context.Background()
 	if err := c.sync(ctx, "doomed"); err == nil {
 		t.Fatal("sync finished a namespace that still holds a pod")
@@ -67,7 +71,8 @@ func TestTerminatingNamespaceSaysWhatBlocksIt(t *testing.T) {
 			t.Errorf("condition %s: got %s %s %q, want %s %s %q", w.Type, c.Status, c.Reason, c.Message, w.Status, w.Reason, w.Message)
 		}
 	}
-	blockedSince := condition(got, corev1.NamespaceContentRemaining).LastTransitionTime
+	emptied := clock.Now().Add(time.Minute)
+	clock.SetTime(emptied)
 
 	// Once the pod is gone and leases delete, nothing blocks the namespace.
 	client.PrependReactor("delete-collection", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
@@ -95,8 +100,8 @@ func TestTerminatingNamespaceSaysWhatBlocksIt(t *testing.T) {
 			t.Errorf("condition %s: got %s %s %q, want False", typ, c.Status, c.Reason, c.Message)
 		}
 	}
-	if c := condition(got, corev1.NamespaceContentRemaining); c.LastTransitionTime.Before(&blockedSince) {
-		t.Errorf("ContentRemaining went back to False but kept its transition time %v", c.LastTransitionTime)
+	if c := condition(got, corev1.NamespaceContentRemaining); !c.LastTransitionTime.Time.Equal(emptied) {
+		t.Errorf("ContentRemaining went back to False: got transition time %v, want %v", c.LastTransitionTime, emptied)
 	}
 }
 

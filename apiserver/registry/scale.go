@@ -140,7 +140,9 @@ func (u *scaleUpdate) UpdatedObject(ctx context.Context, oldObj runtime.Object) 
 	if old.ManagedFields, err = fields.ToSubresource(); err != nil {
 		return nil, err
 	}
-	obj, err := u.req.UpdatedObject(ctx, old)
+	// An apply naming a field Scale does not have is the client's error,
+	// as on the main resource (clientApplyErrors).
+	obj, err := clientApplyErrors{u.req}.UpdatedObject(ctx, old)
 	if err != nil {
 		return nil, err
 	}

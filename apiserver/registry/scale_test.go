@@ -2,6 +2,8 @@ package registry
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -100,6 +102,21 @@ func TestScaleUpdate(t *testing.T) {
 				t.Errorf("the stored object changed: got replicas %d, want %d", *tc.stored.Spec.Replicas, *before.Spec.Replicas)
 			}
 		})
+	}
+}
+
+// TestScaleApplyUnknownFieldIsBadRequest pins a review finding on issue 23:
+// a server-side apply to the scale subresource naming a field Scale does
+// not have answered 500, while the main resource answered 400.
+func TestScaleApplyUnknownFieldIsBadRequest(t *testing.T) {
+	const msg = "failed to create typed patch object (autoscaling/v1, Kind=Scale): .bogus: field not declared in schema"
+	u := &scaleUpdate{name: "web", resource: schema.GroupResource{Group: "apps", Resource: "deployments/scale"},
+		req: rest.DefaultUpdatedObjectInfo(nil, func(context.Context, runtime.Object, runtime.Object) (runtime.Object, error) {
+			return nil, errors.New(msg)
+		})}
+	_, err := u.UpdatedObject(context.Background(), storedDeployment(3))
+	if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), ".bogus: field not declared in schema") {
+		t.Errorf("got %v, want 400 naming .bogus", err)
 	}
 }
 

@@ -67,10 +67,11 @@ type Controller struct {
 	// selector: their Endpoints were ours even if managedFields do not
 	// say so (an API server that does not track them).
 	goneWithSelector map[string]bool
-	// written holds the resourceVersion of this controller's last write
-	// of each Endpoints, so that the event the write causes is not taken
-	// for someone else's edit and synced again.
-	written map[string]string
+	// written holds the fingerprint of this controller's last write of
+	// each Endpoints, noted before the write is sent, so that the event
+	// the write causes is not taken for someone else's edit and synced
+	// again, however soon it arrives.
+	written map[string]uint64
 }
 
 // New returns a controller that reads Services, Pods and Endpoints through
@@ -86,7 +87,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, o
 		endpoints:        core.Endpoints().Lister(),
 		selecting:        podutil.NewSelecting(core.Services().Informer()),
 		goneWithSelector: map[string]bool{},
-		written:          map[string]string{},
+		written:          map[string]uint64{},
 	}
 	c.pace.Period = opts.BatchPeriod
 	c.loop = loop.New(loop.Config[string]{
@@ -186,22 +187,22 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 // than in overwriting a newer object.
 func (c *Controller) write(ctx context.Context, current, desired *corev1.Endpoints) error {
 	api := c.client.CoreV1().Endpoints(desired.Namespace)
+	key := desired.Namespace + "/" + desired.Name
+	c.setWritten(key, fingerprint(desired))
 	op := "update"
-	var got *corev1.Endpoints
 	var err error
 	if current == nil {
 		op = "create"
-		got, err = api.Create(ctx, desired, metav1.CreateOptions{FieldManager: FieldManager})
+		_, err = api.Create(ctx, desired, metav1.CreateOptions{FieldManager: FieldManager})
 		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			return nil // creates keep failing until the namespace is gone
 		}
 	} else {
-		got, err = api.Update(ctx, desired, metav1.UpdateOptions{FieldManager: FieldManager})
+		_, err = api.Update(ctx, desired, metav1.UpdateOptions{FieldManager: FieldManager})
 	}
 	if err != nil {
-		return fmt.Errorf("%s endpoints %s/%s: %w", op, desired.Namespace, desired.Name, err)
+		return fmt.Errorf("%s endpoints %s: %w", op, key, err)
 	}
-	c.setWritten(desired.Namespace+"/"+desired.Name, got.ResourceVersion)
 	c.metrics.changes.WithLabelValues(op).Inc()
 	ready, notReady := countAddresses(desired.Subsets)
 	klog.FromContext(ctx).V(4).Info("Wrote endpoints", "operation", op,
@@ -252,19 +253,23 @@ func (c *Controller) setGone(key string, gone bool) {
 	}
 }
 
-// setWritten remembers the resourceVersion of this controller's write.
-func (c *Controller) setWritten(key, rv string) {
+// setWritten remembers the fingerprint of this controller's write.
+func (c *Controller) setWritten(key string, fp uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.written[key] = rv
+	c.written[key] = fp
 }
 
-// isOwnWrite reports whether rv is what this controller's last write of
-// key's Endpoints produced.
-func (c *Controller) isOwnWrite(key, rv string) bool {
+// isOwnWrite reports whether ep holds what this controller last wrote (or
+// is writing) to key's Endpoints. An edit that leaves ep so is nothing to
+// undo; a failed write leaves an entry that only matches an object already
+// as the controller wants it.
+func (c *Controller) isOwnWrite(key string, ep *corev1.Endpoints) bool {
+	fp := fingerprint(ep)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return rv != "" && c.written[key] == rv
+	written, ok := c.written[key]
+	return ok && written == fp
 }
 
 func (c *Controller) isGone(key string) bool {

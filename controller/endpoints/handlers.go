@@ -44,7 +44,7 @@ func (c *Controller) onEndpointsUpdate(oldObj, newObj any) {
 	if !ok1 || !ok2 || (cur.ResourceVersion != "" && cur.ResourceVersion == old.ResourceVersion) {
 		return
 	}
-	if CreatedByController(cur) && !c.isOwnWrite(cur.Namespace+"/"+cur.Name, cur.ResourceVersion) {
+	if CreatedByController(cur) && !c.isOwnWrite(cur.Namespace+"/"+cur.Name, cur) {
 		c.enqueueObject(cur)
 	}
 }

@@ -136,10 +136,10 @@ func (c *Controller) check() {
 		return
 	}
 	for _, pod := range pods {
-		switch decide(pod, c.node(pod.Spec.NodeName)) {
+		switch decide(pod, c.node(pod.Spec.NodeName), c.clock.Now()) {
 		case orphaned:
 			c.loop.AddAfter(key{node: pod.Spec.NodeName}, c.quarantine)
-		case terminatingOutOfService, terminatingUnscheduled:
+		case terminatingOutOfService, terminatingNotReady, terminatingUnscheduled:
 			c.loop.Add(key{pod: types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}})
 		}
 	}
@@ -169,8 +169,8 @@ func (c *Controller) sync(ctx context.Context, k key) error {
 		return err
 	}
 	// What was true when the Pod was queued may not be now.
-	switch r := decide(pod, c.node(pod.Spec.NodeName)); r {
-	case terminatingOutOfService, terminatingUnscheduled:
+	switch r := decide(pod, c.node(pod.Spec.NodeName), c.clock.Now()); r {
+	case terminatingOutOfService, terminatingNotReady, terminatingUnscheduled:
 		return c.delete(ctx, pod, r, nil)
 	}
 	return nil

@@ -1,6 +1,8 @@
 package podgc
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"portal.dev/portal/controller/internal/nodetaint"
@@ -14,16 +16,25 @@ const (
 	keep                     reason = ""
 	orphaned                 reason = "orphaned"
 	terminatingOutOfService  reason = "terminating_out_of_service"
+	terminatingNotReady      reason = "terminating_node_not_ready"
 	terminatingUnscheduled   reason = "terminating_unscheduled"
 	orphanedConditionReason         = "DeletionByPodGC"
 	orphanedConditionMessage        = "PodGC: node no longer exists"
 )
 
-// decide says what to do with pod. node is its Node from the cache, nil
-// when the cache has none of that name; a Pod whose Node is missing is
+// NotReadyDeleteMargin is how long past its deletion timestamp (the
+// moment its grace period ends) a terminating Pod on a Node that is not
+// Ready is left for the node agent before it is force-deleted. A node
+// agent that is only cut off for a while (a reboot, a network blip)
+// finishes its Pods well within it; one that stays gone would otherwise
+// hold them, and their namespace, for good.
+const NotReadyDeleteMargin = 5 * time.Minute
+
+// decide says what to do with pod at now. node is its Node from the cache,
+// nil when the cache has none of that name; a Pod whose Node is missing is
 // orphaned only once the API confirms it (see Controller), so decide
 // reports orphaned as a suspicion.
-func decide(pod *corev1.Pod, node *corev1.Node) reason {
+func decide(pod *corev1.Pod, node *corev1.Node, now time.Time) reason {
 	terminating := pod.DeletionTimestamp != nil
 	switch {
 	case pod.Spec.NodeName == "":
@@ -35,6 +46,8 @@ func decide(pod *corev1.Pod, node *corev1.Node) reason {
 		return orphaned
 	case terminating && !nodetaint.Ready(node) && hasTaint(node, corev1.TaintNodeOutOfService):
 		return terminatingOutOfService
+	case terminating && !nodetaint.Ready(node) && now.After(pod.DeletionTimestamp.Add(NotReadyDeleteMargin)):
+		return terminatingNotReady
 	}
 	return keep
 }

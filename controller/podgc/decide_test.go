@@ -2,6 +2,7 @@ package podgc
 
 import (
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -25,7 +26,40 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := decide(tc.pod, tc.node); got != tc.want {
+			if got := decide(tc.pod, tc.node, time.Now()); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestDecideNotReadyPastGrace pins issue 23's rule beyond upstream's: a
+// terminating Pod on a Node that is not Ready goes once its grace period
+// ended NotReadyDeleteMargin ago, without the out-of-service taint.
+func TestDecideNotReadyPastGrace(t *testing.T) {
+	unknown := node("n", false)
+	unknown.Status.Conditions[0].Status = corev1.ConditionUnknown
+	tests := []struct {
+		name  string
+		pod   *corev1.Pod
+		node  *corev1.Node
+		after time.Duration // since the Pod's deletion timestamp
+		want  reason
+	}{
+		{"not ready, within the margin", pod("p", "n", true), node("n", false), NotReadyDeleteMargin - time.Second, keep},
+		{"not ready, past the margin", pod("p", "n", true), node("n", false), NotReadyDeleteMargin + time.Second, terminatingNotReady},
+		{"ready unknown, past the margin", pod("p", "n", true), unknown, NotReadyDeleteMargin + time.Second, terminatingNotReady},
+		{"ready, past the margin", pod("p", "n", true), node("n", true), time.Hour, keep},
+		{"not terminating, not ready", pod("p", "n", false), node("n", false), time.Hour, keep},
+		{"out of service wins within the margin", pod("p", "n", true), node("n", false, corev1.TaintNodeOutOfService), 0, terminatingOutOfService},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			now := time.Now().Add(tc.after)
+			if ts := tc.pod.DeletionTimestamp; ts != nil {
+				now = ts.Add(tc.after)
+			}
+			if got := decide(tc.pod, tc.node, now); got != tc.want {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})

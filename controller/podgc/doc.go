@@ -9,6 +9,11 @@
 //   - Terminating Pods on a Node that is not Ready and carries the
 //     node.kubernetes.io/out-of-service taint, which an operator sets to
 //     say the node is gone for good.
+//   - Terminating Pods on a Node that is not Ready (its Ready condition
+//     False or Unknown) once their grace period ended more than
+//     NotReadyDeleteMargin ago. Upstream keeps these until an operator
+//     sets the out-of-service taint; Portal, whose namespaces would stay
+//     Terminating meanwhile, does not wait for that (issue 23).
 //   - Terminating Pods that were never bound to a Node.
 //
 // A Pod it collects is first marked Failed (with a DisruptionTarget
