@@ -1,11 +1,6 @@
 package embeddedetcd
 
-import (
-	"errors"
-	"fmt"
-	"os"
-	"syscall"
-)
+import "fmt"
 
 // InUseError says that another process runs on the data directory: two
 // servers on one etcd directory would corrupt it, and the checks of
@@ -18,26 +13,4 @@ type InUseError struct {
 func (e *InUseError) Error() string {
 	return fmt.Sprintf("data directory %s is in use by another process (it holds the lock on the directory); "+
 		"stop that process or give this one another --data-dir", e.DataDir)
-}
-
-// lockDataDir takes an exclusive flock on the data directory itself and
-// returns the open directory that holds it; closing it (or the process
-// ending, however it ends) releases the lock. A lock held elsewhere is an
-// InUseError at once, not a wait.
-func lockDataDir(dataDir string) (*os.File, error) {
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return nil, err
-	}
-	d, err := os.Open(dataDir)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(d.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		d.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, &InUseError{DataDir: dataDir}
-		}
-		return nil, fmt.Errorf("lock data directory %s: %w", dataDir, err)
-	}
-	return d, nil
 }
