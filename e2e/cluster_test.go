@@ -52,11 +52,7 @@ func TestSeedsScenario(t *testing.T) {
 	s.Start()
 	c := s.Client()
 
-	kc := filepath.Join(t.TempDir(), "node2.kubeconfig")
-	if out, err := exec.Command(framework.Binary(t), "kubeconfig", "--data-dir", s.DataDir, "--user", "system:node:node2",
-		"--server", "https://10.100.1.1:6443", "-o", kc).CombinedOutput(); err != nil {
-		t.Fatalf("kubeconfig: %v: %s", err, out)
-	}
+	kc := s.UserKubeconfig(t, "system:node:node2", "https://10.100.1.1:6443")
 	logs := t.TempDir()
 	root2 := filepath.Join(t.TempDir(), "agent2")
 	t.Cleanup(func() { agent.KillPods(root2) })

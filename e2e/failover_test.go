@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,11 +22,7 @@ func TestControllerManagerFailover(t *testing.T) {
 	c := s.Client()
 	ctx := context.Background()
 	dir := t.TempDir()
-	kc := filepath.Join(dir, "cm.kubeconfig")
-	if out, err := exec.Command(framework.Binary(t), "kubeconfig", "--data-dir", s.DataDir, "--user", "system:kube-controller-manager",
-		"--server", s.URL(), "-o", kc).CombinedOutput(); err != nil {
-		t.Fatalf("kubeconfig: %v\n%s", err, out)
-	}
+	kc := s.UserKubeconfig(t, "system:kube-controller-manager", s.URL())
 	procs := map[string]*framework.Process{}
 	metrics := map[string]string{}
 	for _, id := range []string{"cm-1", "cm-2"} {

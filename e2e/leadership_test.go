@@ -3,8 +3,6 @@ package e2e
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,11 +21,7 @@ func TestControllerManagerRegainsLeadershipCleanly(t *testing.T) {
 	c := s.Client()
 	ctx := t.Context()
 	dir := t.TempDir()
-	kc := filepath.Join(dir, "cm.kubeconfig")
-	if out, err := exec.Command(framework.Binary(t), "kubeconfig", "--data-dir", s.DataDir, "--user", "system:kube-controller-manager",
-		"--server", s.URL(), "-o", kc).CombinedOutput(); err != nil {
-		t.Fatalf("kubeconfig: %v\n%s", err, out)
-	}
+	kc := s.UserKubeconfig(t, "system:kube-controller-manager", s.URL())
 	cm := framework.StartProcess(t, dir, "controller-manager", "--kubeconfig", kc, "--identity", "cm",
 		"--leader-elect-lease-duration", "4s", "--leader-elect-renew-deadline", "3s", "--leader-elect-retry-period", "500ms",
 		"--node-monitor-grace-period", "1h", "--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", framework.FreePort(t)))

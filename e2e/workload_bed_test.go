@@ -74,11 +74,7 @@ func newWorkloadBed(t *testing.T, separateControllers bool, disable ...string) *
 	s.Start()
 	wb.server, wb.c = s, s.Client()
 	if separateControllers {
-		wb.kc = filepath.Join(t.TempDir(), "cm.kubeconfig")
-		if out, err := exec.Command(framework.Binary(t), "kubeconfig", "--data-dir", s.DataDir, "--user", "system:kube-controller-manager",
-			"--server", "https://127.0.0.1:6443", "-o", wb.kc).CombinedOutput(); err != nil {
-			t.Fatalf("kubeconfig: %v\n%s", err, out)
-		}
+		wb.kc = s.UserKubeconfig(t, "system:kube-controller-manager", "https://127.0.0.1:6443")
 		wb.startControllerManager()
 		t.Cleanup(func() {
 			if t.Failed() {

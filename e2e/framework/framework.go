@@ -283,6 +283,19 @@ func (s *Server) Kill() {
 // Kubeconfig is the path of the admin kubeconfig the server wrote.
 func (s *Server) Kubeconfig() string { return filepath.Join(s.DataDir, "admin.kubeconfig") }
 
+// UserKubeconfig writes, with `portal kubeconfig`, a kubeconfig for user
+// that reaches the API at server (a certificate from the server's CA), and
+// returns its path.
+func (s *Server) UserKubeconfig(t testing.TB, user, server string) string {
+	t.Helper()
+	kc := filepath.Join(t.TempDir(), "user.kubeconfig")
+	if out, err := exec.Command(Binary(t), "kubeconfig", "--data-dir", s.DataDir, "--user", user,
+		"--server", server, "-o", kc).CombinedOutput(); err != nil {
+		t.Fatalf("kubeconfig for %s: %v\n%s", user, err, out)
+	}
+	return kc
+}
+
 // URL is the API's base URL.
 func (s *Server) URL() string { return fmt.Sprintf("https://127.0.0.1:%d", s.Port) }
 
