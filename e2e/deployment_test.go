@@ -47,13 +47,26 @@ server.serve_forever()
 // frontend does, one line per request: "LOOP <pod that answered> <status>".
 const clientScript = `while true; do echo "LOOP $(curl -s -m 2 -w ' %{http_code}' http://web/)"; sleep 0.05; done`
 
-// webDeployment is the Deployment web: replicas of webServer behind a
-// readiness probe, rolled with maxSurge 1 and maxUnavailable 0.
+// webDeployment is the Deployment web: replicas of webServer.
 func webDeployment(replicas int32) *appsv1.Deployment {
-	labels := map[string]string{"app": "web"}
+	return httpDeployment("web", replicas, corev1.Container{Name: "web", Image: "web:v1", Command: []string{"python3", "-c", webServer}})
+}
+
+// httpDeployment is the Deployment name: replicas pods labelled app=name,
+// each running c, which serves HTTP on port 8080 (named http) and answers
+// GET / once ready, with the pod's name in POD_NAME. They are rolled with
+// maxSurge 1 and maxUnavailable 0, so a rollout never lowers the ready
+// count, and are given 10 s to drain.
+func httpDeployment(name string, replicas int32, c corev1.Container) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	c.Env = append(c.Env, corev1.EnvVar{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{
+		FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}})
+	c.Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}}
+	c.ReadinessProbe = &corev1.Probe{PeriodSeconds: 1, FailureThreshold: 1, TimeoutSeconds: 1,
+		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromString("http")}}}
 	return &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(replicas),
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
@@ -63,13 +76,7 @@ func webDeployment(replicas int32) *appsv1.Deployment {
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
 					TerminationGracePeriodSeconds: ptr.To[int64](10),
-					Containers: []corev1.Container{{Name: "web", Image: "web:v1", Command: []string{"python3", "-c", webServer},
-						Env: []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{
-							FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
-						Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
-						ReadinessProbe: &corev1.Probe{PeriodSeconds: 1, FailureThreshold: 1, TimeoutSeconds: 1,
-							ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromString("http")}}},
-					}},
+					Containers:                    []corev1.Container{c},
 				},
 			},
 		},

@@ -86,32 +86,10 @@ func (ib *ingressBed) dialNode(ctx context.Context, network, addr string) (net.C
 }
 
 // backendDeployment is a Deployment of the Ingress backend server (see
-// ingressBackendEnv) on port 8080 with a readiness probe.
+// ingressBackendEnv).
 func (ib *ingressBed) backendDeployment(name string, replicas int32) *appsv1.Deployment {
-	labels := map[string]string{"app": name}
-	return &appsv1.Deployment{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
-				RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0))}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					TerminationGracePeriodSeconds: ptr.To[int64](10),
-					Containers: []corev1.Container{{Name: "http", Image: "ingress-backend", Command: []string{ib.self},
-						Env: []corev1.EnvVar{{Name: ingressBackendEnv, Value: ":8080"},
-							{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
-						Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
-						ReadinessProbe: &corev1.Probe{PeriodSeconds: 1, FailureThreshold: 1, TimeoutSeconds: 1,
-							ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromString("http")}}},
-					}},
-				},
-			},
-		},
-	}
+	return httpDeployment(name, replicas, corev1.Container{Name: "http", Image: "ingress-backend", Command: []string{ib.self},
+		Env: []corev1.EnvVar{{Name: ingressBackendEnv, Value: ":8080"}}})
 }
 
 // ingressService is a Service on port 80 to targetPort of the pods labelled
