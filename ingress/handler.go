@@ -141,7 +141,7 @@ func (l *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		out := r.WithContext(context.WithValue(r.Context(), requestKey{}, req))
 		if r.Body != nil && r.Body != http.NoBody {
-			out.Body = &clientBody{ReadCloser: r.Body, rc: http.NewResponseController(w)}
+			out.Body = &clientBody{ReadCloser: r.Body, rc: http.NewResponseController(w), timeout: l.opts.ClientBodyTimeout}
 		}
 		l.proxy.ServeHTTP(rw, out)
 	}

@@ -60,6 +60,12 @@ type Options struct {
 	// replaced by what the connection shows, as any client can forge them.
 	TrustForwardedHeaders bool
 
+	// ClientBodyTimeout is --client-body-timeout: how long each read of a
+	// request body may wait for the client, as nginx's client_body_timeout
+	// (default 60s, ingress-nginx's; zero: no limit). A client may upload
+	// slowly, not stall.
+	ClientBodyTimeout time.Duration
+
 	// ConnectTimeout, ReadTimeout and SendTimeout are the defaults of the
 	// per-Ingress timeouts (ingress-nginx's 5s, 60s and 60s).
 	ConnectTimeout, ReadTimeout, SendTimeout time.Duration
@@ -75,6 +81,7 @@ func DefaultOptions() Options {
 		IngressClass:       "portal",
 		MetricsBindAddress: "127.0.0.1:10254",
 		AccessLog:          true,
+		ClientBodyTimeout:  60 * time.Second,
 		ConnectTimeout:     5 * time.Second,
 		ReadTimeout:        60 * time.Second,
 		SendTimeout:        60 * time.Second,
@@ -128,6 +135,9 @@ func (o Options) Validate() error {
 		if d < 0 {
 			return fmt.Errorf("proxy %s timeout %v: negative", flag, d)
 		}
+	}
+	if o.ClientBodyTimeout < 0 {
+		return fmt.Errorf("--client-body-timeout %v: negative", o.ClientBodyTimeout)
 	}
 	return nil
 }

@@ -115,20 +115,20 @@ func (b *timedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// clientBodyTimeout bounds each read of a request body from the client,
-// as nginx's client_body_timeout: a client may upload slowly, not stall.
-const clientBodyTimeout = 60 * time.Second
-
 // clientBody sets a read deadline on the client's connection (or HTTP/2
-// stream) before each read of the request body, and clears it at the
-// end of the body, so that it cannot cut off the response.
+// stream) before each read of the request body, timeout from then
+// (Options.ClientBodyTimeout), and clears it at the end of the body, so
+// that it cannot cut off the response.
 type clientBody struct {
 	io.ReadCloser
-	rc *http.ResponseController
+	rc      *http.ResponseController
+	timeout time.Duration
 }
 
 func (b *clientBody) Read(p []byte) (int, error) {
-	b.rc.SetReadDeadline(time.Now().Add(clientBodyTimeout))
+	if b.timeout > 0 {
+		b.rc.SetReadDeadline(time.Now().Add(b.timeout))
+	}
 	n, err := b.ReadCloser.Read(p)
 	if err != nil {
 		b.rc.SetReadDeadline(time.Time{})

@@ -91,12 +91,12 @@ func (w *deadlineWriter) SetReadDeadline(d time.Time) error {
 	return nil
 }
 
-// A client uploading is given clientBodyTimeout for each read of its
-// body, and no deadline once the body is read.
+// A client uploading is given the client body timeout for each read of
+// its body, and no deadline once the body is read.
 func TestClientBodyTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := &deadlineWriter{}
-		b := &clientBody{ReadCloser: io.NopCloser(strings.NewReader("ab")), rc: http.NewResponseController(w)}
+		b := &clientBody{ReadCloser: io.NopCloser(strings.NewReader("ab")), rc: http.NewResponseController(w), timeout: time.Minute}
 		var got []time.Duration
 		for {
 			_, err := b.Read(make([]byte, 1))
@@ -110,7 +110,7 @@ func TestClientBodyTimeout(t *testing.T) {
 				break
 			}
 		}
-		want := []time.Duration{clientBodyTimeout, clientBodyTimeout, 0}
+		want := []time.Duration{time.Minute, time.Minute, 0}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("got deadlines %v after each read, want %v", got, want)
 		}

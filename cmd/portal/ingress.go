@@ -20,6 +20,7 @@ func addIngressFlags(fs *pflag.FlagSet, o *ingress.Options) {
 	fs.StringVar(&o.PublishStatusAddress, "publish-status-address", o.PublishStatusAddress, "addresses (comma-separated) published in Ingress status instead")
 	fs.StringVar(&o.NodeName, "hostname-override", o.NodeName, "this node's name in the API, whose addresses are published in Ingress status without --publish-service or --publish-status-address (default: the host name, lower-cased)")
 	fs.BoolVar(&o.AccessLog, "access-log", o.AccessLog, "write a line per request to standard output (false turns it off)")
+	fs.DurationVar(&o.ClientBodyTimeout, "client-body-timeout", o.ClientBodyTimeout, "how long each read of a request body may wait for the client before the request is cut off (0: no limit)")
 	fs.BoolVar(&o.TrustForwardedHeaders, "trust-forwarded-headers", o.TrustForwardedHeaders, "keep the X-Forwarded-For/-Proto/-Host/-Port headers clients send (appending to X-Forwarded-For), for a controller behind a proxy that sets them; by default they are replaced, as clients can forge them")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "address of /metrics and /healthz (empty disables)")
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "serve Go's /debug/pprof on the metrics address too")
