@@ -3,6 +3,7 @@ package route
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	networkingv1 "k8s.io/api/networking/v1"
@@ -16,27 +17,47 @@ const (
 	AnnotationSendTimeout    = "portal.dev/proxy-send-timeout"
 )
 
+// NginxAnnotationPrefix is ingress-nginx's annotation prefix. Each of
+// Portal's annotations above is honoured under it too
+// (nginx.ingress.kubernetes.io/ssl-redirect and so on), with the same
+// meaning and values, so that an Ingress written for ingress-nginx keeps
+// these settings; Portal's own wins when an Ingress has both.
+const NginxAnnotationPrefix = "nginx.ingress.kubernetes.io/"
+
 // DefaultOptions are the settings of an Ingress without portal.dev/
 // annotations: redirect to HTTPS on, the server's default timeouts.
 var DefaultOptions = Options{SSLRedirect: true}
 
-// parseOptions reads an Ingress's portal.dev/ annotations. A malformed
-// value is reported and its default kept, so one typo does not take the
-// Ingress down.
+// annotation returns the value of one of Portal's annotations on an
+// Ingress, else of ingress-nginx's of the same name, and the key it was
+// found under.
+func annotation(a map[string]string, name string) (value, key string, ok bool) {
+	if v, ok := a[name]; ok {
+		return v, name, true
+	}
+	key = NginxAnnotationPrefix + strings.TrimPrefix(name, "portal.dev/")
+	value, ok = a[key]
+	return value, key, ok
+}
+
+// parseOptions reads an Ingress's portal.dev/ annotations (or
+// ingress-nginx's). A malformed value is reported and its default kept,
+// so one typo does not take the Ingress down.
 func parseOptions(ing *networkingv1.Ingress, problem func(reason, msg string)) *Options {
 	a := ing.Annotations
-	_, r := a[AnnotationSSLRedirect]
-	_, c := a[AnnotationConnectTimeout]
-	_, rd := a[AnnotationReadTimeout]
-	_, s := a[AnnotationSendTimeout]
-	if !r && !c && !rd && !s {
+	found := false
+	for _, name := range []string{AnnotationSSLRedirect, AnnotationConnectTimeout, AnnotationReadTimeout, AnnotationSendTimeout} {
+		_, _, ok := annotation(a, name)
+		found = found || ok
+	}
+	if !found {
 		return &DefaultOptions
 	}
 	o := DefaultOptions
-	if v, ok := a[AnnotationSSLRedirect]; ok {
+	if v, key, ok := annotation(a, AnnotationSSLRedirect); ok {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			problem("InvalidAnnotation", fmt.Sprintf("annotation %s: %q is not true or false; using the default (true)", AnnotationSSLRedirect, v))
+			problem("InvalidAnnotation", fmt.Sprintf("annotation %s: %q is not true or false; using the default (true)", key, v))
 		} else {
 			o.SSLRedirect = b
 		}
@@ -49,13 +70,13 @@ func parseOptions(ing *networkingv1.Ingress, problem func(reason, msg string)) *
 		{AnnotationReadTimeout, &o.ReadTimeout},
 		{AnnotationSendTimeout, &o.SendTimeout},
 	} {
-		v, ok := a[d.name]
+		v, key, ok := annotation(a, d.name)
 		if !ok {
 			continue
 		}
 		t, err := parseTimeout(v)
 		if err != nil {
-			problem("InvalidAnnotation", fmt.Sprintf("annotation %s: %v; using the default", d.name, err))
+			problem("InvalidAnnotation", fmt.Sprintf("annotation %s: %v; using the default", key, err))
 			continue
 		}
 		*d.into = t

@@ -101,8 +101,9 @@ type Rule struct {
 	prefix bool
 }
 
-// Options are an Ingress's settings from its portal.dev/ annotations. A
-// zero duration means the server's default.
+// Options are an Ingress's settings from its portal.dev/ annotations (or
+// ingress-nginx's of the same names, see NginxAnnotationPrefix). A zero
+// duration means the server's default.
 type Options struct {
 	// SSLRedirect sends plain-HTTP requests to TLS hosts to HTTPS with a
 	// 308 (annotation portal.dev/ssl-redirect, default true).
