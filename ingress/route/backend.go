@@ -53,6 +53,15 @@ func (b *builder) resolveBackend(ns string, ib *networkingv1.IngressBackend) (*B
 		want.Unavailable = fmt.Sprintf("service %s not found", nn)
 		return b.backend(key, want), "ServiceNotFound", want.Unavailable
 	}
+	if svc.Spec.Type == corev1.ServiceTypeExternalName {
+		// Its name resolves elsewhere, and its endpoints, if any, are no
+		// one's: requests go only to a Service's endpoints, as the proxy
+		// sends them. ingress-nginx proxies to the name unless run with
+		// --disable-svc-external-name; this is that setting, always.
+		want.Unavailable = fmt.Sprintf("service %s is of type ExternalName (%s); this controller sends requests only to a Service's endpoints",
+			nn, svc.Spec.ExternalName)
+		return b.backend(key, want), "ExternalNameService", want.Unavailable
+	}
 	sp := servicePort(svc, ib.Service.Port)
 	if sp == nil {
 		want.Unavailable = fmt.Sprintf("service %s has no port %s", nn, port)

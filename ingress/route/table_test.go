@@ -125,6 +125,12 @@ func TestBackends(t *testing.T) {
 		slice("ns", "web", "web-1", discoveryv1.AddressTypeIPv4, "http", 8080, ep("10.0.0.1", nil, nil, nil)),
 		slice("ns", "web", "web-2", discoveryv1.AddressTypeIPv4, "grpc", 9090, ep("10.0.0.1", nil, nil, nil)),
 	}
+	// An ExternalName Service has no endpoints to send requests to, even
+	// with a slice of its name made by hand (kube-proxy ignores those too).
+	external := types.NamespacedName{Namespace: "ns", Name: "ext"}
+	src.services[external] = &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName,
+		ExternalName: "www.example.com", Ports: []corev1.ServicePort{{Port: 80}}}}
+	src.slices[external] = []*discoveryv1.EndpointSlice{slice("ns", "ext", "ext-1", discoveryv1.AddressTypeIPv4, "", 80, ep("10.0.0.9", nil, nil, nil))}
 	byName := func(p, port string) networkingv1.HTTPIngressPath {
 		x := hpath(p, prefix, "web")
 		x.Backend.Service.Port = networkingv1.ServiceBackendPort{Name: port}
@@ -142,6 +148,7 @@ func TestBackends(t *testing.T) {
 		byNumber("/h2c", "web", 9001),
 		byName("/noport", "nope"),
 		byNumber("/nosvc", "missing", 80),
+		byNumber("/ext", "ext", 80),
 		networkingv1.HTTPIngressPath{Path: "/res", PathType: ptr(prefix), Backend: networkingv1.IngressBackend{
 			Resource: &corev1.TypedLocalObjectReference{Kind: "StorageBucket", Name: "static"}}},
 	)))
@@ -167,6 +174,7 @@ func TestBackends(t *testing.T) {
 	for p, want := range map[string]string{
 		"/noport": "503 service ns/web has no port nope",
 		"/nosvc":  "503 service ns/missing not found",
+		"/ext":    "503 service ns/ext is of type ExternalName (www.example.com); this controller sends requests only to a Service's endpoints",
 		"/res":    "503 resource backends are not served by this controller (StorageBucket static)",
 	} {
 		if got := routed(tab.Route("x", p, false)); got != want {
@@ -177,7 +185,7 @@ func TestBackends(t *testing.T) {
 	for _, p := range res.Problems {
 		reasons = append(reasons, p.Reason)
 	}
-	if want := []string{"ServicePortNotFound", "ServiceNotFound", "ResourceBackend"}; !slices.Equal(reasons, want) {
+	if want := []string{"ServicePortNotFound", "ServiceNotFound", "ExternalNameService", "ResourceBackend"}; !slices.Equal(reasons, want) {
 		t.Errorf("problems: got %v, want %v", reasons, want)
 	}
 }
