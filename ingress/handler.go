@@ -106,6 +106,8 @@ type request struct {
 	attempt
 	id, port string
 	overTLS  bool
+	// body is the client's request body, when there is one.
+	body *clientBody
 }
 
 type requestKey struct{}
@@ -141,7 +143,8 @@ func (l *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		out := r.WithContext(context.WithValue(r.Context(), requestKey{}, req))
 		if r.Body != nil && r.Body != http.NoBody {
-			out.Body = &clientBody{ReadCloser: r.Body, rc: http.NewResponseController(w), timeout: l.opts.ClientBodyTimeout}
+			req.body = &clientBody{ReadCloser: r.Body, rc: http.NewResponseController(w), timeout: l.opts.ClientBodyTimeout}
+			out.Body = req.body
 		}
 		l.proxy.ServeHTTP(rw, out)
 	}
@@ -250,8 +253,11 @@ func firstOr(v, def string) string {
 
 // proxyError answers a request its endpoints did not: 503 when there was
 // no endpoint to try, 504 when one timed out, 502 otherwise. A client
-// that went away gets nothing.
+// that went away gets nothing, nor one that stalled its request body.
 func proxyError(w http.ResponseWriter, r *http.Request, err error) {
+	if req, ok := r.Context().Value(requestKey{}).(*request); ok && req.body.stalled() {
+		abortStalled(w)
+	}
 	if r.Context().Err() != nil {
 		if rec, ok := w.(*recorder); ok {
 			rec.code = 499 // nginx's "client closed request", for logs and metrics

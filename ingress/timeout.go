@@ -1,8 +1,10 @@
 package ingress
 
 import (
+	"errors"
 	"io"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 )
@@ -118,20 +120,65 @@ func (b *timedBody) Read(p []byte) (int, error) {
 // clientBody sets a read deadline on the client's connection (or HTTP/2
 // stream) before each read of the request body, timeout from then
 // (Options.ClientBodyTimeout), and clears it at the end of the body, so
-// that it cannot cut off the response.
+// that it cannot cut off the response. A read that runs past its
+// deadline leaves it set: whatever reads the connection next (the server
+// discarding the rest of the body) fails at once rather than waiting on a
+// client that stalled.
 type clientBody struct {
 	io.ReadCloser
 	rc      *http.ResponseController
 	timeout time.Duration
+
+	mu sync.Mutex
+	// waitingUntil is the deadline of the read under way, or of the read
+	// that timed out; zero between reads.
+	waitingUntil time.Time
 }
 
 func (b *clientBody) Read(p []byte) (int, error) {
-	if b.timeout > 0 {
-		b.rc.SetReadDeadline(time.Now().Add(b.timeout))
+	if b.timeout <= 0 {
+		return b.ReadCloser.Read(p)
 	}
+	deadline := time.Now().Add(b.timeout)
+	b.rc.SetReadDeadline(deadline)
+	b.setWaiting(deadline)
 	n, err := b.ReadCloser.Read(p)
-	if err != nil {
+	switch {
+	case err == nil:
+		b.setWaiting(time.Time{})
+	case errors.Is(err, os.ErrDeadlineExceeded):
+	default:
+		b.setWaiting(time.Time{})
 		b.rc.SetReadDeadline(time.Time{})
 	}
 	return n, err
+}
+
+func (b *clientBody) setWaiting(t time.Time) {
+	b.mu.Lock()
+	b.waitingUntil = t
+	b.mu.Unlock()
+}
+
+// stalled reports whether the client has kept a read of its body waiting
+// past the timeout. It does not wait for that read to return: the
+// transport may give up on the request (its context ends as the server
+// sees the read fail) before the read has.
+func (b *clientBody) stalled() bool {
+	if b == nil {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return !b.waitingUntil.IsZero() && !time.Now().Before(b.waitingUntil)
+}
+
+// abortStalled ends a request whose client stalled its body as nginx
+// does at its client_body_timeout: the connection is closed with no
+// answer, and the request is logged and counted as 408 Request Timeout.
+func abortStalled(w http.ResponseWriter) {
+	if rec, ok := w.(*recorder); ok {
+		rec.code = http.StatusRequestTimeout
+	}
+	panic(http.ErrAbortHandler)
 }

@@ -4,11 +4,16 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"portal.dev/portal/ingress/route"
 )
 
 // slowReader waits before each read, as a slow peer makes the proxy wait.
@@ -115,4 +120,36 @@ func TestClientBodyTimeout(t *testing.T) {
 			t.Errorf("got deadlines %v after each read, want %v", got, want)
 		}
 	})
+}
+
+// A client that stalls its request body past the client body timeout is
+// cut off as nginx 1.22 does at its client_body_timeout: the connection
+// is closed with no answer, and the request is logged and counted as 408.
+// Pins the bug where the proxy logged 499, then kept the connection open,
+// unanswered, for as long as the client liked: the deadline was cleared
+// after the read that hit it, and the server's discarding of the rest of
+// the body waited on the client.
+func TestStalledBody(t *testing.T) {
+	o := DefaultOptions()
+	o.ClientBodyTimeout = 50 * time.Millisecond
+	tb := newTestBed(t, o)
+	tb.backend("foo.com", route.Match{}, addr(echo(t, "foo")))
+	c, err := net.Dial("tcp", tb.http)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "POST /up HTTP/1.1\r\nHost: foo.com\r\nContent-Length: 100\r\n\r\nabc")
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if got, err := io.ReadAll(c); err != nil || len(got) != 0 {
+		t.Errorf("got %q (%v), want the connection closed with no answer", got, err)
+	}
+	// The request is recorded before its connection is closed.
+	lines := tb.accessLines()
+	if len(lines) != 2 || !strings.Contains(lines[0], `"POST /up HTTP/1.1" 408 0 `) {
+		t.Errorf("access log: got %q, want one line of a POST /up answered 408", lines)
+	}
+	if got := testutil.ToFloat64(tb.metrics.requests.WithLabelValues("default/web", "foo.com", "/", "POST", "4xx")); got != 1 {
+		t.Errorf("got %v requests counted 4xx, want 1", got)
+	}
 }
