@@ -24,7 +24,9 @@ import (
 // It answers every request with the pod's name (env POD_NAME) in the body
 // and in X-Backend, so a test sees which Service a request was routed to,
 // returns the Host and forwarding headers it got as X-Seen-<name>, and
-// echoes WebSocket messages on /ws. On SIGTERM it keeps serving for 3 s
+// echoes WebSocket messages on /ws. It reads a request's body whole
+// before it answers, as an upload handler does, and answers late when the
+// query asks for it (?delay=3s), for the tests of timeouts. On SIGTERM it keeps serving for 3 s
 // before it shuts down, as real servers drain: the endpoint leaves the
 // EndpointSlice a moment after the pod starts terminating, and a request
 // sent to it in that moment must still be answered.
@@ -35,6 +37,12 @@ func serveIngressBackend(addr string) int {
 	mux := http.NewServeMux()
 	mux.Handle("/ws", websocket.Handler(func(ws *websocket.Conn) { io.Copy(ws, ws) }))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if d, err := time.ParseDuration(r.URL.Query().Get("delay")); err == nil {
+			time.Sleep(d)
+		}
+		if _, err := io.Copy(io.Discard, r.Body); err != nil {
+			return
+		}
 		w.Header().Set("X-Backend", name)
 		// What the proxy sent, for the tests of forwarded headers.
 		w.Header().Set("X-Seen-Host", r.Host)

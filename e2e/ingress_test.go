@@ -36,6 +36,9 @@ type ingressBed struct {
 	// to the node, whatever host a URL names: the URL's host is what the
 	// request carries in Host (and in SNI for https).
 	http *http.Client
+	// otherLog is the output of the second controller, once started (see
+	// startOtherController).
+	otherLog string
 }
 
 // newIngressBed starts the server and the backends every test uses: the
@@ -226,7 +229,9 @@ func serviceOf(backend string) string {
 
 // TestIngress is issue #18's "Must show": an Ingress controller serving
 // what users write, checked from a client outside the node with curl, Go's
-// HTTP, WebSocket and gRPC clients.
+// HTTP, WebSocket and gRPC clients; then what an operator sets and reads:
+// metrics, the access log, timeouts and redirects by annotation, the
+// client body timeout, a backend the controller cannot serve.
 func TestIngress(t *testing.T) {
 	ib := newIngressBed(t)
 	t.Run("path matching", ib.testPathMatching)
@@ -236,6 +241,12 @@ func TestIngress(t *testing.T) {
 	t.Run("websocket and grpc", ib.testWebSocketAndGRPC)
 	t.Run("bad input", ib.testBadInput)
 	t.Run("no failed request under change", ib.testNoFailedRequest)
+	t.Run("metrics", ib.testMetrics)
+	t.Run("access log", ib.testAccessLog)
+	t.Run("timeout annotations", ib.testTimeoutAnnotations)
+	t.Run("ssl-redirect annotation", ib.testSSLRedirectAnnotation)
+	t.Run("a stalled request body", ib.testStalledBody)
+	t.Run("an ExternalName backend", ib.testExternalName)
 	// Last: the defaultBackend takes every request no rule matches.
 	t.Run("default backend", ib.testDefaultBackend)
 }
