@@ -38,6 +38,7 @@ import (
 	baseversion "k8s.io/component-base/version"
 
 	"portal.dev/portal/apiserver/admission/defaultingressclass"
+	"portal.dev/portal/apiserver/admission/noderestriction"
 	"portal.dev/portal/apiserver/auth"
 	"portal.dev/portal/apiserver/embeddedetcd"
 	portalopenapi "portal.dev/portal/apiserver/openapi"
@@ -321,13 +322,16 @@ func applyAdmission(c *genericapiserver.RecommendedConfig, client kubernetes.Int
 	// DefaultIngressClass fills in the class of a new Ingress that names
 	// none, as kube-apiserver's default plugin set does.
 	ingressClass := defaultingressclass.New()
-	for _, p := range []admission.Interface{nsLifecycle, ingressClass} {
+	// NodeRestriction keeps a node's agent to its own Node, Lease and
+	// pods, which the Node authorizer cannot check from the request alone.
+	nodeRestriction := noderestriction.New()
+	for _, p := range []admission.Interface{nsLifecycle, ingressClass, nodeRestriction} {
 		init.Initialize(p)
 		if err := admission.ValidateInitialization(p); err != nil {
 			return err
 		}
 	}
-	c.AdmissionControl = admission.NewChainHandler(nsLifecycle, ingressClass)
+	c.AdmissionControl = admission.NewChainHandler(nsLifecycle, ingressClass, nodeRestriction)
 	return nil
 }
 
