@@ -228,13 +228,16 @@ func newServer(o Options, ca *pki.CA, cidrs []netip.Prefix) (*genericapiserver.G
 	}
 	if err := installAPIs(server, config.RESTOptionsGetter, registry.Config{
 		Service: svcCfg, Allocator: alloc, AgentTransport: agents, Escalation: authz.escalation,
-	}); err != nil {
+	}, authz.rules); err != nil {
 		return nil, err
 	}
 	if err := addAllocatorHooks(server, alloc, etcdClient, o.ServiceRepairInterval, o.ServiceLeakGrace); err != nil {
 		return nil, err
 	}
 	if err := addBootstrapHooks(server, o, ca, cidrs); err != nil {
+		return nil, err
+	}
+	if err := addRBACBootstrapHook(server); err != nil {
 		return nil, err
 	}
 	return server, nil

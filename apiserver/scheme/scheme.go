@@ -11,6 +11,7 @@ package scheme
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -82,6 +83,9 @@ var Groups = []Group{
 		&rbacv1.RoleBinding{}, &rbacv1.RoleBindingList{},
 		&rbacv1.ClusterRoleBinding{}, &rbacv1.ClusterRoleBindingList{},
 	}},
+	{Version: authorizationv1.SchemeGroupVersion, Types: []runtime.Object{
+		&authorizationv1.SelfSubjectRulesReview{},
+	}},
 }
 
 // subresourceTypes are served only as subresources of other groups' kinds:
@@ -101,7 +105,7 @@ func addAll(s *runtime.Scheme, internal bool) error {
 		corev1.AddToScheme, discoveryv1.AddToScheme,
 		coordinationv1.AddToScheme, networkingv1.AddToScheme,
 		appsv1.AddToScheme, autoscalingv1.AddToScheme,
-		rbacv1.AddToScheme,
+		rbacv1.AddToScheme, authorizationv1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return err
