@@ -21,6 +21,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	genericadmissioninit "k8s.io/apiserver/pkg/admission/initializer"
 	"k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle"
+	"k8s.io/apiserver/pkg/authentication/group"
 	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
 	"k8s.io/apiserver/pkg/authentication/request/union"
 	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
@@ -38,6 +39,7 @@ import (
 	baseversion "k8s.io/component-base/version"
 
 	"portal.dev/portal/apiserver/admission/defaultingressclass"
+	"portal.dev/portal/apiserver/admission/noderestriction"
 	"portal.dev/portal/apiserver/auth"
 	"portal.dev/portal/apiserver/embeddedetcd"
 	portalopenapi "portal.dev/portal/apiserver/openapi"
@@ -83,6 +85,10 @@ type Options struct {
 	// ensureIngressClass).
 	IngressClass, IngressController string
 
+	// AuthorizationModes are the authorizers of --authorization-mode, in
+	// the order they are asked (see auth.ParseModes).
+	AuthorizationModes []string
+
 	// ExtraReadyChecks join /readyz, so that it says ok only once
 	// in-process components have synced.
 	ExtraReadyChecks []healthz.HealthChecker
@@ -105,6 +111,7 @@ func DefaultOptions() Options {
 		ServiceClusterIPRange:  "10.96.0.0/12",
 		ServiceNodePortRange:   "30000-32767",
 		ClusterDomain:          "cluster.local",
+		AuthorizationModes:     auth.DefaultModes,
 	}
 }
 
@@ -188,6 +195,15 @@ func newServer(o Options, ca *pki.CA, cidrs []netip.Prefix) (*genericapiserver.G
 	}
 	config.ClientConfig = config.LoopbackClientConfig
 	config.SharedInformerFactory = informers.NewSharedInformerFactory(client, 10*time.Minute)
+	authz, err := newAuthorization(o.AuthorizationModes, config.SharedInformerFactory)
+	if err != nil {
+		return nil, err
+	}
+	config.Authorization.Authorizer = authz.authorizer
+	config.RuleResolver = authz.rules
+	// The loopback client's token authenticates as system:apiserver in
+	// system:masters; it is wired once the authorizer it wraps exists.
+	genericapiserver.AuthorizeClientBearerToken(config.LoopbackClientConfig, &config.Authentication, &config.Authorization)
 	if err := applyAdmission(config, client); err != nil {
 		return nil, err
 	}
@@ -201,6 +217,7 @@ func newServer(o Options, ca *pki.CA, cidrs []netip.Prefix) (*genericapiserver.G
 		return nil, err
 	}
 	config.ReadyzChecks = append(config.ReadyzChecks, allocatorReady(alloc))
+	config.ReadyzChecks = append(config.ReadyzChecks, authz.readyCheck())
 	config.ReadyzChecks = append(config.ReadyzChecks, o.ExtraReadyChecks...)
 
 	server, err := config.Complete().New("portal-apiserver", genericapiserver.NewEmptyDelegate())
@@ -211,13 +228,18 @@ func newServer(o Options, ca *pki.CA, cidrs []netip.Prefix) (*genericapiserver.G
 	if err != nil {
 		return nil, err
 	}
-	if err := installAPIs(server, config.RESTOptionsGetter, registry.Config{Service: svcCfg, Allocator: alloc, AgentTransport: agents}); err != nil {
+	if err := installAPIs(server, config.RESTOptionsGetter, registry.Config{
+		Service: svcCfg, Allocator: alloc, AgentTransport: agents, Escalation: authz.escalation,
+	}, authz.rules); err != nil {
 		return nil, err
 	}
 	if err := addAllocatorHooks(server, alloc, etcdClient, o.ServiceRepairInterval, o.ServiceLeakGrace); err != nil {
 		return nil, err
 	}
 	if err := addBootstrapHooks(server, o, ca, cidrs); err != nil {
+		return nil, err
+	}
+	if err := addRBACBootstrapHook(server); err != nil {
 		return nil, err
 	}
 	return server, nil
@@ -264,9 +286,10 @@ func applyServing(o Options, ca *pki.CA, cidrs []netip.Prefix, c *genericapiserv
 	// can be remembered (see auth.CachedCertificates).
 	certAuth := auth.CachedCertificates(x509request.NewDynamic(caProvider.VerifyOptions, x509request.CommonNameUserConversion), time.Minute)
 	tokens := bearertoken.New(auth.NewTokenFile(TokenFilePath(o.DataDir)))
-	c.Authentication.Authenticator = union.New(certAuth, tokens, auth.Anonymous)
-	c.Authorization.Authorizer = auth.Authorizer
-	genericapiserver.AuthorizeClientBearerToken(c.LoopbackClientConfig, &c.Authentication, &c.Authorization)
+	// Every authenticated user is in system:authenticated, which the
+	// bootstrap policy's discovery and basic-user bindings name, as
+	// kube-apiserver adds it; anonymous requests are not.
+	c.Authentication.Authenticator = union.New(group.NewAuthenticatedGroupAdder(union.New(certAuth, tokens)), auth.Anonymous)
 	return nil
 }
 
@@ -321,13 +344,16 @@ func applyAdmission(c *genericapiserver.RecommendedConfig, client kubernetes.Int
 	// DefaultIngressClass fills in the class of a new Ingress that names
 	// none, as kube-apiserver's default plugin set does.
 	ingressClass := defaultingressclass.New()
-	for _, p := range []admission.Interface{nsLifecycle, ingressClass} {
+	// NodeRestriction keeps a node's agent to its own Node, Lease and
+	// pods, which the Node authorizer cannot check from the request alone.
+	nodeRestriction := noderestriction.New()
+	for _, p := range []admission.Interface{nsLifecycle, ingressClass, nodeRestriction} {
 		init.Initialize(p)
 		if err := admission.ValidateInitialization(p); err != nil {
 			return err
 		}
 	}
-	c.AdmissionControl = admission.NewChainHandler(nsLifecycle, ingressClass)
+	c.AdmissionControl = admission.NewChainHandler(nsLifecycle, ingressClass, nodeRestriction)
 	return nil
 }
 

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"strings"
+
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"portal.dev/portal/apiserver"
+	"portal.dev/portal/apiserver/auth"
 )
 
 func addAPIServerFlags(fs *pflag.FlagSet, o *apiserver.Options) {
@@ -24,6 +27,24 @@ func addAPIServerFlags(fs *pflag.FlagSet, o *apiserver.Options) {
 	fs.DurationVar(&o.ServiceLeakGrace, "service-leak-grace", o.ServiceLeakGrace, "how long a reservation must be held by no Service before repair frees it; keep it above the 60s request timeout")
 	_ = fs.MarkHidden("service-leak-grace") // for tests
 	fs.StringVar(&o.ClusterDomain, "cluster-domain", o.ClusterDomain, "cluster DNS domain")
+	fs.Var((*modesValue)(&o.AuthorizationModes), "authorization-mode",
+		"ordered comma list of authorizers after system:masters: AlwaysAllow, Node, RBAC")
+}
+
+// modesValue is the --authorization-mode flag: a comma list of known
+// modes, each once.
+type modesValue []string
+
+func (m *modesValue) String() string { return strings.Join(*m, ",") }
+func (m *modesValue) Type() string   { return "strings" }
+
+func (m *modesValue) Set(v string) error {
+	modes, err := auth.ParseModes(v)
+	if err != nil {
+		return err
+	}
+	*m = modes
+	return nil
 }
 
 func newAPIServerCommand() *cobra.Command {
