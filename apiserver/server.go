@@ -38,6 +38,7 @@ import (
 	baseversion "k8s.io/component-base/version"
 
 	"portal.dev/portal/apiserver/admission/defaultingressclass"
+	"portal.dev/portal/apiserver/admission/externalips"
 	"portal.dev/portal/apiserver/auth"
 	"portal.dev/portal/apiserver/embeddedetcd"
 	portalopenapi "portal.dev/portal/apiserver/openapi"
@@ -76,6 +77,11 @@ type Options struct {
 	// timeout), or repair could rob a create in flight.
 	ServiceLeakGrace time.Duration
 	ClusterDomain    string
+
+	// ServiceExternalIPCIDRs are the CIDRs any user may put in a
+	// Service's spec.externalIPs; other addresses need permission to
+	// create services/externalips. Empty allows none without it.
+	ServiceExternalIPCIDRs []string
 
 	// IngressClass, when set, is the name of an IngressClass of
 	// IngressController that the server creates at start, marked as the
@@ -188,7 +194,11 @@ func newServer(o Options, ca *pki.CA, cidrs []netip.Prefix) (*genericapiserver.G
 	}
 	config.ClientConfig = config.LoopbackClientConfig
 	config.SharedInformerFactory = informers.NewSharedInformerFactory(client, 10*time.Minute)
-	if err := applyAdmission(config, client); err != nil {
+	externalIPCIDRs, err := ParseExternalIPCIDRs(o.ServiceExternalIPCIDRs)
+	if err != nil {
+		return nil, err
+	}
+	if err := applyAdmission(config, client, externalIPCIDRs); err != nil {
 		return nil, err
 	}
 	ports, err := svcconfig.ParsePortRange(o.ServiceNodePortRange)
@@ -312,7 +322,7 @@ func applyStorage(o Options, c *genericapiserver.Config) error {
 	return nil
 }
 
-func applyAdmission(c *genericapiserver.RecommendedConfig, client kubernetes.Interface) error {
+func applyAdmission(c *genericapiserver.RecommendedConfig, client kubernetes.Interface, externalIPCIDRs []netip.Prefix) error {
 	nsLifecycle, err := lifecycle.NewLifecycle(sets.New("default", "kube-system", "kube-public"))
 	if err != nil {
 		return err
@@ -321,13 +331,16 @@ func applyAdmission(c *genericapiserver.RecommendedConfig, client kubernetes.Int
 	// DefaultIngressClass fills in the class of a new Ingress that names
 	// none, as kube-apiserver's default plugin set does.
 	ingressClass := defaultingressclass.New()
-	for _, p := range []admission.Interface{nsLifecycle, ingressClass} {
+	// ServiceExternalIPs keeps spec.externalIPs to those allowed to set
+	// them (CVE-2020-8554).
+	externalIPs := externalips.New(externalIPCIDRs)
+	for _, p := range []admission.Interface{nsLifecycle, ingressClass, externalIPs} {
 		init.Initialize(p)
 		if err := admission.ValidateInitialization(p); err != nil {
 			return err
 		}
 	}
-	c.AdmissionControl = admission.NewChainHandler(nsLifecycle, ingressClass)
+	c.AdmissionControl = admission.NewChainHandler(nsLifecycle, ingressClass, externalIPs)
 	return nil
 }
 

@@ -23,6 +23,7 @@ func addAPIServerFlags(fs *pflag.FlagSet, o *apiserver.Options) {
 	fs.DurationVar(&o.ServiceRepairInterval, "service-repair-interval", o.ServiceRepairInterval, "how often Service IP and port reservations are reconciled with Services (a leak goes after two passes)")
 	fs.DurationVar(&o.ServiceLeakGrace, "service-leak-grace", o.ServiceLeakGrace, "how long a reservation must be held by no Service before repair frees it; keep it above the 60s request timeout")
 	_ = fs.MarkHidden("service-leak-grace") // for tests
+	fs.StringSliceVar(&o.ServiceExternalIPCIDRs, "service-external-ip-cidrs", o.ServiceExternalIPCIDRs, "CIDRs any user may use in a Service's spec.externalIPs; other addresses need create on services/externalips (empty: none)")
 	fs.StringVar(&o.ClusterDomain, "cluster-domain", o.ClusterDomain, "cluster DNS domain")
 }
 
