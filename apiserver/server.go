@@ -39,6 +39,7 @@ import (
 
 	"portal.dev/portal/apiserver/admission/defaultingressclass"
 	"portal.dev/portal/apiserver/admission/externalips"
+	"portal.dev/portal/apiserver/auditlog"
 	"portal.dev/portal/apiserver/auth"
 	"portal.dev/portal/apiserver/embeddedetcd"
 	portalopenapi "portal.dev/portal/apiserver/openapi"
@@ -82,6 +83,9 @@ type Options struct {
 	// Service's spec.externalIPs; other addresses need permission to
 	// create services/externalips. Empty allows none without it.
 	ServiceExternalIPCIDRs []string
+
+	// Audit is the audit log (--audit-log-path, --audit-policy-file).
+	Audit auditlog.Options
 
 	// IngressClass, when set, is the name of an IngressClass of
 	// IngressController that the server creates at start, marked as the
@@ -187,6 +191,9 @@ func newServer(o Options, ca *pki.CA, cidrs []netip.Prefix) (*genericapiserver.G
 	}
 	if err := applyStorage(o, &config.Config); err != nil {
 		return nil, err
+	}
+	if err := auditlog.ApplyTo(o.Audit, &config.Config); err != nil {
+		return nil, fmt.Errorf("audit log: %w", err)
 	}
 	client, err := kubernetes.NewForConfig(config.LoopbackClientConfig)
 	if err != nil {
