@@ -84,6 +84,12 @@ type Options struct {
 	// create services/externalips. Empty allows none without it.
 	ServiceExternalIPCIDRs []string
 
+	// EncryptionProviderConfig is an apiserver.config.k8s.io/v1
+	// EncryptionConfiguration naming the resources stored encrypted in
+	// etcd and with which keys (kube-apiserver's
+	// --encryption-provider-config). Empty stores everything as is.
+	EncryptionProviderConfig string
+
 	// Audit is the audit log (--audit-log-path, --audit-policy-file).
 	Audit auditlog.Options
 
@@ -320,6 +326,9 @@ func applyStorage(o Options, c *genericapiserver.Config) error {
 	etcdOpts := genericoptions.NewEtcdOptions(backend)
 	etcdOpts.EnableWatchCache = true
 	etcdOpts.EnableGarbageCollection = true
+	// Each resource's store, the in-process one too (see inProcessStorage),
+	// reads and writes through the transformer this configuration gives it.
+	etcdOpts.EncryptionProviderConfigFilepath = o.EncryptionProviderConfig
 	if err := etcdOpts.ApplyWithStorageFactoryTo(&storageFactory{base: *backend}, c); err != nil {
 		return err
 	}
