@@ -99,6 +99,10 @@ type Options struct {
 	// ensureIngressClass).
 	IngressClass, IngressController string
 
+	// AuthorizationModes are the authorizers of --authorization-mode, in
+	// the order they are asked (see auth.ParseModes).
+	AuthorizationModes []string
+
 	// ExtraReadyChecks join /readyz, so that it says ok only once
 	// in-process components have synced.
 	ExtraReadyChecks []healthz.HealthChecker
@@ -121,6 +125,7 @@ func DefaultOptions() Options {
 		ServiceClusterIPRange:  "10.96.0.0/12",
 		ServiceNodePortRange:   "30000-32767",
 		ClusterDomain:          "cluster.local",
+		AuthorizationModes:     auth.DefaultModes,
 	}
 }
 
@@ -207,6 +212,15 @@ func newServer(o Options, ca *pki.CA, cidrs []netip.Prefix) (*genericapiserver.G
 	}
 	config.ClientConfig = config.LoopbackClientConfig
 	config.SharedInformerFactory = informers.NewSharedInformerFactory(client, 10*time.Minute)
+	authz, err := newAuthorization(o.AuthorizationModes, config.SharedInformerFactory)
+	if err != nil {
+		return nil, err
+	}
+	config.Authorization.Authorizer = authz.authorizer
+	config.RuleResolver = authz.rules
+	// The loopback client's token authenticates as system:apiserver in
+	// system:masters; it is wired once the authorizer it wraps exists.
+	genericapiserver.AuthorizeClientBearerToken(config.LoopbackClientConfig, &config.Authentication, &config.Authorization)
 	externalIPCIDRs, err := ParseExternalIPCIDRs(o.ServiceExternalIPCIDRs)
 	if err != nil {
 		return nil, err
@@ -224,6 +238,7 @@ func newServer(o Options, ca *pki.CA, cidrs []netip.Prefix) (*genericapiserver.G
 		return nil, err
 	}
 	config.ReadyzChecks = append(config.ReadyzChecks, allocatorReady(alloc))
+	config.ReadyzChecks = append(config.ReadyzChecks, authz.readyCheck())
 	config.ReadyzChecks = append(config.ReadyzChecks, o.ExtraReadyChecks...)
 
 	server, err := config.Complete().New("portal-apiserver", genericapiserver.NewEmptyDelegate())
@@ -234,13 +249,18 @@ func newServer(o Options, ca *pki.CA, cidrs []netip.Prefix) (*genericapiserver.G
 	if err != nil {
 		return nil, err
 	}
-	if err := installAPIs(server, config.RESTOptionsGetter, registry.Config{Service: svcCfg, Allocator: alloc, AgentTransport: agents}); err != nil {
+	if err := installAPIs(server, config.RESTOptionsGetter, registry.Config{
+		Service: svcCfg, Allocator: alloc, AgentTransport: agents, Escalation: authz.escalation,
+	}, authz.rules); err != nil {
 		return nil, err
 	}
 	if err := addAllocatorHooks(server, alloc, etcdClient, o.ServiceRepairInterval, o.ServiceLeakGrace); err != nil {
 		return nil, err
 	}
 	if err := addBootstrapHooks(server, o, ca, cidrs); err != nil {
+		return nil, err
+	}
+	if err := addRBACBootstrapHook(server); err != nil {
 		return nil, err
 	}
 	return server, nil
@@ -288,8 +308,6 @@ func applyServing(o Options, ca *pki.CA, cidrs []netip.Prefix, c *genericapiserv
 	certAuth := auth.CachedCertificates(x509request.NewDynamic(caProvider.VerifyOptions, x509request.CommonNameUserConversion), time.Minute)
 	tokens := bearertoken.New(auth.NewTokenFile(TokenFilePath(o.DataDir)))
 	c.Authentication.Authenticator = union.New(certAuth, tokens, auth.Anonymous)
-	c.Authorization.Authorizer = auth.Authorizer
-	genericapiserver.AuthorizeClientBearerToken(c.LoopbackClientConfig, &c.Authentication, &c.Authorization)
 	return nil
 }
 

@@ -33,6 +33,9 @@ type Config struct {
 	// AgentTransport reaches node agents for pods/log, with the API
 	// server's client certificate.
 	AgentTransport http.RoundTripper
+	// Escalation checks writes of roles and bindings against what their
+	// writer holds; nil checks nothing.
+	Escalation *Escalation
 }
 
 // typed adapts validation functions of one kind to Hooks.

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"strings"
+
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"portal.dev/portal/apiserver"
+	"portal.dev/portal/apiserver/auth"
 )
 
 func addAPIServerFlags(fs *pflag.FlagSet, o *apiserver.Options) {
@@ -28,6 +31,24 @@ func addAPIServerFlags(fs *pflag.FlagSet, o *apiserver.Options) {
 	fs.StringVar(&o.Audit.Path, "audit-log-path", o.Audit.Path, "file the audit log (audit.k8s.io/v1 events, JSON lines) is appended to; '-' is standard output; empty: no audit log")
 	fs.StringVar(&o.Audit.PolicyFile, "audit-policy-file", o.Audit.PolicyFile, "audit.k8s.io/v1 Policy deciding what is logged; without one nothing is. Bodies of Secrets and tokens are never logged")
 	fs.StringVar(&o.ClusterDomain, "cluster-domain", o.ClusterDomain, "cluster DNS domain")
+	fs.Var((*modesValue)(&o.AuthorizationModes), "authorization-mode",
+		"ordered comma list of authorizers after system:masters: AlwaysAllow, Node, RBAC")
+}
+
+// modesValue is the --authorization-mode flag: a comma list of known
+// modes, each once.
+type modesValue []string
+
+func (m *modesValue) String() string { return strings.Join(*m, ",") }
+func (m *modesValue) Type() string   { return "strings" }
+
+func (m *modesValue) Set(v string) error {
+	modes, err := auth.ParseModes(v)
+	if err != nil {
+		return err
+	}
+	*m = modes
+	return nil
 }
 
 func newAPIServerCommand() *cobra.Command {

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 
+	"portal.dev/portal/controller/clusterroleaggregation"
 	"portal.dev/portal/controller/daemonset"
 	"portal.dev/portal/controller/deployment"
 	"portal.dev/portal/controller/endpoints"
@@ -133,6 +134,9 @@ var starters = []starter{
 		return deployment.New(c.client, c.informers, c.recorder("deployment-controller"), deployment.Options{
 			Registerer: c.registerer,
 		}), nil
+	}},
+	{"clusterrole-aggregation", func(c controllerContext) (runner, error) {
+		return clusterroleaggregation.New(c.client, c.informers), nil
 	}},
 	{"scheduler", func(c controllerContext) (runner, error) {
 		return scheduler.New(c.client, c.informers, c.recorder("default-scheduler"), scheduler.Options{
