@@ -21,6 +21,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	genericadmissioninit "k8s.io/apiserver/pkg/admission/initializer"
 	"k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle"
+	"k8s.io/apiserver/pkg/authentication/group"
 	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
 	"k8s.io/apiserver/pkg/authentication/request/union"
 	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
@@ -307,7 +308,10 @@ func applyServing(o Options, ca *pki.CA, cidrs []netip.Prefix, c *genericapiserv
 	// can be remembered (see auth.CachedCertificates).
 	certAuth := auth.CachedCertificates(x509request.NewDynamic(caProvider.VerifyOptions, x509request.CommonNameUserConversion), time.Minute)
 	tokens := bearertoken.New(auth.NewTokenFile(TokenFilePath(o.DataDir)))
-	c.Authentication.Authenticator = union.New(certAuth, tokens, auth.Anonymous)
+	// Every authenticated user is in system:authenticated, which the
+	// bootstrap policy's discovery and basic-user bindings name, as
+	// kube-apiserver adds it; anonymous requests are not.
+	c.Authentication.Authenticator = union.New(group.NewAuthenticatedGroupAdder(union.New(certAuth, tokens)), auth.Anonymous)
 	return nil
 }
 
