@@ -252,6 +252,7 @@ func newServer(o Options, ca *pki.CA, cidrs []netip.Prefix) (*genericapiserver.G
 	}
 	if err := installAPIs(server, config.RESTOptionsGetter, registry.Config{
 		Service: svcCfg, Allocator: alloc, AgentTransport: agents, Escalation: authz.escalation,
+		Authorizer: config.Authorization.Authorizer, Authenticator: config.Authentication.Authenticator,
 	}, authz.rules); err != nil {
 		return nil, err
 	}
