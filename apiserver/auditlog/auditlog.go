@@ -14,6 +14,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
+	"k8s.io/klog/v2"
 )
 
 // Options are the audit flags, kube-apiserver's names.
@@ -32,6 +33,9 @@ type Options struct {
 func ApplyTo(o Options, c *genericapiserver.Config) error {
 	if o.Path == "" {
 		return nil
+	}
+	if o.PolicyFile == "" {
+		klog.InfoS("Warning: --audit-log-path without --audit-policy-file records nothing, as in kube-apiserver", "path", o.Path)
 	}
 	opts := genericoptions.NewAuditOptions()
 	opts.LogOptions.Path = o.Path
