@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/klog/v2"
 )
 
 // PluginName is the plugin's name in the admission chain.
@@ -73,11 +74,7 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 	if len(added) == 0 {
 		return nil
 	}
-	allowed, err := p.mayCreateExternalIPs(ctx, a)
-	if err != nil {
-		return apierrors.NewInternalError(fmt.Errorf("%s: authorize services/externalips: %w", PluginName, err))
-	}
-	if allowed {
+	if p.mayCreateExternalIPs(ctx, a) {
 		return nil
 	}
 	var errs field.ErrorList
@@ -112,7 +109,10 @@ func addedIPs(svc *corev1.Service, old any) []int {
 	return added
 }
 
-func (p *Plugin) mayCreateExternalIPs(ctx context.Context, a admission.Attributes) (bool, error) {
+// mayCreateExternalIPs asks the authorizer. An authorizer error counts as
+// no permission, as it does for the request itself: the addresses must
+// then lie in the allowed CIDRs.
+func (p *Plugin) mayCreateExternalIPs(ctx context.Context, a admission.Attributes) bool {
 	decision, _, err := p.authz.Authorize(ctx, authorizer.AttributesRecord{
 		User:            a.GetUserInfo(),
 		Verb:            "create",
@@ -124,10 +124,10 @@ func (p *Plugin) mayCreateExternalIPs(ctx context.Context, a admission.Attribute
 		Name:            a.GetName(),
 		ResourceRequest: true,
 	})
-	if decision == authorizer.DecisionAllow {
-		return true, nil
+	if err != nil && decision != authorizer.DecisionAllow {
+		klog.InfoS("Authorizing services/externalips failed", "user", a.GetUserInfo().GetName(), "namespace", a.GetNamespace(), "err", err)
 	}
-	return false, err
+	return decision == authorizer.DecisionAllow
 }
 
 // inAllowedCIDRs reports whether ip, as validation will parse it, lies in

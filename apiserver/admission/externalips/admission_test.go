@@ -2,6 +2,7 @@ package externalips
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"strings"
 	"testing"
@@ -130,5 +131,20 @@ func TestValidateAsksForServicesExternalIPs(t *testing.T) {
 	got := authz.asked[0]
 	if got.GetNamespace() != "a" || got.GetVerb() != "create" || got.GetResource() != "services" || got.GetSubresource() != "externalips" || !got.IsResourceRequest() {
 		t.Errorf("got authorizer asked %+v, want create services/externalips in a", got)
+	}
+}
+
+// An authorizer that fails counts as no permission: the request gets the
+// plugin's 403, never a 500.
+func TestValidateAuthorizerError(t *testing.T) {
+	p := New(nil)
+	p.SetAuthorizer(authorizer.AuthorizerFunc(func(context.Context, authorizer.Attributes) (authorizer.Decision, string, error) {
+		return authorizer.DecisionNoOpinion, "", errors.New("role cache broken")
+	}))
+	a := admission.NewAttributesRecord(service("203.0.113.7"), nil, corev1.SchemeGroupVersion.WithKind("Service"),
+		"a", "web", corev1.SchemeGroupVersion.WithResource("services"), "", admission.Create,
+		&metav1.CreateOptions{}, false, &user.DefaultInfo{Name: "tenant"})
+	if err := p.Validate(context.Background(), a, nil); !apierrors.IsForbidden(err) {
+		t.Fatalf("got %v, want 403 Forbidden", err)
 	}
 }
