@@ -81,10 +81,18 @@ resources:
 				}
 			}
 
-			got := s.MustKubectl("get", "secret", "at-rest", "-o", "jsonpath={.data.password}")
-			if dec, _ := base64.StdEncoding.DecodeString(got); string(dec) != value {
-				t.Errorf("Secret read through the API: got %q, want %q", dec, value)
+			readBack := func(when string) {
+				t.Helper()
+				got := s.MustKubectl("get", "secret", "at-rest", "-o", "jsonpath={.data.password}")
+				if dec, _ := base64.StdEncoding.DecodeString(got); string(dec) != value {
+					t.Errorf("Secret read through the API %s: got %q, want %q", when, dec, value)
+				}
 			}
+			readBack("")
+			// A restart reads it from etcd again, past the watch cache.
+			s.Stop()
+			s.Start()
+			readBack("after a restart")
 		})
 	}
 }
