@@ -40,6 +40,7 @@ import (
 
 	"portal.dev/portal/apiserver/admission/defaultingressclass"
 	"portal.dev/portal/apiserver/admission/externalips"
+	"portal.dev/portal/apiserver/admission/noderestriction"
 	"portal.dev/portal/apiserver/auditlog"
 	"portal.dev/portal/apiserver/auth"
 	"portal.dev/portal/apiserver/embeddedetcd"
@@ -370,16 +371,19 @@ func applyAdmission(c *genericapiserver.RecommendedConfig, client kubernetes.Int
 	// DefaultIngressClass fills in the class of a new Ingress that names
 	// none, as kube-apiserver's default plugin set does.
 	ingressClass := defaultingressclass.New()
+	// NodeRestriction keeps a node's agent to its own Node, Lease and
+	// pods, which the Node authorizer cannot check from the request alone.
+	nodeRestriction := noderestriction.New()
 	// ServiceExternalIPs keeps spec.externalIPs to those allowed to set
 	// them (CVE-2020-8554).
 	externalIPs := externalips.New(externalIPCIDRs)
-	for _, p := range []admission.Interface{nsLifecycle, ingressClass, externalIPs} {
+	for _, p := range []admission.Interface{nsLifecycle, ingressClass, nodeRestriction, externalIPs} {
 		init.Initialize(p)
 		if err := admission.ValidateInitialization(p); err != nil {
 			return err
 		}
 	}
-	c.AdmissionControl = admission.NewChainHandler(nsLifecycle, ingressClass, externalIPs)
+	c.AdmissionControl = admission.NewChainHandler(nsLifecycle, ingressClass, nodeRestriction, externalIPs)
 	return nil
 }
 
