@@ -32,3 +32,21 @@ func ParseServiceCIDRs(s string) ([]netip.Prefix, error) {
 func FirstServiceIP(p netip.Prefix) netip.Addr {
 	return p.Masked().Addr().Next()
 }
+
+// ParseExternalIPCIDRs parses --service-external-ip-cidrs: any number of
+// CIDRs of either family, each by cidrflag's rule (the network address,
+// no host bits). Errors name the flag.
+func ParseExternalIPCIDRs(items []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, item := range items {
+		p, err := cidrflag.Parse("--service-external-ip-cidrs", item)
+		if err != nil {
+			return nil, err
+		}
+		if len(p) == 0 {
+			return nil, errors.New("--service-external-ip-cidrs: empty item in the list")
+		}
+		out = append(out, p...)
+	}
+	return out, nil
+}

@@ -47,6 +47,7 @@ func installAPIs(s *genericapiserver.GenericAPIServer, opts generic.RESTOptionsG
 	storages[authorizationv1.SchemeGroupVersion] = map[string]rest.Storage{
 		"selfsubjectrulesreviews": registry.NewRulesReviewREST(rules),
 	}
+	addReviews(storages, cfg)
 	var groups []*genericapiserver.APIGroupInfo
 	for _, g := range scheme.Groups {
 		info := genericapiserver.NewDefaultAPIGroupInfo(g.Version.Group, scheme.Scheme, scheme.ParameterCodec, scheme.Codecs)

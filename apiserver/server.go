@@ -39,7 +39,9 @@ import (
 	baseversion "k8s.io/component-base/version"
 
 	"portal.dev/portal/apiserver/admission/defaultingressclass"
+	"portal.dev/portal/apiserver/admission/externalips"
 	"portal.dev/portal/apiserver/admission/noderestriction"
+	"portal.dev/portal/apiserver/auditlog"
 	"portal.dev/portal/apiserver/auth"
 	"portal.dev/portal/apiserver/embeddedetcd"
 	portalopenapi "portal.dev/portal/apiserver/openapi"
@@ -78,6 +80,20 @@ type Options struct {
 	// timeout), or repair could rob a create in flight.
 	ServiceLeakGrace time.Duration
 	ClusterDomain    string
+
+	// ServiceExternalIPCIDRs are the CIDRs any user may put in a
+	// Service's spec.externalIPs; other addresses need permission to
+	// create services/externalips. Empty allows none without it.
+	ServiceExternalIPCIDRs []string
+
+	// EncryptionProviderConfig is an apiserver.config.k8s.io/v1
+	// EncryptionConfiguration naming the resources stored encrypted in
+	// etcd and with which keys (kube-apiserver's
+	// --encryption-provider-config). Empty stores everything as is.
+	EncryptionProviderConfig string
+
+	// Audit is the audit log (--audit-log-path, --audit-policy-file).
+	Audit auditlog.Options
 
 	// IngressClass, when set, is the name of an IngressClass of
 	// IngressController that the server creates at start, marked as the
@@ -189,6 +205,9 @@ func newServer(o Options, ca *pki.CA, cidrs []netip.Prefix) (*genericapiserver.G
 	if err := applyStorage(o, &config.Config); err != nil {
 		return nil, err
 	}
+	if err := auditlog.ApplyTo(o.Audit, &config.Config); err != nil {
+		return nil, fmt.Errorf("audit log: %w", err)
+	}
 	client, err := kubernetes.NewForConfig(config.LoopbackClientConfig)
 	if err != nil {
 		return nil, err
@@ -204,7 +223,11 @@ func newServer(o Options, ca *pki.CA, cidrs []netip.Prefix) (*genericapiserver.G
 	// The loopback client's token authenticates as system:apiserver in
 	// system:masters; it is wired once the authorizer it wraps exists.
 	genericapiserver.AuthorizeClientBearerToken(config.LoopbackClientConfig, &config.Authentication, &config.Authorization)
-	if err := applyAdmission(config, client); err != nil {
+	externalIPCIDRs, err := ParseExternalIPCIDRs(o.ServiceExternalIPCIDRs)
+	if err != nil {
+		return nil, err
+	}
+	if err := applyAdmission(config, client, externalIPCIDRs); err != nil {
 		return nil, err
 	}
 	ports, err := svcconfig.ParsePortRange(o.ServiceNodePortRange)
@@ -230,6 +253,7 @@ func newServer(o Options, ca *pki.CA, cidrs []netip.Prefix) (*genericapiserver.G
 	}
 	if err := installAPIs(server, config.RESTOptionsGetter, registry.Config{
 		Service: svcCfg, Allocator: alloc, AgentTransport: agents, Escalation: authz.escalation,
+		Authorizer: config.Authorization.Authorizer, Authenticator: config.Authentication.Authenticator,
 	}, authz.rules); err != nil {
 		return nil, err
 	}
@@ -326,6 +350,9 @@ func applyStorage(o Options, c *genericapiserver.Config) error {
 	etcdOpts := genericoptions.NewEtcdOptions(backend)
 	etcdOpts.EnableWatchCache = true
 	etcdOpts.EnableGarbageCollection = true
+	// Each resource's store, the in-process one too (see inProcessStorage),
+	// reads and writes through the transformer this configuration gives it.
+	etcdOpts.EncryptionProviderConfigFilepath = o.EncryptionProviderConfig
 	if err := etcdOpts.ApplyWithStorageFactoryTo(&storageFactory{base: *backend}, c); err != nil {
 		return err
 	}
@@ -335,7 +362,7 @@ func applyStorage(o Options, c *genericapiserver.Config) error {
 	return nil
 }
 
-func applyAdmission(c *genericapiserver.RecommendedConfig, client kubernetes.Interface) error {
+func applyAdmission(c *genericapiserver.RecommendedConfig, client kubernetes.Interface, externalIPCIDRs []netip.Prefix) error {
 	nsLifecycle, err := lifecycle.NewLifecycle(sets.New("default", "kube-system", "kube-public"))
 	if err != nil {
 		return err
@@ -347,13 +374,16 @@ func applyAdmission(c *genericapiserver.RecommendedConfig, client kubernetes.Int
 	// NodeRestriction keeps a node's agent to its own Node, Lease and
 	// pods, which the Node authorizer cannot check from the request alone.
 	nodeRestriction := noderestriction.New()
-	for _, p := range []admission.Interface{nsLifecycle, ingressClass, nodeRestriction} {
+	// ServiceExternalIPs keeps spec.externalIPs to those allowed to set
+	// them (CVE-2020-8554).
+	externalIPs := externalips.New(externalIPCIDRs)
+	for _, p := range []admission.Interface{nsLifecycle, ingressClass, nodeRestriction, externalIPs} {
 		init.Initialize(p)
 		if err := admission.ValidateInitialization(p); err != nil {
 			return err
 		}
 	}
-	c.AdmissionControl = admission.NewChainHandler(nsLifecycle, ingressClass, nodeRestriction)
+	c.AdmissionControl = admission.NewChainHandler(nsLifecycle, ingressClass, nodeRestriction, externalIPs)
 	return nil
 }
 

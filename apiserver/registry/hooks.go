@@ -7,6 +7,8 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/storage/names"
 	"portal.dev/portal/allocator"
@@ -36,6 +38,11 @@ type Config struct {
 	// Escalation checks writes of roles and bindings against what their
 	// writer holds; nil checks nothing.
 	Escalation *Escalation
+	// Authorizer answers the access reviews of authorization.k8s.io,
+	// Authenticator the token reviews of authentication.k8s.io: the
+	// server's own, so a review says what a request would get.
+	Authorizer    authorizer.Authorizer
+	Authenticator authenticator.Request
 }
 
 // typed adapts validation functions of one kind to Hooks.

@@ -11,6 +11,7 @@ package scheme
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -85,6 +86,13 @@ var Groups = []Group{
 	}},
 	{Version: authorizationv1.SchemeGroupVersion, Types: []runtime.Object{
 		&authorizationv1.SelfSubjectRulesReview{},
+		&authorizationv1.SelfSubjectAccessReview{},
+		&authorizationv1.SubjectAccessReview{},
+		&authorizationv1.LocalSubjectAccessReview{},
+	}},
+	{Version: authenticationv1.SchemeGroupVersion, Types: []runtime.Object{
+		&authenticationv1.TokenReview{},
+		&authenticationv1.SelfSubjectReview{},
 	}},
 }
 
@@ -106,6 +114,7 @@ func addAll(s *runtime.Scheme, internal bool) error {
 		coordinationv1.AddToScheme, networkingv1.AddToScheme,
 		appsv1.AddToScheme, autoscalingv1.AddToScheme,
 		rbacv1.AddToScheme, authorizationv1.AddToScheme,
+		authenticationv1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return err

@@ -26,6 +26,10 @@ func addAPIServerFlags(fs *pflag.FlagSet, o *apiserver.Options) {
 	fs.DurationVar(&o.ServiceRepairInterval, "service-repair-interval", o.ServiceRepairInterval, "how often Service IP and port reservations are reconciled with Services (a leak goes after two passes)")
 	fs.DurationVar(&o.ServiceLeakGrace, "service-leak-grace", o.ServiceLeakGrace, "how long a reservation must be held by no Service before repair frees it; keep it above the 60s request timeout")
 	_ = fs.MarkHidden("service-leak-grace") // for tests
+	fs.StringSliceVar(&o.ServiceExternalIPCIDRs, "service-external-ip-cidrs", o.ServiceExternalIPCIDRs, "CIDRs any user may use in a Service's spec.externalIPs; other addresses need create on services/externalips (empty: none)")
+	fs.StringVar(&o.EncryptionProviderConfig, "encryption-provider-config", o.EncryptionProviderConfig, "EncryptionConfiguration file (apiserver.config.k8s.io/v1: aescbc, secretbox, identity) deciding which resources are encrypted in etcd")
+	fs.StringVar(&o.Audit.Path, "audit-log-path", o.Audit.Path, "file the audit log (audit.k8s.io/v1 events, JSON lines) is appended to; '-' is standard output; empty: no audit log")
+	fs.StringVar(&o.Audit.PolicyFile, "audit-policy-file", o.Audit.PolicyFile, "audit.k8s.io/v1 Policy deciding what is logged; without one nothing is. Bodies of Secrets and tokens are never logged")
 	fs.StringVar(&o.ClusterDomain, "cluster-domain", o.ClusterDomain, "cluster DNS domain")
 	fs.Var((*modesValue)(&o.AuthorizationModes), "authorization-mode",
 		"ordered comma list of authorizers after system:masters: AlwaysAllow, Node, RBAC")
