@@ -41,7 +41,7 @@ func newAuthorization(modes []string, factory informers.SharedInformerFactory) (
 		case auth.ModeNode:
 			a, hasSynced, err := nodeAuthorizer(factory)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("--authorization-mode %s: %w", m, err)
 			}
 			named = append(named, auth.Named{Mode: m, Authorizer: a})
 			synced = append(synced, hasSynced...)
