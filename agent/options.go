@@ -8,7 +8,10 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"portal.dev/portal/internal/nodelabels"
 )
 
 // Options configure an Agent. DefaultOptions fills in what kubelet
@@ -113,6 +116,12 @@ func (o *Options) Validate() error {
 	}
 	if err := oneEach(o.PodCIDRs, func(p netip.Prefix) bool { return p.Addr().Is4() }); err != nil {
 		return fmt.Errorf("--pod-cidr: %w", err)
+	}
+	if bad := nodelabels.Forbidden(nodelabels.Modified(o.NodeLabels, nil)); len(bad) > 0 {
+		// The API server's NodeRestriction would refuse the Node, so the
+		// agent would never register; say so now, as kubelet does.
+		return fmt.Errorf("--node-labels: a node may not set %s on itself: only labels outside kubernetes.io and k8s.io, under kubelet.kubernetes.io/ or node.kubernetes.io/, or the kubelet's own (such as %s); an administrator sets the others with kubectl label",
+			strings.Join(bad, ", "), corev1.LabelTopologyZone)
 	}
 	if o.LeaseDuration <= 0 {
 		o.LeaseDuration = 40 * time.Second

@@ -16,6 +16,7 @@ package noderestriction
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -28,6 +29,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 
 	"portal.dev/portal/apiserver/auth"
+	"portal.dev/portal/internal/nodelabels"
 )
 
 // PluginName is the plugin's name, upstream's.
@@ -173,8 +175,8 @@ func admitNode(node string, a admission.Attributes) error {
 		if !ok {
 			return forbidden(a, "unexpected type %T", a.GetObject())
 		}
-		if bad := forbiddenLabels(modifiedLabels(n.Labels, nil)); len(bad) > 0 {
-			return forbidden(a, "node %q is not allowed to set the following labels: %s", node, bad)
+		if bad := nodelabels.Forbidden(nodelabels.Modified(n.Labels, nil)); len(bad) > 0 {
+			return forbidden(a, "node %q is not allowed to set the following labels: %s", node, strings.Join(bad, ", "))
 		}
 	case admission.Update:
 		n, ok := a.GetObject().(*corev1.Node)
@@ -185,8 +187,8 @@ func admitNode(node string, a admission.Attributes) error {
 		if !apiequality.Semantic.DeepEqual(n.Spec.Taints, old.Spec.Taints) {
 			return forbidden(a, "node %q is not allowed to modify taints", node)
 		}
-		if bad := forbiddenLabels(modifiedLabels(n.Labels, old.Labels)); len(bad) > 0 {
-			return forbidden(a, "node %q is not allowed to modify labels: %s", node, bad)
+		if bad := nodelabels.Forbidden(nodelabels.Modified(n.Labels, old.Labels)); len(bad) > 0 {
+			return forbidden(a, "node %q is not allowed to modify labels: %s", node, strings.Join(bad, ", "))
 		}
 	case admission.Delete:
 		// Upstream's kubelet may delete its own Node; Portal's agent

@@ -1,4 +1,10 @@
-package noderestriction
+// Package nodelabels says which labels a node's agent may set on its own
+// Node, as upstream's kubelet and NodeRestriction admission agree: the
+// Kubernetes labels a kubelet owns, and any label outside the
+// kubernetes.io and k8s.io namespaces. The API server's NodeRestriction
+// plugin refuses the rest, and the agent refuses them in --node-labels
+// before it starts, rather than failing to register.
+package nodelabels
 
 import (
 	"slices"
@@ -8,9 +14,10 @@ import (
 )
 
 // kubeletLabels are the Kubernetes labels a kubelet sets on its own Node,
-// upstream's list: a node may set these and labels under the kubelet's
-// and the node's own label namespaces, and no other *.kubernetes.io or
-// *.k8s.io label.
+// upstream's list: a node may set these and labels under the
+// kubeletLabelNamespaces, and no other *.kubernetes.io or *.k8s.io label
+// (node-restriction.kubernetes.io/ among them, which administrators set
+// so that workloads can trust what they say about a node).
 var kubeletLabels = []string{
 	corev1.LabelHostname,
 	corev1.LabelTopologyZone,
@@ -27,9 +34,9 @@ var kubeletLabels = []string{
 
 var kubeletLabelNamespaces = []string{"kubelet.kubernetes.io", "node.kubernetes.io"}
 
-// modifiedLabels returns, sorted, the keys whose values differ between a
-// and b, including keys only one of them has.
-func modifiedLabels(a, b map[string]string) []string {
+// Modified returns, sorted, the keys whose values differ between a and b,
+// including keys only one of them has.
+func Modified(a, b map[string]string) []string {
 	var keys []string
 	for k, v := range a {
 		if w, ok := b[k]; !ok || v != w {
@@ -45,9 +52,9 @@ func modifiedLabels(a, b map[string]string) []string {
 	return keys
 }
 
-// forbiddenLabels returns, joined with ", ", those of keys a node may not
-// set, change or remove on its own Node; "" when it may touch all.
-func forbiddenLabels(keys []string) string {
+// Forbidden returns those of keys a node may not set, change or remove on
+// its own Node, in their order; none when it may touch all.
+func Forbidden(keys []string) []string {
 	var bad []string
 	for _, k := range keys {
 		ns, _, found := strings.Cut(k, "/")
@@ -56,14 +63,12 @@ func forbiddenLabels(keys []string) string {
 		}
 		switch {
 		case inNamespace(ns, corev1.LabelNamespaceNodeRestriction):
-			// Set by administrators, so that workloads can trust them to
-			// say what a node is.
 			bad = append(bad, k)
 		case (inNamespace(ns, "kubernetes.io") || inNamespace(ns, "k8s.io")) && !isKubeletLabel(k, ns):
 			bad = append(bad, k)
 		}
 	}
-	return strings.Join(bad, ", ")
+	return bad
 }
 
 // inNamespace reports whether a label's prefix ns is namespace or a
