@@ -10,12 +10,13 @@ import (
 	"portal.dev/portal/e2e/framework"
 )
 
-// TestAuthReviews: with RBAC on, real kubectl's `auth can-i` (a
-// SelfSubjectAccessReview) and `auth whoami` (a SelfSubjectReview) answer
-// for the user who asks; a SubjectAccessReview asks for another user, and
-// a TokenReview says whom a bearer token belongs to.
+// TestAuthReviews: under the default authorization (Node,RBAC), real
+// kubectl's `auth can-i` (a SelfSubjectAccessReview) and `auth whoami` (a
+// SelfSubjectReview) answer for the user who asks; a SubjectAccessReview
+// asks for another user, and a TokenReview says whom a bearer token
+// belongs to.
 func TestAuthReviews(t *testing.T) {
-	s := framework.StartServer(t, "--authorization-mode", "RBAC")
+	s := framework.StartServer(t)
 	s.MustKubectl("create", "namespace", "a")
 	erin := s.UserKubeconfig(t, "erin", s.URL())
 	asErin := func(args ...string) (string, error) {

@@ -17,14 +17,15 @@ func externalIPService(name string, ips ...string) string {
 	return y
 }
 
-// TestServiceExternalIPs (CVE-2020-8554): a user who may edit Services but
+// TestServiceExternalIPs (CVE-2020-8554), under the default authorization
+// (Node,RBAC): a user who may edit Services but
 // not create services/externalips cannot point a Service at an address
 // outside --service-external-ip-cidrs, on create or by adding one later,
 // and is told which field, why and what to do; inside the CIDRs, or as
 // an administrator, external IPs work. Nobody sets status.loadBalancer
 // but through the status subresource.
 func TestServiceExternalIPs(t *testing.T) {
-	s := framework.StartServer(t, "--authorization-mode", "RBAC", "--service-external-ip-cidrs", "203.0.113.0/24")
+	s := framework.StartServer(t, "--service-external-ip-cidrs", "203.0.113.0/24")
 	s.MustKubectl("create", "namespace", "a")
 	s.MustKubectl("create", "rolebinding", "gina-edit", "-n", "a", "--clusterrole", "edit", "--user", "gina")
 	gina := s.UserKubeconfig(t, "gina", s.URL())
