@@ -18,12 +18,12 @@ func externalIPService(name string, ips ...string) string {
 }
 
 // TestServiceExternalIPs (CVE-2020-8554), under the default authorization
-// (Node,RBAC): a user who may edit Services but
-// not create services/externalips cannot point a Service at an address
-// outside --service-external-ip-cidrs, on create or by adding one later,
-// and is told which field, why and what to do; inside the CIDRs, or as
-// an administrator, external IPs work. Nobody sets status.loadBalancer
-// but through the status subresource.
+// (Node,RBAC): a user who may edit Services but not create
+// services/externalips cannot point a Service at an address outside
+// --service-external-ip-cidrs, on create or by adding one later, and is
+// told which field, why and what to do; inside the CIDRs, or as an
+// administrator, external IPs work. Nobody sets status.loadBalancer but
+// through the status subresource.
 func TestServiceExternalIPs(t *testing.T) {
 	s := framework.StartServer(t, "--service-external-ip-cidrs", "203.0.113.0/24")
 	s.MustKubectl("create", "namespace", "a")
