@@ -30,6 +30,7 @@ import (
 	"portal.dev/portal/controller/podgc"
 	"portal.dev/portal/controller/replicaset"
 	"portal.dev/portal/controller/scheduler"
+	"portal.dev/portal/controller/serviceaccount"
 	"portal.dev/portal/controller/servicelb"
 	"portal.dev/portal/controller/statefulset"
 )
@@ -133,6 +134,9 @@ var starters = []starter{
 		return deployment.New(c.client, c.informers, c.recorder("deployment-controller"), deployment.Options{
 			Registerer: c.registerer,
 		}), nil
+	}},
+	{"serviceaccount", func(c controllerContext) (runner, error) {
+		return serviceaccount.New(c.client, c.informers), nil
 	}},
 	{"scheduler", func(c controllerContext) (runner, error) {
 		return scheduler.New(c.client, c.informers, c.recorder("default-scheduler"), scheduler.Options{
