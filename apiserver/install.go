@@ -42,6 +42,10 @@ func installAPIs(s *genericapiserver.GenericAPIServer, opts generic.RESTOptionsG
 	}
 	core := storages[corev1.SchemeGroupVersion]
 	core["pods/log"] = registry.NewLogREST(core["pods"].(*registry.REST), core["nodes"].(*registry.REST), cfg.AgentTransport)
+	if cfg.Tokens != nil {
+		core["serviceaccounts/token"] = registry.NewTokenREST(core["serviceaccounts"].(*registry.REST), core["pods"].(*registry.REST),
+			core["secrets"].(*registry.REST), core["nodes"].(*registry.REST), cfg.Tokens, cfg.APIAudiences)
+	}
 	var groups []*genericapiserver.APIGroupInfo
 	for _, g := range scheme.Groups {
 		info := genericapiserver.NewDefaultAPIGroupInfo(g.Version.Group, scheme.Scheme, scheme.ParameterCodec, scheme.Codecs)

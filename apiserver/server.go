@@ -83,6 +83,20 @@ type Options struct {
 	// ensureIngressClass).
 	IngressClass, IngressController string
 
+	// ServiceAccountIssuer is the iss of issued ServiceAccount tokens
+	// (kube-apiserver's --service-account-issuer); empty means
+	// DefaultServiceAccountIssuer.
+	ServiceAccountIssuer string
+	// APIAudiences are the audiences a token must name to authenticate to
+	// the API (--api-audiences); empty means the issuer.
+	APIAudiences []string
+	// ServiceAccountSigningKeyFile is the PEM private key tokens are
+	// signed with; empty means one the server creates in DataDir.
+	ServiceAccountSigningKeyFile string
+	// ServiceAccountKeyFiles hold more public keys whose tokens are
+	// accepted, as after a key rotation.
+	ServiceAccountKeyFiles []string
+
 	// ExtraReadyChecks join /readyz, so that it says ok only once
 	// in-process components have synced.
 	ExtraReadyChecks []healthz.HealthChecker
@@ -188,6 +202,11 @@ func newServer(o Options, ca *pki.CA, cidrs []netip.Prefix) (*genericapiserver.G
 	}
 	config.ClientConfig = config.LoopbackClientConfig
 	config.SharedInformerFactory = informers.NewSharedInformerFactory(client, 10*time.Minute)
+	serviceAccounts, err := newServiceAccounts(o, config.ExternalAddress, config.SharedInformerFactory, client)
+	if err != nil {
+		return nil, err
+	}
+	serviceAccounts.authenticate(&config.Config)
 	if err := applyAdmission(config, client); err != nil {
 		return nil, err
 	}
@@ -211,9 +230,11 @@ func newServer(o Options, ca *pki.CA, cidrs []netip.Prefix) (*genericapiserver.G
 	if err != nil {
 		return nil, err
 	}
-	if err := installAPIs(server, config.RESTOptionsGetter, registry.Config{Service: svcCfg, Allocator: alloc, AgentTransport: agents}); err != nil {
+	if err := installAPIs(server, config.RESTOptionsGetter, registry.Config{Service: svcCfg, Allocator: alloc, AgentTransport: agents,
+		Tokens: serviceAccounts.issuer, APIAudiences: serviceAccounts.audiences}); err != nil {
 		return nil, err
 	}
+	serviceAccounts.installDiscovery(server)
 	if err := addAllocatorHooks(server, alloc, etcdClient, o.ServiceRepairInterval, o.ServiceLeakGrace); err != nil {
 		return nil, err
 	}

@@ -33,6 +33,11 @@ type Config struct {
 	// AgentTransport reaches node agents for pods/log, with the API
 	// server's client certificate.
 	AgentTransport http.RoundTripper
+	// Tokens signs the tokens of serviceaccounts/token; nil leaves the
+	// subresource out.
+	Tokens TokenIssuer
+	// APIAudiences are the audiences of a token asked for without any.
+	APIAudiences []string
 }
 
 // typed adapts validation functions of one kind to Hooks.

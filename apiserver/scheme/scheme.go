@@ -11,6 +11,7 @@ package scheme
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -79,9 +80,12 @@ var Groups = []Group{
 
 // subresourceTypes are served only as subresources of other groups' kinds:
 // the scale subresource of deployments, replicasets and statefulsets speaks
-// autoscaling/v1 Scale, as upstream's does. No autoscaling resource is served.
+// autoscaling/v1 Scale, as upstream's does, and serviceaccounts/token
+// authentication.k8s.io/v1 TokenRequest. No resource of those groups is
+// served.
 var subresourceTypes = []Group{
 	{Version: autoscalingv1.SchemeGroupVersion, Types: []runtime.Object{&autoscalingv1.Scale{}}},
+	{Version: authenticationv1.SchemeGroupVersion, Types: []runtime.Object{&authenticationv1.TokenRequest{}}},
 }
 
 func init() {
@@ -94,6 +98,7 @@ func addAll(s *runtime.Scheme, internal bool) error {
 		corev1.AddToScheme, discoveryv1.AddToScheme,
 		coordinationv1.AddToScheme, networkingv1.AddToScheme,
 		appsv1.AddToScheme, autoscalingv1.AddToScheme,
+		authenticationv1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return err

@@ -24,6 +24,10 @@ func addAPIServerFlags(fs *pflag.FlagSet, o *apiserver.Options) {
 	fs.DurationVar(&o.ServiceLeakGrace, "service-leak-grace", o.ServiceLeakGrace, "how long a reservation must be held by no Service before repair frees it; keep it above the 60s request timeout")
 	_ = fs.MarkHidden("service-leak-grace") // for tests
 	fs.StringVar(&o.ClusterDomain, "cluster-domain", o.ClusterDomain, "cluster DNS domain")
+	fs.StringVar(&o.ServiceAccountIssuer, "service-account-issuer", apiserver.DefaultServiceAccountIssuer, "iss of the ServiceAccount tokens the API issues and accepts")
+	fs.StringSliceVar(&o.APIAudiences, "api-audiences", o.APIAudiences, "audiences a token must name to authenticate to the API (default: the service account issuer)")
+	fs.StringVar(&o.ServiceAccountSigningKeyFile, "service-account-signing-key-file", o.ServiceAccountSigningKeyFile, "PEM private key to sign ServiceAccount tokens with (default: one created in the data directory)")
+	fs.StringSliceVar(&o.ServiceAccountKeyFiles, "service-account-key-file", o.ServiceAccountKeyFiles, "PEM files of more public keys whose ServiceAccount tokens are accepted")
 }
 
 func newAPIServerCommand() *cobra.Command {
