@@ -38,6 +38,7 @@ import (
 	baseversion "k8s.io/component-base/version"
 
 	"portal.dev/portal/apiserver/admission/defaultingressclass"
+	saadmission "portal.dev/portal/apiserver/admission/serviceaccount"
 	"portal.dev/portal/apiserver/auth"
 	"portal.dev/portal/apiserver/embeddedetcd"
 	portalopenapi "portal.dev/portal/apiserver/openapi"
@@ -342,13 +343,16 @@ func applyAdmission(c *genericapiserver.RecommendedConfig, client kubernetes.Int
 	// DefaultIngressClass fills in the class of a new Ingress that names
 	// none, as kube-apiserver's default plugin set does.
 	ingressClass := defaultingressclass.New()
-	for _, p := range []admission.Interface{nsLifecycle, ingressClass} {
+	// ServiceAccount gives every new pod an account and mounts its token,
+	// as kube-apiserver's default plugin set does.
+	serviceAccount := saadmission.New()
+	for _, p := range []admission.Interface{nsLifecycle, ingressClass, serviceAccount} {
 		init.Initialize(p)
 		if err := admission.ValidateInitialization(p); err != nil {
 			return err
 		}
 	}
-	c.AdmissionControl = admission.NewChainHandler(nsLifecycle, ingressClass)
+	c.AdmissionControl = admission.NewChainHandler(nsLifecycle, ingressClass, serviceAccount)
 	return nil
 }
 
