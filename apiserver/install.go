@@ -1,8 +1,10 @@
 package apiserver
 
 import (
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -13,7 +15,7 @@ import (
 
 // installAPIs builds the storage of every served kind and installs it: the
 // core group under /api, the others under /apis.
-func installAPIs(s *genericapiserver.GenericAPIServer, opts generic.RESTOptionsGetter, cfg registry.Config) error {
+func installAPIs(s *genericapiserver.GenericAPIServer, opts generic.RESTOptionsGetter, cfg registry.Config, rules authorizer.RuleResolver) error {
 	storages := map[schema.GroupVersion]map[string]rest.Storage{}
 	for _, k := range registry.Kinds(cfg) {
 		m := storages[k.GroupVersion]
@@ -45,6 +47,9 @@ func installAPIs(s *genericapiserver.GenericAPIServer, opts generic.RESTOptionsG
 	if cfg.Tokens != nil {
 		core["serviceaccounts/token"] = registry.NewTokenREST(core["serviceaccounts"].(*registry.REST), core["pods"].(*registry.REST),
 			core["secrets"].(*registry.REST), core["nodes"].(*registry.REST), cfg.Tokens, cfg.APIAudiences)
+	}
+	storages[authorizationv1.SchemeGroupVersion] = map[string]rest.Storage{
+		"selfsubjectrulesreviews": registry.NewRulesReviewREST(rules),
 	}
 	var groups []*genericapiserver.APIGroupInfo
 	for _, g := range scheme.Groups {

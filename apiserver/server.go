@@ -21,6 +21,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	genericadmissioninit "k8s.io/apiserver/pkg/admission/initializer"
 	"k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle"
+	"k8s.io/apiserver/pkg/authentication/group"
 	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
 	"k8s.io/apiserver/pkg/authentication/request/union"
 	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
@@ -97,6 +98,9 @@ type Options struct {
 	// ServiceAccountKeyFiles hold more public keys whose tokens are
 	// accepted, as after a key rotation.
 	ServiceAccountKeyFiles []string
+	// AuthorizationModes are the authorizers of --authorization-mode, in
+	// the order they are asked (see auth.ParseModes).
+	AuthorizationModes []string
 
 	// ExtraReadyChecks join /readyz, so that it says ok only once
 	// in-process components have synced.
@@ -120,6 +124,7 @@ func DefaultOptions() Options {
 		ServiceClusterIPRange:  "10.96.0.0/12",
 		ServiceNodePortRange:   "30000-32767",
 		ClusterDomain:          "cluster.local",
+		AuthorizationModes:     auth.DefaultModes,
 	}
 }
 
@@ -208,6 +213,15 @@ func newServer(o Options, ca *pki.CA, cidrs []netip.Prefix) (*genericapiserver.G
 		return nil, err
 	}
 	serviceAccounts.authenticate(&config.Config)
+	authz, err := newAuthorization(o.AuthorizationModes, config.SharedInformerFactory)
+	if err != nil {
+		return nil, err
+	}
+	config.Authorization.Authorizer = authz.authorizer
+	config.RuleResolver = authz.rules
+	// The loopback client's token authenticates as system:apiserver in
+	// system:masters; it is wired once the authorizer it wraps exists.
+	genericapiserver.AuthorizeClientBearerToken(config.LoopbackClientConfig, &config.Authentication, &config.Authorization)
 	if err := applyAdmission(config, client); err != nil {
 		return nil, err
 	}
@@ -221,6 +235,7 @@ func newServer(o Options, ca *pki.CA, cidrs []netip.Prefix) (*genericapiserver.G
 		return nil, err
 	}
 	config.ReadyzChecks = append(config.ReadyzChecks, allocatorReady(alloc))
+	config.ReadyzChecks = append(config.ReadyzChecks, authz.readyCheck())
 	config.ReadyzChecks = append(config.ReadyzChecks, o.ExtraReadyChecks...)
 
 	server, err := config.Complete().New("portal-apiserver", genericapiserver.NewEmptyDelegate())
@@ -231,8 +246,10 @@ func newServer(o Options, ca *pki.CA, cidrs []netip.Prefix) (*genericapiserver.G
 	if err != nil {
 		return nil, err
 	}
-	if err := installAPIs(server, config.RESTOptionsGetter, registry.Config{Service: svcCfg, Allocator: alloc, AgentTransport: agents,
-		Tokens: serviceAccounts.issuer, APIAudiences: serviceAccounts.audiences}); err != nil {
+	if err := installAPIs(server, config.RESTOptionsGetter, registry.Config{
+		Service: svcCfg, Allocator: alloc, AgentTransport: agents, Escalation: authz.escalation,
+		Tokens: serviceAccounts.issuer, APIAudiences: serviceAccounts.audiences,
+	}, authz.rules); err != nil {
 		return nil, err
 	}
 	serviceAccounts.installDiscovery(server)
@@ -240,6 +257,9 @@ func newServer(o Options, ca *pki.CA, cidrs []netip.Prefix) (*genericapiserver.G
 		return nil, err
 	}
 	if err := addBootstrapHooks(server, o, ca, cidrs); err != nil {
+		return nil, err
+	}
+	if err := addRBACBootstrapHook(server); err != nil {
 		return nil, err
 	}
 	return server, nil
@@ -286,9 +306,10 @@ func applyServing(o Options, ca *pki.CA, cidrs []netip.Prefix, c *genericapiserv
 	// can be remembered (see auth.CachedCertificates).
 	certAuth := auth.CachedCertificates(x509request.NewDynamic(caProvider.VerifyOptions, x509request.CommonNameUserConversion), time.Minute)
 	tokens := bearertoken.New(auth.NewTokenFile(TokenFilePath(o.DataDir)))
-	c.Authentication.Authenticator = union.New(certAuth, tokens, auth.Anonymous)
-	c.Authorization.Authorizer = auth.Authorizer
-	genericapiserver.AuthorizeClientBearerToken(c.LoopbackClientConfig, &c.Authentication, &c.Authorization)
+	// Every authenticated user is in system:authenticated, which the
+	// bootstrap policy's discovery and basic-user bindings name, as
+	// kube-apiserver adds it; anonymous requests are not.
+	c.Authentication.Authenticator = union.New(group.NewAuthenticatedGroupAdder(union.New(certAuth, tokens)), auth.Anonymous)
 	return nil
 }
 

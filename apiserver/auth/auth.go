@@ -4,17 +4,16 @@
 // (CN is the user, O the groups, as in Kubernetes) or a bearer token listed,
 // hashed, in the token file. Requests with neither are anonymous and may only
 // read the health and version endpoints; every other anonymous request gets
-// 401. Any authenticated user may do anything: Portal has no RBAC yet.
+// 401. What an authenticated user may do is decided by the chain Chain
+// builds from --authorization-mode (see authz.go).
 package auth
 
 import (
-	"context"
 	"net/http"
 	"strings"
 
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
-	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
 
 // publicPaths may be read without credentials.
@@ -47,21 +46,3 @@ var Anonymous = authenticator.RequestFunc(func(req *http.Request) (*authenticato
 		Groups: []string{user.AllUnauthenticated},
 	}}, true, nil
 })
-
-// Authorizer allows every authenticated user everything, and anonymous users
-// only reads of the public paths.
-var Authorizer = authorizer.AuthorizerFunc(func(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
-	u := a.GetUser()
-	if u == nil {
-		return authorizer.DecisionDeny, "no user", nil
-	}
-	if u.GetName() == user.Anonymous {
-		if !a.IsResourceRequest() && a.GetVerb() == "get" && IsPublicPath(a.GetPath()) {
-			return authorizer.DecisionAllow, "", nil
-		}
-		return authorizer.DecisionDeny, "anonymous access is limited to health and version endpoints", nil
-	}
-	return authorizer.DecisionAllow, "", nil
-})
-
-var _ authorizer.Authorizer = Authorizer

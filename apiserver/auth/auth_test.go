@@ -47,9 +47,10 @@ func TestAnonymous(t *testing.T) {
 	}
 }
 
-func TestAuthorizer(t *testing.T) {
+func TestBuiltin(t *testing.T) {
 	anon := &user.DefaultInfo{Name: user.Anonymous}
-	bob := &user.DefaultInfo{Name: "bob"}
+	bob := &user.DefaultInfo{Name: "bob", Groups: []string{user.AllAuthenticated}}
+	admin := &user.DefaultInfo{Name: "admin", Groups: []string{user.SystemPrivilegedGroup}}
 	for _, tc := range []struct {
 		name string
 		a    authorizer.AttributesRecord
@@ -59,11 +60,12 @@ func TestAuthorizer(t *testing.T) {
 		{"anonymous list pods", authorizer.AttributesRecord{User: anon, Verb: "list", Resource: "pods", ResourceRequest: true}, authorizer.DecisionDeny},
 		{"anonymous create", authorizer.AttributesRecord{User: anon, Verb: "create", Resource: "services", ResourceRequest: true}, authorizer.DecisionDeny},
 		{"anonymous metrics", authorizer.AttributesRecord{User: anon, Verb: "get", Path: "/metrics"}, authorizer.DecisionDeny},
-		{"user create", authorizer.AttributesRecord{User: bob, Verb: "create", Resource: "services", ResourceRequest: true}, authorizer.DecisionAllow},
+		{"user create is for the modes to decide", authorizer.AttributesRecord{User: bob, Verb: "create", Resource: "services", ResourceRequest: true}, authorizer.DecisionNoOpinion},
+		{"system:masters create", authorizer.AttributesRecord{User: admin, Verb: "create", Resource: "services", ResourceRequest: true}, authorizer.DecisionAllow},
 		{"no user", authorizer.AttributesRecord{Verb: "get", Path: "/readyz"}, authorizer.DecisionDeny},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, _, _ := Authorizer.Authorize(context.Background(), tc.a)
+			got, _, _ := Builtin.Authorize(context.Background(), tc.a)
 			if got != tc.want {
 				t.Fatalf("got %v, want %v", got, tc.want)
 			}

@@ -58,6 +58,11 @@ var convertors = map[schema.GroupResource]rest.TableConvertor{
 	{Group: "apps", Resource: "statefulsets"}:        statefulSetPrinter,
 	{Group: "apps", Resource: "daemonsets"}:          daemonSetPrinter,
 	{Group: "apps", Resource: "controllerrevisions"}: controllerRevisionPrinter,
+
+	{Group: "rbac.authorization.k8s.io", Resource: "roles"}:               rolePrinter,
+	{Group: "rbac.authorization.k8s.io", Resource: "clusterroles"}:        clusterRolePrinter,
+	{Group: "rbac.authorization.k8s.io", Resource: "rolebindings"}:        roleBindingPrinter,
+	{Group: "rbac.authorization.k8s.io", Resource: "clusterrolebindings"}: clusterRoleBindingPrinter,
 }
 
 // fallback prints any object with metadata as NAME and AGE. The apiserver's

@@ -38,6 +38,9 @@ type Config struct {
 	Tokens TokenIssuer
 	// APIAudiences are the audiences of a token asked for without any.
 	APIAudiences []string
+	// Escalation checks writes of roles and bindings against what their
+	// writer holds; nil checks nothing.
+	Escalation *Escalation
 }
 
 // typed adapts validation functions of one kind to Hooks.

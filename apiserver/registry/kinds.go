@@ -57,5 +57,6 @@ func Kinds(cfg Config) []Kind {
 			Hooks: ingressClassHooks(),
 			New:   func() runtime.Object { return &networkingv1.IngressClass{} }, NewList: func() runtime.Object { return &networkingv1.IngressClassList{} }},
 	}
-	return append(kinds, appsKinds()...)
+	kinds = append(kinds, appsKinds()...)
+	return append(kinds, rbacKinds(cfg)...)
 }

@@ -5,6 +5,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"portal.dev/portal/apiserver/defaults"
@@ -33,5 +34,9 @@ func addDefaulters(s *runtime.Scheme) {
 	s.AddTypeDefaultingFunc(&appsv1.Deployment{}, func(obj any) { defaults.Deployment(obj.(*appsv1.Deployment)) })
 	s.AddTypeDefaultingFunc(&appsv1.ReplicaSet{}, func(obj any) { defaults.ReplicaSet(obj.(*appsv1.ReplicaSet)) })
 	s.AddTypeDefaultingFunc(&appsv1.StatefulSet{}, func(obj any) { defaults.StatefulSet(obj.(*appsv1.StatefulSet)) })
+	s.AddTypeDefaultingFunc(&rbacv1.RoleBinding{}, func(obj any) { defaults.RoleBinding(obj.(*rbacv1.RoleBinding)) })
+	s.AddTypeDefaultingFunc(&rbacv1.ClusterRoleBinding{}, func(obj any) {
+		defaults.ClusterRoleBinding(obj.(*rbacv1.ClusterRoleBinding))
+	})
 	s.AddTypeDefaultingFunc(&appsv1.DaemonSet{}, func(obj any) { defaults.DaemonSet(obj.(*appsv1.DaemonSet)) })
 }

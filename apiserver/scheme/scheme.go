@@ -12,11 +12,13 @@ package scheme
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -76,6 +78,15 @@ var Groups = []Group{
 		&appsv1.DaemonSet{}, &appsv1.DaemonSetList{},
 		&appsv1.ControllerRevision{}, &appsv1.ControllerRevisionList{},
 	}},
+	{Version: rbacv1.SchemeGroupVersion, Types: []runtime.Object{
+		&rbacv1.Role{}, &rbacv1.RoleList{},
+		&rbacv1.ClusterRole{}, &rbacv1.ClusterRoleList{},
+		&rbacv1.RoleBinding{}, &rbacv1.RoleBindingList{},
+		&rbacv1.ClusterRoleBinding{}, &rbacv1.ClusterRoleBindingList{},
+	}},
+	{Version: authorizationv1.SchemeGroupVersion, Types: []runtime.Object{
+		&authorizationv1.SelfSubjectRulesReview{},
+	}},
 }
 
 // subresourceTypes are served only as subresources of other groups' kinds:
@@ -99,6 +110,7 @@ func addAll(s *runtime.Scheme, internal bool) error {
 		coordinationv1.AddToScheme, networkingv1.AddToScheme,
 		appsv1.AddToScheme, autoscalingv1.AddToScheme,
 		authenticationv1.AddToScheme,
+		rbacv1.AddToScheme, authorizationv1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return err

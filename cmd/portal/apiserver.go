@@ -1,10 +1,13 @@
 package main
 
 import (
+	"strings"
+
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"portal.dev/portal/apiserver"
+	"portal.dev/portal/apiserver/auth"
 )
 
 func addAPIServerFlags(fs *pflag.FlagSet, o *apiserver.Options) {
@@ -28,6 +31,24 @@ func addAPIServerFlags(fs *pflag.FlagSet, o *apiserver.Options) {
 	fs.StringSliceVar(&o.APIAudiences, "api-audiences", o.APIAudiences, "audiences a token must name to authenticate to the API (default: the service account issuer)")
 	fs.StringVar(&o.ServiceAccountSigningKeyFile, "service-account-signing-key-file", o.ServiceAccountSigningKeyFile, "PEM private key to sign ServiceAccount tokens with (default: one created in the data directory)")
 	fs.StringSliceVar(&o.ServiceAccountKeyFiles, "service-account-key-file", o.ServiceAccountKeyFiles, "PEM files of more public keys whose ServiceAccount tokens are accepted")
+	fs.Var((*modesValue)(&o.AuthorizationModes), "authorization-mode",
+		"ordered comma list of authorizers after system:masters: AlwaysAllow, Node, RBAC")
+}
+
+// modesValue is the --authorization-mode flag: a comma list of known
+// modes, each once.
+type modesValue []string
+
+func (m *modesValue) String() string { return strings.Join(*m, ",") }
+func (m *modesValue) Type() string   { return "strings" }
+
+func (m *modesValue) Set(v string) error {
+	modes, err := auth.ParseModes(v)
+	if err != nil {
+		return err
+	}
+	*m = modes
+	return nil
 }
 
 func newAPIServerCommand() *cobra.Command {

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 
+	"portal.dev/portal/controller/clusterroleaggregation"
 	"portal.dev/portal/controller/daemonset"
 	"portal.dev/portal/controller/deployment"
 	"portal.dev/portal/controller/endpoints"
@@ -137,6 +138,9 @@ var starters = []starter{
 	}},
 	{"serviceaccount", func(c controllerContext) (runner, error) {
 		return serviceaccount.New(c.client, c.informers), nil
+	}},
+	{"clusterrole-aggregation", func(c controllerContext) (runner, error) {
+		return clusterroleaggregation.New(c.client, c.informers), nil
 	}},
 	{"scheduler", func(c controllerContext) (runner, error) {
 		return scheduler.New(c.client, c.informers, c.recorder("default-scheduler"), scheduler.Options{
