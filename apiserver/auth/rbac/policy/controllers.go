@@ -84,6 +84,11 @@ var controllers = []controller{
 		rule("create", "core", "pods/binding bindings"),
 		rule("patch update", "core", "pods/status"),
 		events}},
+	// The serviceaccounts controller creates each namespace's default
+	// account.
+	{"service-account-controller", []rbacv1.PolicyRule{
+		rule("create", "core", "serviceaccounts"),
+		events}},
 	// The aggregation controller fills admin, edit, view and any other
 	// aggregated ClusterRole; it may write rules it does not hold.
 	{"clusterrole-aggregation-controller", []rbacv1.PolicyRule{
