@@ -29,14 +29,17 @@ import (
 	"portal.dev/portal/e2e/testbed"
 )
 
-// tokenBed is one node, node1, running `portal server` with everything
-// (API, controllers, DNS, proxy, agent) in its own network namespace, so
-// that its pods reach the API as kubernetes.default through the proxy.
+// tokenBed is one node, node1, in its own network namespace: `portal
+// server` with RBAC authorization, its controllers, DNS and proxy, and a
+// `portal agent` beside it, so that pods reach the API as
+// kubernetes.default through the proxy. The agent runs on the admin
+// credential: what the Node authorizer grants agents is not under test.
 type tokenBed struct {
 	t      *testing.T
 	s      *framework.Server
 	c      kubernetes.Interface
 	client string // the in-cluster client program
+	root   string // the agent's state
 }
 
 func newTokenBed(t *testing.T) *tokenBed {
@@ -47,20 +50,41 @@ func newTokenBed(t *testing.T) *tokenBed {
 	node1.MustRun("ip", "route", "add", "default", "via", "10.100.1.2")
 	s := &framework.Server{Command: "server", DataDir: t.TempDir(), Port: 6443,
 		Args: []string{"--bind-address", "0.0.0.0", "--advertise-address", "10.100.1.1",
-			"--hostname-override", "node1", "--node-ip", "10.100.1.1", "--node-monitor-grace-period", "1h",
-			"--disable", "ingress"},
+			"--hostname-override", "node1", "--node-monitor-grace-period", "1h",
+			"--authorization-mode", "RBAC", "--disable", "ingress,agent"},
 		Wrap: []string{"ip", "netns", "exec", node1.Name},
 		Dial: node1.DialContext,
 	}
 	framework.Attach(t, s)
-	t.Cleanup(func() { agent.KillPods(filepath.Join(s.DataDir, "agent")) })
+	root := filepath.Join(t.TempDir(), "agent")
+	t.Cleanup(func() { agent.KillPods(root) })
 	s.Start()
 	tb := &tokenBed{t: t, s: s, c: s.Client(), client: filepath.Join(t.TempDir(), "inclusterclient")}
+	log, err := os.Create(filepath.Join(t.TempDir(), "agent.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logAgentOnFailure(t, "the agent log", log.Name(), 60)
+	node1.Start(log, framework.Binary(t), "agent", "--kubeconfig", s.Kubeconfig(), "--hostname-override", "node1",
+		"--node-ip", "10.100.1.1", "--pod-cidr", "10.244.1.0/24", "--root-dir", root, "-v=2")
 	build := exec.Command("go", "build", "-o", tb.client, "./testdata/inclusterclient")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build the in-cluster client: %v\n%s", err, out)
 	}
+	eventuallyWithin(t, 60*time.Second, "node1 ready", func() (bool, string) {
+		n, err := tb.c.CoreV1().Nodes().Get(context.Background(), "node1", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				return c.Status == corev1.ConditionTrue, string(c.Status)
+			}
+		}
+		return false, "no Ready condition"
+	})
+	tb.root = root
 	return tb
 }
 
@@ -95,7 +119,8 @@ func (tb *tokenBed) runClient(ns, name string, edit func(*corev1.Pod)) string {
 
 // TestServiceAccountInClusterClient: a client-go program in a pod uses
 // rest.InClusterConfig() with the token, CA and namespace the agent
-// mounts, and lists the Services of its namespace.
+// mounts, and lists the Services of its namespace once a RoleBinding lets
+// its ServiceAccount; before, the API answers 403.
 func TestServiceAccountInClusterClient(t *testing.T) {
 	tb := newTokenBed(t)
 	ctx := context.Background()
@@ -103,7 +128,15 @@ func TestServiceAccountInClusterClient(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	t.Run("default account lists services", func(t *testing.T) {
+	t.Run("account without a binding gets 403", func(t *testing.T) {
+		out := tb.runClient("team", "refused", nil)
+		want := `LIST-ERROR 403 services is forbidden: User "system:serviceaccount:team:default" cannot list resource "services" in API group "" in the namespace "team"`
+		if out != want {
+			t.Fatalf("client: got %q, want %q", out, want)
+		}
+	})
+	t.Run("account with a RoleBinding lists services", func(t *testing.T) {
+		tb.s.MustKubectl("create", "rolebinding", "default-view", "-n", "team", "--clusterrole", "view", "--serviceaccount", "team:default")
 		if out := tb.runClient("team", "lister", nil); !strings.HasPrefix(out, "LIST-OK") {
 			t.Fatalf("client: got %q, want LIST-OK", out)
 		}
@@ -139,12 +172,22 @@ func TestServiceAccountInClusterClient(t *testing.T) {
 		}
 	})
 	t.Run("token directory goes with the pod", func(t *testing.T) {
-		p, err := tb.c.CoreV1().Pods("team").Get(ctx, "lister", metav1.GetOptions{})
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "sleeper"}, Spec: corev1.PodSpec{NodeName: "node1",
+			Containers: []corev1.Container{{Name: "main", Image: "x", Command: []string{"sleep", "1000"}}}}}
+		pod, err := tb.c.CoreV1().Pods("team").Create(ctx, pod, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		dir := filepath.Join(tb.s.DataDir, "agent", "pods", string(p.UID), "volumes")
-		if err := tb.c.CoreV1().Pods("team").Delete(ctx, "lister", metav1.DeleteOptions{}); err != nil {
+		dir := filepath.Join(tb.root, "pods", string(pod.UID), "volumes", pod.Spec.Volumes[0].Name)
+		eventuallyWithin(t, 60*time.Second, "token files written", func() (bool, string) {
+			for _, f := range []string{"token", "ca.crt", "namespace"} {
+				if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+					return false, err.Error()
+				}
+			}
+			return true, ""
+		})
+		if err := tb.c.CoreV1().Pods("team").Delete(ctx, "sleeper", metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))}); err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, 30*time.Second, func() bool { _, err := os.Stat(dir); return errors.Is(err, os.ErrNotExist) })
