@@ -89,6 +89,10 @@ var controllers = []controller{
 	{"service-account-controller", []rbacv1.PolicyRule{
 		rule("create", "core", "serviceaccounts"),
 		events}},
+	// The root CA publisher keeps kube-root-ca.crt in every namespace.
+	{"root-ca-cert-publisher", []rbacv1.PolicyRule{
+		rule("create update", "core", "configmaps"),
+		events}},
 	// The aggregation controller fills admin, edit, view and any other
 	// aggregated ClusterRole; it may write rules it does not hold.
 	{"clusterrole-aggregation-controller", []rbacv1.PolicyRule{

@@ -107,6 +107,7 @@ func TestComponentRoles(t *testing.T) {
 					{verb: "create", group: "discovery.k8s.io", resource: "endpointslices", namespace: "a"},
 					{verb: "create", resource: "endpoints", namespace: "a"},
 					{verb: "create", resource: "serviceaccounts", namespace: "a"},
+					{verb: "update", resource: "configmaps", namespace: "a", name: "kube-root-ca.crt"},
 					{verb: "create", resource: "pods", namespace: "a"},
 					{verb: "create", resource: "pods", subresource: "binding", namespace: "a", name: "p"},
 					{verb: "update", resource: "pods", subresource: "status", namespace: "a", name: "p"},
