@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
@@ -58,6 +59,11 @@ type Authenticator struct {
 	Getter    Getter
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+
+	// kids are the key IDs of Keys, worked out once: a request should not
+	// pay for encoding the keys again.
+	kidsOnce sync.Once
+	kids     map[string]crypto.PublicKey
 }
 
 // AuthenticateToken checks token as a bound ServiceAccount token. A token
@@ -120,15 +126,18 @@ func (a *Authenticator) hasIssuer(token string) bool {
 // verify checks the signature against the key the kid names, or every key
 // when the token names none of them.
 func (a *Authenticator) verify(tok *jwt.JSONWebToken, dest ...any) error {
-	kid := ""
-	if len(tok.Headers) == 1 {
-		kid = tok.Headers[0].KeyID
-	}
+	a.kidsOnce.Do(func() {
+		a.kids = map[string]crypto.PublicKey{}
+		for _, k := range a.Keys {
+			if id, err := keyID(k); err == nil {
+				a.kids[id] = k
+			}
+		}
+	})
 	keys := a.Keys
-	for _, k := range a.Keys {
-		if id, err := keyID(k); err == nil && id == kid {
+	if len(tok.Headers) == 1 {
+		if k, ok := a.kids[tok.Headers[0].KeyID]; ok {
 			keys = []crypto.PublicKey{k}
-			break
 		}
 	}
 	for _, k := range keys {
