@@ -39,9 +39,9 @@ func newAuthorization(modes []string, factory informers.SharedInformerFactory) (
 			a := authorizerfactory.NewAlwaysAllowAuthorizer()
 			named = append(named, auth.Named{Mode: m, Authorizer: a, Rules: a})
 		case auth.ModeNode:
-			a, hasSynced := nodeAuthorizer(factory)
-			if a == nil {
-				return nil, fmt.Errorf("--authorization-mode %s is not available in this build", m)
+			a, hasSynced, err := nodeAuthorizer(factory)
+			if err != nil {
+				return nil, fmt.Errorf("--authorization-mode %s: %w", m, err)
 			}
 			named = append(named, auth.Named{Mode: m, Authorizer: a})
 			synced = append(synced, hasSynced...)

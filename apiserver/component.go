@@ -12,14 +12,14 @@ import (
 
 // ComponentConfig returns the client configuration an in-process component
 // of `portal server` uses: its own client certificate, issued by the data
-// directory's CA for user, over HTTPS to this server, exactly as the
-// component would connect from another machine.
-func ComponentConfig(o Options, user string) (*rest.Config, error) {
+// directory's CA for user in groups, over HTTPS to this server, exactly as
+// the component would connect from another machine.
+func ComponentConfig(o Options, user string, groups ...string) (*rest.Config, error) {
 	ca, err := pki.LoadOrCreateCA(filepath.Join(o.DataDir, "pki"), "ca")
 	if err != nil {
 		return nil, fmt.Errorf("cluster CA: %w", err)
 	}
-	cert, key, err := ca.IssueClient(user, nil)
+	cert, key, err := ca.IssueClient(user, groups)
 	if err != nil {
 		return nil, err
 	}

@@ -39,6 +39,7 @@ import (
 	baseversion "k8s.io/component-base/version"
 
 	"portal.dev/portal/apiserver/admission/defaultingressclass"
+	"portal.dev/portal/apiserver/admission/noderestriction"
 	saadmission "portal.dev/portal/apiserver/admission/serviceaccount"
 	"portal.dev/portal/apiserver/auth"
 	"portal.dev/portal/apiserver/embeddedetcd"
@@ -367,13 +368,16 @@ func applyAdmission(c *genericapiserver.RecommendedConfig, client kubernetes.Int
 	// ServiceAccount gives every new pod an account and mounts its token,
 	// as kube-apiserver's default plugin set does.
 	serviceAccount := saadmission.New()
-	for _, p := range []admission.Interface{nsLifecycle, ingressClass, serviceAccount} {
+	// NodeRestriction keeps a node's agent to its own Node, Lease and
+	// pods, which the Node authorizer cannot check from the request alone.
+	nodeRestriction := noderestriction.New()
+	for _, p := range []admission.Interface{nsLifecycle, ingressClass, serviceAccount, nodeRestriction} {
 		init.Initialize(p)
 		if err := admission.ValidateInitialization(p); err != nil {
 			return err
 		}
 	}
-	c.AdmissionControl = admission.NewChainHandler(nsLifecycle, ingressClass, serviceAccount)
+	c.AdmissionControl = admission.NewChainHandler(nsLifecycle, ingressClass, serviceAccount, nodeRestriction)
 	return nil
 }
 

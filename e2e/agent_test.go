@@ -57,6 +57,8 @@ type agentBed struct {
 	rootDir string
 	log     *os.File
 	agent   *exec.Cmd
+	// agentKC is node1's agent's kubeconfig, for user system:node:node1.
+	agentKC string
 }
 
 func newAgentBed(t *testing.T) *agentBed {
@@ -75,6 +77,7 @@ func newAgentBed(t *testing.T) *agentBed {
 	ab.client.MustRun("ip", "route", "add", "10.244.0.0/16", "via", "10.100.0.1")
 	ab.server = startAPIServer(t, ab.node)
 	ab.c = ab.server.Client()
+	ab.agentKC = ab.server.UserKubeconfig(t, "system:node:node1", ab.server.URL())
 	var err error
 	if ab.log, err = os.Create(filepath.Join(ab.rootDir, "agent.log")); err != nil {
 		t.Fatal(err)
@@ -89,7 +92,7 @@ func newAgentBed(t *testing.T) *agentBed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ab.node2.Start(log2, framework.Binary(t), "agent", "--kubeconfig", ab.server.Kubeconfig(),
+	ab.node2.Start(log2, framework.Binary(t), "agent", "--kubeconfig", ab.server.UserKubeconfig(t, "system:node:node2", ab.server.URL()),
 		"--hostname-override", "node2", "--node-ip", agentNode2IP, "--pod-cidr", agentPod2CIDR,
 		"--root-dir", filepath.Join(ab.rootDir, "agent2"), "-v=2")
 	return ab
@@ -97,7 +100,7 @@ func newAgentBed(t *testing.T) *agentBed {
 
 func (ab *agentBed) startAgent() {
 	ab.t.Helper()
-	ab.agent = ab.node.Start(ab.log, framework.Binary(ab.t), "agent", "--kubeconfig", ab.server.Kubeconfig(),
+	ab.agent = ab.node.Start(ab.log, framework.Binary(ab.t), "agent", "--kubeconfig", ab.agentKC,
 		"--hostname-override", "node1", "--node-ip", agentNodeIP, "--pod-cidr", agentPodCIDR,
 		"--node-labels", "topology.kubernetes.io/zone=zone-a", "--root-dir", filepath.Join(ab.rootDir, "agent"), "-v=2")
 }

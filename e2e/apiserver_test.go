@@ -252,6 +252,10 @@ func TestAuthentication(t *testing.T) {
 	}
 
 	t.Run("minted certificate and token work", func(t *testing.T) {
+		// bob is an ordinary user: like a real one, he is bound a role
+		// that lets him list namespaces.
+		s.MustKubectl("create", "clusterrole", "namespace-reader", "--verb", "list", "--resource", "namespaces")
+		s.MustKubectl("create", "clusterrolebinding", "bob-namespaces", "--clusterrole", "namespace-reader", "--user", "bob")
 		for _, mode := range [][]string{{}, {"--token"}} {
 			kc := filepath.Join(t.TempDir(), "kc")
 			args := append([]string{"kubeconfig", "--data-dir", s.DataDir, "--user", "bob", "--server", s.URL(), "-o", kc}, mode...)
@@ -266,9 +270,12 @@ func TestAuthentication(t *testing.T) {
 				t.Fatal(err)
 			}
 			client := kubernetes.NewForConfigOrDie(cfg)
-			if _, err := client.CoreV1().Namespaces().List(context.Background(), metav1.ListOptions{}); err != nil {
-				t.Fatalf("minted %v credential: %v", mode, err)
-			}
+			// The binding reaches the authorizer's cache a moment after
+			// it is written.
+			eventually(t, "bob listing namespaces", func() (bool, string) {
+				_, err := client.CoreV1().Namespaces().List(context.Background(), metav1.ListOptions{})
+				return err == nil, fmt.Sprintf("minted %v credential: %v", mode, err)
+			})
 		}
 	})
 	t.Run("admin kubeconfig is private", func(t *testing.T) {

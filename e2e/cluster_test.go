@@ -52,12 +52,14 @@ func TestSeedsScenario(t *testing.T) {
 	s.Start()
 	c := s.Client()
 
+	// Each component of node2 authenticates as itself, as on a real node.
 	kc := s.UserKubeconfig(t, "system:node:node2", "https://10.100.1.1:6443")
+	proxyKC := s.UserKubeconfig(t, "system:kube-proxy", "https://10.100.1.1:6443")
 	logs := t.TempDir()
 	root2 := filepath.Join(t.TempDir(), "agent2")
 	t.Cleanup(func() { agent.KillPods(root2) })
 	proxyLog, _ := os.Create(filepath.Join(logs, "proxy2.log"))
-	node2.Start(proxyLog, framework.Binary(t), "proxy", "--kubeconfig", kc, "--hostname-override", "node2",
+	node2.Start(proxyLog, framework.Binary(t), "proxy", "--kubeconfig", proxyKC, "--hostname-override", "node2",
 		"--cluster-cidr", "10.244.0.0/16")
 	startAgent2 := func() *exec.Cmd {
 		f, _ := os.OpenFile(filepath.Join(logs, "agent2.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)

@@ -73,7 +73,8 @@ func (b *dsBed) addNode(n int) {
 		b.t.Fatal(err)
 	}
 	logAgentOnFailure(b.t, name+"'s agent log", log.Name(), 40)
-	ns.Start(log, framework.Binary(b.t), "agent", "--kubeconfig", b.server.Kubeconfig(),
+	kc := b.server.UserKubeconfig(b.t, "system:node:"+name, b.server.URL())
+	ns.Start(log, framework.Binary(b.t), "agent", "--kubeconfig", kc,
 		"--hostname-override", name, "--node-ip", ip, "--pod-cidr", fmt.Sprintf("10.245.%d.0/24", n),
 		"--root-dir", filepath.Join(b.rootDir, name), "-v=2")
 }

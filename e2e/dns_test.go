@@ -147,7 +147,7 @@ func TestDNS(t *testing.T) {
 	health := fmt.Sprintf("127.0.0.1:%d", framework.FreePort(t))
 	ready := fmt.Sprintf("127.0.0.1:%d", framework.FreePort(t))
 	metrics := fmt.Sprintf("127.0.0.1:%d", framework.FreePort(t))
-	framework.StartProcess(t, t.TempDir(), "dns", "--kubeconfig", s.Kubeconfig(), "--dns-bind-address", "127.0.0.1",
+	framework.StartProcess(t, t.TempDir(), "dns", "--kubeconfig", s.UserKubeconfig(t, "system:kube-dns", s.URL()), "--dns-bind-address", "127.0.0.1",
 		"--dns-port", port, "--upstream", dnsUpstream(t), "--health-bind-address", health, "--ready-bind-address", ready,
 		"--metrics-bind-address", metrics)
 	status := func(url string) (int, string) {

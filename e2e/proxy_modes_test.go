@@ -223,7 +223,7 @@ func newSwitchBed(t *testing.T) *switchBed {
 			}
 		},
 	}
-	sb.proxyArgs = []string{"proxy", "--kubeconfig", pb.server.Kubeconfig(), "--hostname-override", "node1",
+	sb.proxyArgs = []string{"proxy", "--kubeconfig", pb.server.UserKubeconfig(t, "system:kube-proxy", pb.server.URL()), "--hostname-override", "node1",
 		"--cluster-cidr", "10.244.0.0/16", "--healthz-bind-address", "127.0.0.1:10256", "--metrics-bind-address", "127.0.0.1:10249"}
 	return sb
 }

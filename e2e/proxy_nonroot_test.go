@@ -48,7 +48,7 @@ func TestProxyUserspaceNonRoot(t *testing.T) {
 	os.Chmod(dir, 0o755)
 	bin, kc := filepath.Join(dir, "portal"), filepath.Join(dir, "kubeconfig")
 	copyFile(t, framework.Binary(t), bin, 0o755)
-	copyFile(t, s.Kubeconfig(), kc, 0o644)
+	copyFile(t, s.UserKubeconfig(t, "system:kube-proxy", s.URL()), kc, 0o644)
 	log, err := os.Create(filepath.Join(t.TempDir(), "proxy.log"))
 	if err != nil {
 		t.Fatal(err)

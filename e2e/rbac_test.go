@@ -14,7 +14,7 @@ import (
 // them, a user with edit in a namespace cannot bind themselves admin
 // there, and kubectl auth can-i --list shows the proxy only what it needs.
 func TestRBAC(t *testing.T) {
-	s := framework.StartServer(t, "--authorization-mode", "RBAC")
+	s := framework.StartServer(t)
 	s.MustKubectl("create", "namespace", "a")
 	dave := s.UserKubeconfig(t, "dave", s.URL())
 	asDave := func(args ...string) (string, error) {

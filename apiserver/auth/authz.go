@@ -17,9 +17,9 @@ const (
 	ModeRBAC        = "RBAC"
 )
 
-// DefaultModes is the --authorization-mode a server runs with unless told.
-// It becomes Node,RBAC once the bootstrap policy covers every component.
-var DefaultModes = []string{ModeAlwaysAllow}
+// DefaultModes is the --authorization-mode a server runs with unless told,
+// kube-apiserver's recommended one.
+var DefaultModes = []string{ModeNode, ModeRBAC}
 
 // ParseModes splits a --authorization-mode value and checks each mode is
 // known and given once.

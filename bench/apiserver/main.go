@@ -11,7 +11,10 @@
 //   - then, on a fresh server, the time to fill it with N Services;
 //   - LIST of N Services (served from the watch cache) p50/p99;
 //   - one update reaching 100 watchers: p50/p99 of delivery latency;
-//   - RSS of the portal process holding N Services.
+//   - RSS of the portal process holding N Services;
+//   - Service creates by an ordinary user with --authorization-mode
+//     AlwaysAllow, Node,RBAC, AlwaysAllow (A/B/A, fresh servers), and the
+//     ratio of RBAC to AlwaysAllow.
 package main
 
 import (
@@ -51,6 +54,8 @@ func main() {
 		watchers = flag.Int("watchers", 100, "watchers for the watch latency run")
 		clients  = flag.String("clients", "1,8,32", "parallel clients of the throughput runs")
 		profile  = flag.String("cpuprofile", "", "write the server's CPU profile of the creates at the most clients to this file")
+		authzC   = flag.Int("authz-clients", 8, "parallel clients of the authorization run; 0 skips it")
+		only     = flag.Bool("authz-only", false, "run only the authorization comparison")
 	)
 	flag.Parse()
 	var cs []int
@@ -62,9 +67,17 @@ func main() {
 		}
 		cs = append(cs, c)
 	}
-	if err := run(*portal, *core, *duration, *services, *watchers, cs, *profile); err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(1)
+	if !*only {
+		if err := run(*portal, *core, *duration, *services, *watchers, cs, *profile); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+	}
+	if *authzC > 0 {
+		if err := authorization(context.Background(), *portal, *core, *duration, *authzC); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
 	}
 }
 
@@ -96,12 +109,12 @@ func run(portal, core string, d time.Duration, nServices, nWatchers int, clients
 
 // start runs portal apiserver in a new data directory and returns a
 // client of it.
-func start(portal, core string) (string, *server, kubernetes.Interface, error) {
+func start(portal, core string, args ...string) (string, *server, kubernetes.Interface, error) {
 	dir, err := os.MkdirTemp("", "portal-bench-")
 	if err != nil {
 		return "", nil, nil, err
 	}
-	srv, err := startPortal(portal, core, dir)
+	srv, err := startPortal(portal, core, dir, args...)
 	if err != nil {
 		os.RemoveAll(dir)
 		return "", nil, nil, err
@@ -174,8 +187,8 @@ type server struct {
 	cmd *exec.Cmd
 }
 
-func startPortal(binary, core, dir string) (*server, error) {
-	args := []string{"apiserver", "--data-dir", dir, "--secure-port", "16999"}
+func startPortal(binary, core, dir string, extra ...string) (*server, error) {
+	args := append([]string{"apiserver", "--data-dir", dir, "--secure-port", "16999"}, extra...)
 	cmd := exec.Command(binary, args...)
 	if core != "" {
 		cmd = exec.Command("taskset", append([]string{"-c", core, binary}, args...)...)

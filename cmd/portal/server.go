@@ -21,6 +21,7 @@ import (
 
 	"portal.dev/portal/agent"
 	"portal.dev/portal/apiserver"
+	"portal.dev/portal/apiserver/auth"
 	"portal.dev/portal/controller/manager"
 	"portal.dev/portal/dns"
 	"portal.dev/portal/dns/publish"
@@ -260,7 +261,8 @@ func startAgent(s *stages, so serverOptions, o *apiserver.Options) error {
 	if err := ao.Validate(); err != nil {
 		return err
 	}
-	cfg, err := apiserver.ComponentConfig(*o, "system:node:"+ao.NodeName)
+	nodeUser := auth.NodeUserPrefix + ao.NodeName
+	cfg, err := apiserver.ComponentConfig(*o, nodeUser, auth.DefaultGroups(nodeUser)...)
 	if err != nil {
 		return err
 	}
