@@ -29,11 +29,11 @@ import (
 	"portal.dev/portal/e2e/testbed"
 )
 
-// tokenBed is one node, node1, in its own network namespace: `portal
-// server` with RBAC authorization, its controllers, DNS and proxy, and a
-// `portal agent` beside it, so that pods reach the API as
-// kubernetes.default through the proxy. The agent runs on the admin
-// credential: what the Node authorizer grants agents is not under test.
+// tokenBed is one node, node1, in its own network namespace running
+// `portal server` with everything but Ingress (API, controllers, DNS, proxy
+// and agent, each as its own identity, under the default Node,RBAC
+// authorization), so that pods reach the API as kubernetes.default
+// through the proxy.
 type tokenBed struct {
 	t      *testing.T
 	s      *framework.Server
@@ -50,41 +50,21 @@ func newTokenBed(t *testing.T) *tokenBed {
 	node1.MustRun("ip", "route", "add", "default", "via", "10.100.1.2")
 	s := &framework.Server{Command: "server", DataDir: t.TempDir(), Port: 6443,
 		Args: []string{"--bind-address", "0.0.0.0", "--advertise-address", "10.100.1.1",
-			"--hostname-override", "node1", "--node-monitor-grace-period", "1h",
-			"--authorization-mode", "RBAC", "--disable", "ingress,agent"},
+			"--hostname-override", "node1", "--node-ip", "10.100.1.1", "--node-monitor-grace-period", "1h",
+			"--disable", "ingress"},
 		Wrap: []string{"ip", "netns", "exec", node1.Name},
 		Dial: node1.DialContext,
 	}
 	framework.Attach(t, s)
-	root := filepath.Join(t.TempDir(), "agent")
+	root := filepath.Join(s.DataDir, "agent")
 	t.Cleanup(func() { agent.KillPods(root) })
 	s.Start()
-	tb := &tokenBed{t: t, s: s, c: s.Client(), client: filepath.Join(t.TempDir(), "inclusterclient")}
-	log, err := os.Create(filepath.Join(t.TempDir(), "agent.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	logAgentOnFailure(t, "the agent log", log.Name(), 60)
-	node1.Start(log, framework.Binary(t), "agent", "--kubeconfig", s.Kubeconfig(), "--hostname-override", "node1",
-		"--node-ip", "10.100.1.1", "--pod-cidr", "10.244.1.0/24", "--root-dir", root, "-v=2")
+	tb := &tokenBed{t: t, s: s, c: s.Client(), root: root, client: filepath.Join(t.TempDir(), "inclusterclient")}
 	build := exec.Command("go", "build", "-o", tb.client, "./testdata/inclusterclient")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build the in-cluster client: %v\n%s", err, out)
 	}
-	eventuallyWithin(t, 60*time.Second, "node1 ready", func() (bool, string) {
-		n, err := tb.c.CoreV1().Nodes().Get(context.Background(), "node1", metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NodeReady {
-				return c.Status == corev1.ConditionTrue, string(c.Status)
-			}
-		}
-		return false, "no Ready condition"
-	})
-	tb.root = root
 	return tb
 }
 
@@ -198,7 +178,7 @@ func TestServiceAccountInClusterClient(t *testing.T) {
 // 401, never a 500, and the server's log never holds them. Valid tokens
 // read the OIDC key set, which RBAC grants every ServiceAccount.
 func TestServiceAccountTokenBadInput(t *testing.T) {
-	s := framework.StartServer(t, "--authorization-mode", "RBAC")
+	s := framework.StartServer(t)
 	c := s.Client()
 	ctx := context.Background()
 	if _, err := c.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "app"}}, metav1.CreateOptions{}); err != nil {
