@@ -97,6 +97,12 @@ func TestAuthReviews(t *testing.T) {
 			t.Fatalf("portal kubeconfig --token: %v\n%s", err, out)
 		}
 		token := strings.TrimSpace(s.MustKubectl("--kubeconfig", kc, "config", "view", "--raw", "-o", "jsonpath={.users[0].user.token}"))
+		var saToken string
+		waitUntil(t, "the default ServiceAccount to get a token", func() bool {
+			out, err := s.Kubectl("create", "token", "default", "-n", "a")
+			saToken = strings.TrimSpace(out)
+			return err == nil
+		})
 		for _, tc := range []struct {
 			name, token   string
 			authenticated bool
@@ -104,6 +110,8 @@ func TestAuthReviews(t *testing.T) {
 			groups        []string
 		}{
 			{name: "minted token", token: token, authenticated: true, user: "frank", groups: []string{"team-f", "system:authenticated"}},
+			{name: "service account token", token: saToken, authenticated: true, user: "system:serviceaccount:a:default",
+				groups: []string{"system:serviceaccounts", "system:serviceaccounts:a", "system:authenticated"}},
 			{name: "unknown token", token: "not-a-token"},
 		} {
 			review := `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{"token":"` + tc.token + `"}}`
