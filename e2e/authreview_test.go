@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -62,7 +63,7 @@ func TestAuthReviews(t *testing.T) {
 			t.Fatalf("whoami output: %v\n%s", err, out)
 		}
 		u := review.Status.UserInfo
-		if review.Kind != "SelfSubjectReview" || u.Username != "erin" || !contains(u.Groups, "system:authenticated") {
+		if review.Kind != "SelfSubjectReview" || u.Username != "erin" || !slices.Contains(u.Groups, "system:authenticated") {
 			t.Errorf("whoami: got %s for %q in %v, want SelfSubjectReview for erin in system:authenticated", review.Kind, u.Username, u.Groups)
 		}
 		if out := s.MustKubectl("auth", "whoami"); !strings.Contains(out, "admin") || !strings.Contains(out, "system:masters") {
@@ -138,13 +139,4 @@ func TestAuthReviews(t *testing.T) {
 			}
 		}
 	})
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
