@@ -157,8 +157,11 @@ func (a *Agent) spawn(rt *podRuntime, pod *corev1.Pod, c *corev1.Container, cr *
 		return nil, err
 	}
 	defer log.Close()
+	if cr.mounts, err = a.containerMounts(pod, rt, c); err != nil {
+		return nil, err
+	}
 	spec := container.Spec{Path: path, Args: argv, Env: cr.env, Dir: c.WorkingDir, Stdout: log, Stderr: log,
-		Namespaces: rt.namespaces(), Mounts: rt.st.Mounts, Init: a.opts.InitPath}
+		Namespaces: rt.namespaces(), Mounts: cr.mounts, Init: a.opts.InitPath}
 	if spec.ExitFile, err = rt.exitFile(pod, c); err != nil {
 		return nil, err
 	}

@@ -159,7 +159,15 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) (time.Duration, bool)
 			return 2 * time.Second, false
 		}
 	}
+	refresh, mounted := a.syncTokens(ctx, pod, rt)
+	if !mounted {
+		a.writeStatus(ctx, pod, rt)
+		return refresh, false
+	}
 	next, initialized := a.syncInitContainers(ctx, w, pod, rt)
+	if refresh > 0 && (next == 0 || refresh < next) {
+		next = refresh
+	}
 	// App containers start once every init container has succeeded.
 	for i := 0; initialized && i < len(pod.Spec.Containers); i++ {
 		if d := a.syncContainer(ctx, w, pod, rt, &pod.Spec.Containers[i], pod.Spec.RestartPolicy); d > 0 && (next == 0 || d < next) {

@@ -25,6 +25,9 @@ func (a *Agent) startProbes(ctx context.Context, w *podWorker, pod *corev1.Pod, 
 		host = rt.st.IPs[0]
 	}
 	env, ns, mounts, proc := cr.env, rt.namespaces(), rt.st.Mounts, cr.proc
+	if cr.mounts != nil {
+		mounts = cr.mounts
+	}
 	target := probe.Target{Host: host, Ports: c.Ports, Exec: func(ctx context.Context, cmd []string) (int, []byte, error) {
 		return a.execIn(ctx, proc, env, ns, mounts, cmd)
 	}}

@@ -117,6 +117,8 @@ func (a *Agent) cleanup(ctx context.Context, rt *podRuntime) {
 	// a restarted agent does not adopt the pod again.
 	os.Remove(filepath.Join(rt.dir, "state.json"))
 	os.RemoveAll(filepath.Join(rt.dir, "etc"))
+	os.RemoveAll(filepath.Join(rt.dir, "volumes"))
+	rt.tokens = nil
 	if rt.terminating {
 		os.RemoveAll(rt.dir)
 	}

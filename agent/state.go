@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"portal.dev/portal/agent/container"
+	"portal.dev/portal/agent/satoken"
 	"portal.dev/portal/pki"
 )
 
@@ -73,6 +74,9 @@ type podRuntime struct {
 	deleteSent  bool
 	lastWritten *corev1.PodStatus
 	lastPod     *corev1.Pod // as the last status write returned it
+	// tokens says when each ServiceAccount token volume is refreshed; it
+	// is not saved, so a restarted agent writes fresh tokens.
+	tokens satoken.Issued
 }
 
 func (rt *podRuntime) key() string { return rt.st.Namespace + "/" + rt.st.Name }
@@ -89,6 +93,9 @@ type ctrRuntime struct {
 	waitReason  string
 	waitMessage string
 	env         []string
+	// mounts are the container's bind mounts, the pod's and its token
+	// volumes', for its exec probes and hooks too.
+	mounts []container.Mount
 }
 
 func (a *Agent) podDir(uid types.UID) string {

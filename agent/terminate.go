@@ -125,7 +125,11 @@ func (a *Agent) runHook(ctx context.Context, rt *podRuntime, c *corev1.Container
 	logger := klog.FromContext(ctx).WithValues("container", c.Name)
 	switch {
 	case h.Exec != nil:
-		code, out, err := a.execIn(ctx, cr.proc, cr.env, rt.namespaces(), rt.st.Mounts, h.Exec.Command)
+		mounts := rt.st.Mounts
+		if cr.mounts != nil {
+			mounts = cr.mounts
+		}
+		code, out, err := a.execIn(ctx, cr.proc, cr.env, rt.namespaces(), mounts, h.Exec.Command)
 		if err != nil || code != 0 {
 			logger.Info("PreStop hook failed", "exitCode", code, "err", err, "output", string(out))
 		}

@@ -44,6 +44,10 @@ func installAPIs(s *genericapiserver.GenericAPIServer, opts generic.RESTOptionsG
 	}
 	core := storages[corev1.SchemeGroupVersion]
 	core["pods/log"] = registry.NewLogREST(core["pods"].(*registry.REST), core["nodes"].(*registry.REST), cfg.AgentTransport)
+	if cfg.Tokens != nil {
+		core["serviceaccounts/token"] = registry.NewTokenREST(core["serviceaccounts"].(*registry.REST), core["pods"].(*registry.REST),
+			core["secrets"].(*registry.REST), core["nodes"].(*registry.REST), cfg.Tokens, cfg.APIAudiences)
+	}
 	storages[authorizationv1.SchemeGroupVersion] = map[string]rest.Storage{
 		"selfsubjectrulesreviews": registry.NewRulesReviewREST(rules),
 	}

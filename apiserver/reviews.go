@@ -24,6 +24,6 @@ func addReviews(storages map[schema.GroupVersion]map[string]rest.Storage, cfg re
 	authz["localsubjectaccessreviews"] = registry.NewLocalSubjectAccessReviewREST(cfg.Authorizer)
 	storages[authenticationv1.SchemeGroupVersion] = map[string]rest.Storage{
 		"selfsubjectreviews": registry.SelfSubjectReviewREST{},
-		"tokenreviews":       registry.NewTokenReviewREST(cfg.Authenticator, nil),
+		"tokenreviews":       registry.NewTokenReviewREST(cfg.Authenticator, cfg.APIAudiences),
 	}
 }

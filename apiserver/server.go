@@ -41,6 +41,7 @@ import (
 	"portal.dev/portal/apiserver/admission/defaultingressclass"
 	"portal.dev/portal/apiserver/admission/externalips"
 	"portal.dev/portal/apiserver/admission/noderestriction"
+	saadmission "portal.dev/portal/apiserver/admission/serviceaccount"
 	"portal.dev/portal/apiserver/auditlog"
 	"portal.dev/portal/apiserver/auth"
 	"portal.dev/portal/apiserver/embeddedetcd"
@@ -101,6 +102,19 @@ type Options struct {
 	// ensureIngressClass).
 	IngressClass, IngressController string
 
+	// ServiceAccountIssuer is the iss of issued ServiceAccount tokens
+	// (kube-apiserver's --service-account-issuer); empty means
+	// DefaultServiceAccountIssuer.
+	ServiceAccountIssuer string
+	// APIAudiences are the audiences a token must name to authenticate to
+	// the API (--api-audiences); empty means the issuer.
+	APIAudiences []string
+	// ServiceAccountSigningKeyFile is the PEM private key tokens are
+	// signed with; empty means one the server creates in DataDir.
+	ServiceAccountSigningKeyFile string
+	// ServiceAccountKeyFiles hold more public keys whose tokens are
+	// accepted, as after a key rotation.
+	ServiceAccountKeyFiles []string
 	// AuthorizationModes are the authorizers of --authorization-mode, in
 	// the order they are asked (see auth.ParseModes).
 	AuthorizationModes []string
@@ -214,6 +228,11 @@ func newServer(o Options, ca *pki.CA, cidrs []netip.Prefix) (*genericapiserver.G
 	}
 	config.ClientConfig = config.LoopbackClientConfig
 	config.SharedInformerFactory = informers.NewSharedInformerFactory(client, 10*time.Minute)
+	serviceAccounts, err := newServiceAccounts(o, config.ExternalAddress, config.SharedInformerFactory, client)
+	if err != nil {
+		return nil, err
+	}
+	serviceAccounts.authenticate(&config.Config)
 	authz, err := newAuthorization(o.AuthorizationModes, config.SharedInformerFactory)
 	if err != nil {
 		return nil, err
@@ -253,10 +272,12 @@ func newServer(o Options, ca *pki.CA, cidrs []netip.Prefix) (*genericapiserver.G
 	}
 	if err := installAPIs(server, config.RESTOptionsGetter, registry.Config{
 		Service: svcCfg, Allocator: alloc, AgentTransport: agents, Escalation: authz.escalation,
+		Tokens: serviceAccounts.issuer, APIAudiences: serviceAccounts.audiences,
 		Authorizer: config.Authorization.Authorizer, Authenticator: config.Authentication.Authenticator,
 	}, authz.rules); err != nil {
 		return nil, err
 	}
+	serviceAccounts.installDiscovery(server)
 	if err := addAllocatorHooks(server, alloc, etcdClient, o.ServiceRepairInterval, o.ServiceLeakGrace); err != nil {
 		return nil, err
 	}
@@ -371,19 +392,22 @@ func applyAdmission(c *genericapiserver.RecommendedConfig, client kubernetes.Int
 	// DefaultIngressClass fills in the class of a new Ingress that names
 	// none, as kube-apiserver's default plugin set does.
 	ingressClass := defaultingressclass.New()
+	// ServiceAccount gives every new pod an account and mounts its token,
+	// as kube-apiserver's default plugin set does.
+	serviceAccount := saadmission.New()
 	// NodeRestriction keeps a node's agent to its own Node, Lease and
 	// pods, which the Node authorizer cannot check from the request alone.
 	nodeRestriction := noderestriction.New()
 	// ServiceExternalIPs keeps spec.externalIPs to those allowed to set
 	// them (CVE-2020-8554).
 	externalIPs := externalips.New(externalIPCIDRs)
-	for _, p := range []admission.Interface{nsLifecycle, ingressClass, nodeRestriction, externalIPs} {
+	for _, p := range []admission.Interface{nsLifecycle, ingressClass, serviceAccount, nodeRestriction, externalIPs} {
 		init.Initialize(p)
 		if err := admission.ValidateInitialization(p); err != nil {
 			return err
 		}
 	}
-	c.AdmissionControl = admission.NewChainHandler(nsLifecycle, ingressClass, nodeRestriction, externalIPs)
+	c.AdmissionControl = admission.NewChainHandler(nsLifecycle, ingressClass, serviceAccount, nodeRestriction, externalIPs)
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"portal.dev/portal/e2e/framework"
@@ -45,8 +46,9 @@ type auditEvent struct {
 
 // TestAuditLog: with --audit-log-path and a policy, a create is recorded
 // in upstream's format with who did it, the verb, the resource and the
-// response code; and a Secret's data is in no line, though the policy asks
-// for every body.
+// response code; and neither a Secret's data nor a service account token
+// (minted by TokenRequest, sent to TokenReview) is in any line, though the
+// policy asks for every body.
 func TestAuditLog(t *testing.T) {
 	dir := t.TempDir()
 	policy := filepath.Join(dir, "policy.yaml")
@@ -60,19 +62,27 @@ func TestAuditLog(t *testing.T) {
 	const secretValue = "hunter2-portal-audit-e2e"
 	s.MustKubectl("create", "secret", "generic", "audited", "--from-literal", "password="+secretValue)
 	s.MustKubectl("get", "secret", "audited", "-o", "yaml")
+	var token string
+	waitUntil(t, "the default ServiceAccount to get a token", func() bool {
+		out, err := s.Kubectl("create", "token", "default")
+		token = strings.TrimSpace(out)
+		return err == nil
+	})
+	review := `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{"token":"` + token + `"}}`
+	s.MustKubectlStdin(review, "create", "--validate=false", "-f", "-")
 
-	var serviceCreate, secretCreate *auditEvent
+	var serviceCreate, secretCreate, tokenReview *auditEvent
 	eventually(t, "the creates in the audit log", func() (bool, string) {
 		data, err := os.ReadFile(logPath)
 		if err != nil {
 			return false, err.Error()
 		}
-		for _, forbidden := range []string{secretValue, base64.StdEncoding.EncodeToString([]byte(secretValue))} {
+		for _, forbidden := range []string{secretValue, base64.StdEncoding.EncodeToString([]byte(secretValue)), token} {
 			if bytes.Contains(data, []byte(forbidden)) {
-				t.Fatalf("audit log holds the Secret's data %q", forbidden)
+				t.Fatalf("audit log holds a Secret's data or a token: %q", forbidden)
 			}
 		}
-		serviceCreate, secretCreate = nil, nil
+		serviceCreate, secretCreate, tokenReview = nil, nil, nil
 		sc := bufio.NewScanner(bytes.NewReader(data))
 		sc.Buffer(nil, 4<<20)
 		for sc.Scan() {
@@ -88,9 +98,13 @@ func TestAuditLog(t *testing.T) {
 				serviceCreate = &ev
 			case ev.ObjectRef.Resource == "secrets" && ev.ObjectRef.Name == "audited":
 				secretCreate = &ev
+			case ev.ObjectRef.Resource == "tokenreviews":
+				tokenReview = &ev
 			}
 		}
-		return serviceCreate != nil && secretCreate != nil, "no ResponseComplete create events for both yet"
+		// The TokenReview came last: once it is in, every request before it is.
+		return serviceCreate != nil && secretCreate != nil && tokenReview != nil,
+			"no ResponseComplete events yet for all of the Service, the Secret and the TokenReview"
 	})
 
 	ev := serviceCreate
@@ -105,6 +119,9 @@ func TestAuditLog(t *testing.T) {
 	}
 	if secretCreate.Level != "Metadata" || len(secretCreate.RequestObject) != 0 {
 		t.Errorf("Secret create: got level %s with request body %s, want Metadata and no body", secretCreate.Level, secretCreate.RequestObject)
+	}
+	if tokenReview.Level != "Metadata" {
+		t.Errorf("TokenReview: got level %s, want Metadata", tokenReview.Level)
 	}
 	if secretCreate.ResponseStatus == nil || secretCreate.ResponseStatus.Code != 201 {
 		t.Errorf("Secret create: got status %+v, want 201", secretCreate.ResponseStatus)

@@ -4,18 +4,20 @@ import (
 	"encoding/json"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"portal.dev/portal/e2e/framework"
 )
 
-// TestAuthReviews: with RBAC on, real kubectl's `auth can-i` (a
-// SelfSubjectAccessReview) and `auth whoami` (a SelfSubjectReview) answer
-// for the user who asks; a SubjectAccessReview asks for another user, and
-// a TokenReview says whom a bearer token belongs to.
+// TestAuthReviews: under the default authorization (Node,RBAC), real
+// kubectl's `auth can-i` (a SelfSubjectAccessReview) and `auth whoami` (a
+// SelfSubjectReview) answer for the user who asks; a SubjectAccessReview
+// asks for another user, and a TokenReview says whom a bearer token
+// belongs to.
 func TestAuthReviews(t *testing.T) {
-	s := framework.StartServer(t, "--authorization-mode", "RBAC")
+	s := framework.StartServer(t)
 	s.MustKubectl("create", "namespace", "a")
 	erin := s.UserKubeconfig(t, "erin", s.URL())
 	asErin := func(args ...string) (string, error) {
@@ -61,7 +63,7 @@ func TestAuthReviews(t *testing.T) {
 			t.Fatalf("whoami output: %v\n%s", err, out)
 		}
 		u := review.Status.UserInfo
-		if review.Kind != "SelfSubjectReview" || u.Username != "erin" || !contains(u.Groups, "system:authenticated") {
+		if review.Kind != "SelfSubjectReview" || u.Username != "erin" || !slices.Contains(u.Groups, "system:authenticated") {
 			t.Errorf("whoami: got %s for %q in %v, want SelfSubjectReview for erin in system:authenticated", review.Kind, u.Username, u.Groups)
 		}
 		if out := s.MustKubectl("auth", "whoami"); !strings.Contains(out, "admin") || !strings.Contains(out, "system:masters") {
@@ -96,6 +98,12 @@ func TestAuthReviews(t *testing.T) {
 			t.Fatalf("portal kubeconfig --token: %v\n%s", err, out)
 		}
 		token := strings.TrimSpace(s.MustKubectl("--kubeconfig", kc, "config", "view", "--raw", "-o", "jsonpath={.users[0].user.token}"))
+		var saToken string
+		waitUntil(t, "the default ServiceAccount to get a token", func() bool {
+			out, err := s.Kubectl("create", "token", "default", "-n", "a")
+			saToken = strings.TrimSpace(out)
+			return err == nil
+		})
 		for _, tc := range []struct {
 			name, token   string
 			authenticated bool
@@ -103,6 +111,8 @@ func TestAuthReviews(t *testing.T) {
 			groups        []string
 		}{
 			{name: "minted token", token: token, authenticated: true, user: "frank", groups: []string{"team-f", "system:authenticated"}},
+			{name: "service account token", token: saToken, authenticated: true, user: "system:serviceaccount:a:default",
+				groups: []string{"system:serviceaccounts", "system:serviceaccounts:a", "system:authenticated"}},
 			{name: "unknown token", token: "not-a-token"},
 		} {
 			review := `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{"token":"` + tc.token + `"}}`
@@ -129,13 +139,4 @@ func TestAuthReviews(t *testing.T) {
 			}
 		}
 	})
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -17,14 +19,15 @@ func externalIPService(name string, ips ...string) string {
 	return y
 }
 
-// TestServiceExternalIPs (CVE-2020-8554): a user who may edit Services but
-// not create services/externalips cannot point a Service at an address
-// outside --service-external-ip-cidrs, on create or by adding one later,
-// and is told which field, why and what to do; inside the CIDRs, or as
-// an administrator, external IPs work. Nobody sets status.loadBalancer
-// but through the status subresource.
+// TestServiceExternalIPs (CVE-2020-8554), under the default authorization
+// (Node,RBAC): a user who may edit Services but not create
+// services/externalips cannot point a Service at an address outside
+// --service-external-ip-cidrs, on create or by adding one later, and is
+// told which field, why and what to do; inside the CIDRs, or as an
+// administrator, external IPs work. Nobody sets status.loadBalancer but
+// through the status subresource.
 func TestServiceExternalIPs(t *testing.T) {
-	s := framework.StartServer(t, "--authorization-mode", "RBAC", "--service-external-ip-cidrs", "203.0.113.0/24")
+	s := framework.StartServer(t, "--service-external-ip-cidrs", "203.0.113.0/24")
 	s.MustKubectl("create", "namespace", "a")
 	s.MustKubectl("create", "rolebinding", "gina-edit", "-n", "a", "--clusterrole", "edit", "--user", "gina")
 	gina := s.UserKubeconfig(t, "gina", s.URL())
@@ -59,11 +62,18 @@ func TestServiceExternalIPs(t *testing.T) {
 		t.Errorf("update adding an external IP: got %v\n%s\nwant a 403 naming spec.externalIPs[1]", err, out)
 	}
 
-	// The proxy's credential may not create Services at all.
-	proxy := s.UserKubeconfig(t, "system:kube-proxy", s.URL())
-	out, err = s.KubectlStdin(externalIPService("from-proxy", "198.51.100.9"), "--kubeconfig", proxy, "-n", "a", "create", "-f", "-")
-	if err == nil || !strings.Contains(out, `User "system:kube-proxy" cannot create resource "services" in API group "" in the namespace "a"`) {
-		t.Errorf("proxy creating a Service: got %v\n%s\nwant upstream's 403", err, out)
+	// The proxy's and a node agent's credentials may not create Services
+	// at all.
+	agent := filepath.Join(t.TempDir(), "agent.kubeconfig")
+	if out, err := exec.Command(framework.Binary(t), "kubeconfig", "--data-dir", s.DataDir, "--user", "system:node:node1",
+		"--group", "system:nodes", "--server", s.URL(), "-o", agent).CombinedOutput(); err != nil {
+		t.Fatalf("agent kubeconfig: %v\n%s", err, out)
+	}
+	for user, kc := range map[string]string{"system:kube-proxy": s.UserKubeconfig(t, "system:kube-proxy", s.URL()), "system:node:node1": agent} {
+		out, err = s.KubectlStdin(externalIPService("from-component", "198.51.100.9"), "--kubeconfig", kc, "-n", "a", "create", "-f", "-")
+		if want := `User "` + user + `" cannot create resource "services" in API group "" in the namespace "a"`; err == nil || !strings.Contains(out, want) {
+			t.Errorf("%s creating a Service with an external IP: got %v\n%s\nwant upstream's 403 %q", user, err, out, want)
+		}
 	}
 
 	// status.loadBalancer: the main resource drops it, and edit holds no

@@ -35,6 +35,11 @@ type Config struct {
 	// AgentTransport reaches node agents for pods/log, with the API
 	// server's client certificate.
 	AgentTransport http.RoundTripper
+	// Tokens signs the tokens of serviceaccounts/token; nil leaves the
+	// subresource out.
+	Tokens TokenIssuer
+	// APIAudiences are the audiences of a token asked for without any.
+	APIAudiences []string
 	// Escalation checks writes of roles and bindings against what their
 	// writer holds; nil checks nothing.
 	Escalation *Escalation

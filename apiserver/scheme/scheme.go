@@ -98,9 +98,12 @@ var Groups = []Group{
 
 // subresourceTypes are served only as subresources of other groups' kinds:
 // the scale subresource of deployments, replicasets and statefulsets speaks
-// autoscaling/v1 Scale, as upstream's does. No autoscaling resource is served.
+// autoscaling/v1 Scale, as upstream's does, and serviceaccounts/token
+// authentication.k8s.io/v1 TokenRequest (whose group serves only the
+// reviews, in Groups). No autoscaling resource is served.
 var subresourceTypes = []Group{
 	{Version: autoscalingv1.SchemeGroupVersion, Types: []runtime.Object{&autoscalingv1.Scale{}}},
+	{Version: authenticationv1.SchemeGroupVersion, Types: []runtime.Object{&authenticationv1.TokenRequest{}}},
 }
 
 func init() {

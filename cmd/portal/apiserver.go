@@ -31,6 +31,10 @@ func addAPIServerFlags(fs *pflag.FlagSet, o *apiserver.Options) {
 	fs.StringVar(&o.Audit.Path, "audit-log-path", o.Audit.Path, "file the audit log (audit.k8s.io/v1 events, JSON lines) is appended to; '-' is standard output; empty: no audit log")
 	fs.StringVar(&o.Audit.PolicyFile, "audit-policy-file", o.Audit.PolicyFile, "audit.k8s.io/v1 Policy deciding what is logged; without one nothing is. Bodies of Secrets and tokens are never logged")
 	fs.StringVar(&o.ClusterDomain, "cluster-domain", o.ClusterDomain, "cluster DNS domain")
+	fs.StringVar(&o.ServiceAccountIssuer, "service-account-issuer", apiserver.DefaultServiceAccountIssuer, "iss of the ServiceAccount tokens the API issues and accepts")
+	fs.StringSliceVar(&o.APIAudiences, "api-audiences", o.APIAudiences, "audiences a token must name to authenticate to the API (default: the service account issuer)")
+	fs.StringVar(&o.ServiceAccountSigningKeyFile, "service-account-signing-key-file", o.ServiceAccountSigningKeyFile, "PEM private key to sign ServiceAccount tokens with (default: one created in the data directory)")
+	fs.StringSliceVar(&o.ServiceAccountKeyFiles, "service-account-key-file", o.ServiceAccountKeyFiles, "PEM files of more public keys whose ServiceAccount tokens are accepted")
 	fs.Var((*modesValue)(&o.AuthorizationModes), "authorization-mode",
 		"ordered comma list of authorizers after system:masters: AlwaysAllow, Node, RBAC")
 }

@@ -30,7 +30,9 @@ import (
 	"portal.dev/portal/controller/nodelifecycle"
 	"portal.dev/portal/controller/podgc"
 	"portal.dev/portal/controller/replicaset"
+	"portal.dev/portal/controller/rootcacertpublisher"
 	"portal.dev/portal/controller/scheduler"
+	"portal.dev/portal/controller/serviceaccount"
 	"portal.dev/portal/controller/servicelb"
 	"portal.dev/portal/controller/statefulset"
 )
@@ -53,6 +55,9 @@ type controllerContext struct {
 	shutdown func()
 	// registerer receives every controller's metrics while it runs.
 	registerer prometheus.Registerer
+	// rootCA is the PEM of the CA the manager trusts the API server by,
+	// which the root CA publisher hands to pods.
+	rootCA []byte
 }
 
 // runner is a built controller: Run returns once ctx has ended and every
@@ -134,6 +139,15 @@ var starters = []starter{
 		return deployment.New(c.client, c.informers, c.recorder("deployment-controller"), deployment.Options{
 			Registerer: c.registerer,
 		}), nil
+	}},
+	{"serviceaccount", func(c controllerContext) (runner, error) {
+		return serviceaccount.New(c.client, c.informers), nil
+	}},
+	{"root-ca-cert-publisher", func(c controllerContext) (runner, error) {
+		if len(c.rootCA) == 0 {
+			return nil, nil // no CA to publish: the API is not TLS-verified
+		}
+		return rootcacertpublisher.New(c.client, c.informers, c.rootCA), nil
 	}},
 	{"clusterrole-aggregation", func(c controllerContext) (runner, error) {
 		return clusterroleaggregation.New(c.client, c.informers), nil

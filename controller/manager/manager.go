@@ -285,8 +285,14 @@ func (m *Manager) newControllerContext(ctx context.Context) (controllerContext, 
 		own.UserAgent = rest.DefaultKubernetesUserAgent() + "/" + controller
 		return kubernetes.NewForConfig(own)
 	}
+	rootCA := cfg.TLSClientConfig.CAData
+	if len(rootCA) == 0 && cfg.TLSClientConfig.CAFile != "" {
+		if rootCA, err = os.ReadFile(cfg.TLSClientConfig.CAFile); err != nil {
+			return controllerContext{}, fmt.Errorf("root CA: %w", err)
+		}
+	}
 	return controllerContext{
-		client: client, newClient: newClient, metadata: meta, discovery: disc, opts: m.opts,
+		client: client, newClient: newClient, metadata: meta, discovery: disc, opts: m.opts, rootCA: rootCA,
 		informers:  newInformers(client),
 		recorder:   recorder,
 		shutdown:   shutdown,

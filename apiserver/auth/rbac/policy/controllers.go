@@ -84,6 +84,15 @@ var controllers = []controller{
 		rule("create", "core", "pods/binding bindings"),
 		rule("patch update", "core", "pods/status"),
 		events}},
+	// The serviceaccounts controller creates each namespace's default
+	// account.
+	{"service-account-controller", []rbacv1.PolicyRule{
+		rule("create", "core", "serviceaccounts"),
+		events}},
+	// The root CA publisher keeps kube-root-ca.crt in every namespace.
+	{"root-ca-cert-publisher", []rbacv1.PolicyRule{
+		rule("create update", "core", "configmaps"),
+		events}},
 	// The aggregation controller fills admin, edit, view and any other
 	// aggregated ClusterRole; it may write rules it does not hold.
 	{"clusterrole-aggregation-controller", []rbacv1.PolicyRule{

@@ -106,6 +106,8 @@ func TestComponentRoles(t *testing.T) {
 					{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: "kube-system", name: "portal-controller-manager"},
 					{verb: "create", group: "discovery.k8s.io", resource: "endpointslices", namespace: "a"},
 					{verb: "create", resource: "endpoints", namespace: "a"},
+					{verb: "create", resource: "serviceaccounts", namespace: "a"},
+					{verb: "update", resource: "configmaps", namespace: "a", name: "kube-root-ca.crt"},
 					{verb: "create", resource: "pods", namespace: "a"},
 					{verb: "create", resource: "pods", subresource: "binding", namespace: "a", name: "p"},
 					{verb: "update", resource: "pods", subresource: "status", namespace: "a", name: "p"},
@@ -163,4 +165,24 @@ func TestAggregatedRolesNest(t *testing.T) {
 
 func equal(a, b rbacv1.PolicyRule) bool {
 	return a.String() == b.String()
+}
+
+// TestIssuerDiscovery: ServiceAccounts may read the OIDC documents, and
+// anonymous users may not, as upstream's bootstrap policy says.
+func TestIssuerDiscovery(t *testing.T) {
+	a := bootstrapAuthorizer(t)
+	sa := &user.DefaultInfo{Name: "system:serviceaccount:a:default",
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:a", user.AllAuthenticated}}
+	anonymous := &user.DefaultInfo{Name: user.Anonymous, Groups: []string{user.AllUnauthenticated}}
+	for _, path := range []string{"/.well-known/openid-configuration", "/openid/v1/jwks"} {
+		for _, tc := range []struct {
+			who  user.Info
+			want authorizer.Decision
+		}{{sa, authorizer.DecisionAllow}, {anonymous, authorizer.DecisionNoOpinion}} {
+			attrs := authorizer.AttributesRecord{User: tc.who, Verb: "get", Path: path}
+			if d, reason, _ := a.Authorize(context.Background(), attrs); d != tc.want {
+				t.Errorf("%s GET %s: got %v (%s), want %v", tc.who.GetName(), path, d, reason, tc.want)
+			}
+		}
+	}
 }

@@ -16,6 +16,10 @@ func ClusterRoles(nodeRules []rbacv1.PolicyRule) []rbacv1.ClusterRole {
 			rule("create", "authentication.k8s.io", "selfsubjectreviews"),
 			rule("create", "authorization.k8s.io", "selfsubjectaccessreviews selfsubjectrulesreviews")),
 		clusterRole("system:public-info-viewer", urls("get", "/healthz /livez /readyz /version /version/")),
+		// ServiceAccounts may read the OIDC documents that verify their
+		// tokens, as upstream grants.
+		clusterRole("system:service-account-issuer-discovery", urls("get",
+			"/.well-known/openid-configuration /.well-known/openid-configuration/ /openid/v1/jwks /openid/v1/jwks/")),
 		clusterRole("system:node", nodeRules...),
 	}
 	roles = append(roles, userFacingRoles()...)
@@ -135,6 +139,7 @@ func ClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 		clusterBinding("system:discovery", authenticated),
 		clusterBinding("system:basic-user", authenticated),
 		clusterBinding("system:public-info-viewer", authenticated, unauthenticated),
+		clusterBinding("system:service-account-issuer-discovery", group("system:serviceaccounts")),
 		clusterBinding("system:node-proxier", user(ProxyUser)),
 		clusterBinding("system:kube-dns", user(DNSUser), serviceAccount("kube-system", "kube-dns")),
 		clusterBinding("system:portal-ingress", user(IngressUser)),
