@@ -199,6 +199,42 @@ func TestServiceAccountTokenBadInput(t *testing.T) {
 		}
 		return tr.Status.Token
 	}
+	t.Run("kubectl create token", func(t *testing.T) {
+		tok := strings.TrimSpace(s.MustKubectl("create", "token", "app", "--duration", "10m"))
+		if strings.Count(tok, ".") != 2 {
+			t.Fatalf("got %q, want a JWT", tok)
+		}
+		if code := tokenStatus(t, s, tok); code != 200 {
+			t.Fatalf("a token from kubectl create token: got %d, want 200", code)
+		}
+	})
+	t.Run("bad requests", func(t *testing.T) {
+		for _, tc := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"--duration", "5m"}, "may not specify a duration less than 10 minutes"},
+			{[]string{"--bound-object-kind", "Pod", "--bound-object-name", "nope"}, `pods "nope" not found`},
+			{[]string{"--bound-object-kind", "Pod", "--bound-object-name", "holder", "--bound-object-uid", "wrong"},
+				"the UID in the bound object reference (wrong) does not match the UID in record"},
+			{[]string{"--bound-object-kind", "Pod", "--bound-object-name", "holder"}, ""},
+		} {
+			out, err := s.Kubectl(append([]string{"create", "token", "app"}, tc.args...)...)
+			if tc.want == "" {
+				if err != nil {
+					t.Errorf("%v: %v\n%s", tc.args, err, out)
+				}
+				continue
+			}
+			if err == nil || !strings.Contains(out, tc.want) {
+				t.Errorf("%v: got %v\n%s\nwant an error saying %q", tc.args, err, out, tc.want)
+			}
+		}
+		out, err := s.Kubectl("create", "token", "default", "--bound-object-kind", "Pod", "--bound-object-name", "holder")
+		if want := `cannot bind token for serviceaccount "default" to pod running with different serviceaccount name.`; err == nil || !strings.Contains(out, want) {
+			t.Errorf("token of another account bound to the pod: got %v\n%s\nwant %q", err, out, want)
+		}
+	})
 	podToken := request("app", &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: "holder", UID: pod.UID})
 	accountToken := request("app", nil)
 	if code := tokenStatus(t, s, podToken); code != 200 {
