@@ -163,17 +163,7 @@ func (a *Agent) spawn(rt *podRuntime, pod *corev1.Pod, c *corev1.Container, cr *
 		return nil, err
 	}
 	cr.st.ExitFile = spec.ExitFile
-	if sc := c.SecurityContext; sc != nil {
-		spec.UID, spec.GID = sc.RunAsUser, sc.RunAsGroup
-	}
-	if psc := pod.Spec.SecurityContext; psc != nil {
-		if spec.UID == nil {
-			spec.UID = psc.RunAsUser
-		}
-		if spec.GID == nil {
-			spec.GID = psc.RunAsGroup
-		}
-	}
+	spec.UID, spec.GID = runAs(pod, c)
 	return a.runtime.Start(spec)
 }
 

@@ -1,0 +1,275 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"portal.dev/portal/agent/container"
+)
+
+// kubectlRun runs kubectl with stdin and returns its stdout, stderr and
+// exit code.
+func (ab *agentBed) kubectlRun(stdin string, args ...string) (stdout, stderr string, code int) {
+	ab.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := ab.kubectlCmd(args...)
+	cmd = exec.CommandContext(ctx, cmd.Path, cmd.Args[1:]...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+ab.server.Kubeconfig())
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		ab.t.Fatalf("kubectl %s: %v", strings.Join(args, " "), err)
+	}
+	return out.String(), errOut.String(), code
+}
+
+// agentUsage is what the node1 agent holds: open file descriptors and
+// goroutines (its goroutine profile, read through nodes/proxy).
+func (ab *agentBed) agentUsage() (fds, goroutines int) {
+	ab.t.Helper()
+	entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", ab.agent.Process.Pid))
+	if err != nil {
+		ab.t.Fatal(err)
+	}
+	out := ab.server.MustKubectl("get", "--raw", "/api/v1/nodes/node1/proxy/debug/pprof/goroutine")
+	m := regexp.MustCompile(`goroutine profile: total (\d+)`).FindStringSubmatch(out)
+	if m == nil {
+		ab.t.Fatalf("agent goroutine profile: got %.200q", out)
+	}
+	n, _ := strconv.Atoi(m[1])
+	return len(entries), n
+}
+
+// checkNoLeak waits until the agent holds no more descriptors and
+// goroutines than before (plus slack for idle TLS connections), and
+// fails with the figures if it does not.
+func (ab *agentBed) checkNoLeak(fds0, g0 int, what string) {
+	ab.t.Helper()
+	var fds, g int
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		fds, g = ab.agentUsage()
+		if fds <= fds0+4 && g <= g0+8 {
+			ab.t.Logf("%s: agent fds %d -> %d, goroutines %d -> %d", what, fds0, fds, g0, g)
+			return
+		}
+		if time.Now().After(deadline) {
+			ab.t.Fatalf("%s: agent leaked: fds %d -> %d, goroutines %d -> %d", what, fds0, fds, g0, g)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// sessionProcesses counts the processes left from exec sessions: those
+// whose command line carries marker.
+func sessionProcesses(marker string) int {
+	n := 0
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if bytes.Contains(cmdline, []byte(marker)) {
+			n++
+		}
+	}
+	return n
+}
+
+func runningReady(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning && podReady(p) }
+
+// TestExec: kubectl exec runs commands inside a pod's container, with its
+// environment, working directory and host name, stdin piped in, stdout and
+// stderr apart, exit codes passed on, and through a pty with -it. Bad
+// input gets kubectl's usual errors, and the agent keeps no process,
+// descriptor or goroutine of a session.
+func TestExec(t *testing.T) {
+	ab := newAgentBed(t)
+	web := sh("web", "exec sleep 3600")
+	web.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "GREETING", Value: "from-env"}}
+	web.Spec.Containers[0].WorkingDir = "/tmp"
+	ab.create(web)
+	done := sh("done", "true")
+	done.Spec.RestartPolicy = corev1.RestartPolicyNever
+	ab.create(done)
+	broken := sh("broken", "")
+	broken.Spec.Containers[0].Command = []string{"/nonexistent/server"}
+	ab.create(broken)
+	ab.waitPod("web", 30*time.Second, "Running", runningReady)
+	fds0, g0 := ab.agentUsage()
+
+	t.Run("environment, working dir, host name", func(t *testing.T) {
+		out, errOut, code := ab.kubectlRun("", "exec", "web", "--", "sh", "-c", `echo "$GREETING $(pwd) $(hostname)"`)
+		if want := "from-env /tmp web\n"; out != want || code != 0 {
+			t.Errorf("got %q (exit %d, stderr %q), want %q", out, code, errOut, want)
+		}
+	})
+	t.Run("stdin piped in", func(t *testing.T) {
+		in := strings.Repeat("line of input\n", 5000)
+		out, errOut, code := ab.kubectlRun(in, "exec", "-i", "web", "--", "sh", "-c", "cat; echo end")
+		if out != in+"end\n" || code != 0 {
+			t.Errorf("got %d bytes (exit %d, stderr %q), want %d bytes back", len(out), code, errOut, len(in)+4)
+		}
+	})
+	t.Run("stdout and stderr apart", func(t *testing.T) {
+		out, errOut, code := ab.kubectlRun("", "exec", "web", "--", "sh", "-c", "echo out; echo err >&2")
+		if out != "out\n" || !strings.Contains(errOut, "err") || code != 0 {
+			t.Errorf("got stdout %q, stderr %q, exit %d; want out, err, 0", out, errOut, code)
+		}
+	})
+	for _, tc := range []struct {
+		name    string
+		cmd     []string
+		code    int
+		wantErr string
+	}{
+		{"false", []string{"false"}, 1, "command terminated with exit code 1"},
+		{"exit 3", []string{"sh", "-c", "exit 3"}, 3, "command terminated with exit code 3"},
+		{"no such command", []string{"nosuch"}, 127, `exec: "nosuch": executable file not found in $PATH`},
+	} {
+		t.Run("exit code "+tc.name, func(t *testing.T) {
+			_, errOut, code := ab.kubectlRun("", append([]string{"exec", "web", "--"}, tc.cmd...)...)
+			if code != tc.code || !strings.Contains(errOut, tc.wantErr) {
+				t.Errorf("got exit %d, stderr %q; want exit %d, stderr with %q", code, errOut, tc.code, tc.wantErr)
+			}
+		})
+	}
+	t.Run("tty", func(t *testing.T) { execTTY(t, ab) })
+	t.Run("bad input", func(t *testing.T) { execBadInput(t, ab) })
+	t.Run("client gone mid-stream", func(t *testing.T) {
+		cmd := ab.kubectlCmd("exec", "web", "--", "sh", "-c", "echo started; exec sleep 4242")
+		stdout, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 8)
+		io.ReadFull(stdout, buf)
+		if sessionProcesses("4242") == 0 {
+			t.Fatalf("the exec'd sleep is not running (read %q)", buf)
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+		waitFor(t, 15*time.Second, func() bool { return sessionProcesses("4242") == 0 })
+	})
+	t.Run("anonymous gets 401", func(t *testing.T) {
+		for _, sub := range []string{"exec?command=true&stdout=true", "attach?stdout=true", "portforward?ports=80"} {
+			code := anonymousPost(t, ab, "/api/v1/namespaces/default/pods/web/"+sub)
+			if code != http.StatusUnauthorized {
+				t.Errorf("anonymous POST pods/%s: got %d, want 401", sub, code)
+			}
+		}
+	})
+	var times []time.Duration
+	for range 15 {
+		start := time.Now()
+		if _, errOut, code := ab.kubectlRun("", "exec", "web", "--", "true"); code != 0 {
+			t.Fatalf("kubectl exec -- true: exit %d: %s", code, errOut)
+		}
+		times = append(times, time.Since(start))
+	}
+	slices.Sort(times)
+	t.Logf("kubectl exec -- true: p50 %v (min %v, max %v, %d runs, kubectl start included)", times[len(times)/2], times[0], times[len(times)-1], len(times))
+	ab.checkNoLeak(fds0, g0, "after exec sessions")
+}
+
+// anonymousPost posts to the API without credentials and returns the
+// status code.
+func anonymousPost(t *testing.T, ab *agentBed, path string) int {
+	t.Helper()
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: ab.server.Dial,
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	resp, err := c.Post(ab.server.URL()+path, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// execTTY runs an interactive shell with kubectl exec -it, its terminal a
+// pty the test holds.
+func execTTY(t *testing.T, ab *agentBed) {
+	master, slave, err := container.OpenPTY()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer master.Close()
+	container.SetSize(master, 91, 33)
+	cmd := ab.kubectlCmd("exec", "-it", "web", "--", "sh")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	slave.Close()
+	var out bytes.Buffer
+	copied := make(chan struct{})
+	go func() { io.Copy(&out, master); close(copied) }()
+	// A shell that reads a terminal: tty names it, stty reports the size
+	// kubectl passed on, and the exit status comes back as kubectl's.
+	master.Write([]byte("tty; stty size; echo marker-$((40+2))\n"))
+	time.Sleep(time.Second)
+	master.Write([]byte("exit 5\n"))
+	err = cmd.Wait()
+	master.SetReadDeadline(time.Now().Add(2 * time.Second))
+	<-copied
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 5 {
+		t.Errorf("kubectl exec -it: got %v, want exit 5; output %q", err, out.String())
+	}
+	for _, want := range []string{"/dev/pts/", "33 91", "marker-42"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("kubectl exec -it: output %q lacks %q", out.String(), want)
+		}
+	}
+}
+
+// execBadInput: a container name the pod lacks, a pod whose container is
+// not running, a finished pod, a pod that does not exist.
+func execBadInput(t *testing.T, ab *agentBed) {
+	ab.waitPod("broken", 30*time.Second, "waiting", func(p *corev1.Pod) bool {
+		return len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].State.Running == nil
+	})
+	ab.waitPod("done", 30*time.Second, "Succeeded", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no such container", []string{"exec", "web", "-c", "nosuch", "--", "true"}, "container nosuch is not valid for pod web"},
+		{"container not running", []string{"exec", "broken", "--", "true"}, `container not found ("main")`},
+		{"completed pod", []string{"exec", "done", "--", "true"}, "cannot exec into a container in a completed pod; current phase is Succeeded"},
+		{"no such pod", []string{"exec", "nosuch", "--", "true"}, `pods "nosuch" not found`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, errOut, code := ab.kubectlRun("", tc.args...)
+			if code == 0 || !strings.Contains(errOut, tc.want) {
+				t.Errorf("got exit %d, stderr %q; want an error with %q", code, errOut, tc.want)
+			}
+		})
+	}
+}
