@@ -113,7 +113,7 @@ func (a *Agent) serveExec(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, http.StatusBadRequest, "you must specify at least 1 command")
 		return
 	}
-	_, t, err := a.target(ns, name, ctr)
+	t, err := a.container(ns, name, ctr)
 	if err != nil {
 		writeStatus(w, http.StatusNotFound, err.Error())
 		return

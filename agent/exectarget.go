@@ -21,12 +21,22 @@ type execTarget struct {
 	uid, gid *int64
 }
 
-// publishTargets records the running containers of w's pod for the
-// streaming handlers; a container that is not running has no target.
+// podTargets are the parts of a pod that streaming sessions reach: its
+// network namespace while its sandbox is up (port-forward, which kubelet
+// also serves from the sandbox alone) and its running containers (exec).
+type podTargets struct {
+	up    bool
+	netns string // "" with hostNetwork: the agent's own
+	ctrs  map[string]*execTarget
+}
+
+// publishTargets records what of w's pod the streaming handlers may reach;
+// a container that is not running has no target.
 func (a *Agent) publishTargets(w *podWorker) {
 	pod, _ := w.get()
-	targets := map[string]*execTarget{}
-	if rt := w.rt; rt != nil && pod != nil && !rt.cleaned {
+	pt := &podTargets{ctrs: map[string]*execTarget{}}
+	if rt := w.rt; rt != nil && pod != nil && !rt.cleaned && rt.sandboxUp {
+		pt.up, pt.netns = true, rt.namespaces().Net
 		for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 			for i := range cs {
 				cr, ok := rt.ctrs[cs[i].Name]
@@ -35,12 +45,12 @@ func (a *Agent) publishTargets(w *podWorker) {
 				}
 				t := &execTarget{proc: cr.proc, env: cr.env, ns: rt.namespaces(), mounts: rt.st.Mounts}
 				t.uid, t.gid = runAs(pod, &cs[i])
-				targets[cs[i].Name] = t
+				pt.ctrs[cs[i].Name] = t
 			}
 		}
 	}
 	w.mu.Lock()
-	w.targets = targets
+	w.targets = pt
 	w.mu.Unlock()
 }
 
@@ -67,9 +77,8 @@ type errNoContainer string
 
 func (e errNoContainer) Error() string { return fmt.Sprintf("container not found (%q)", string(e)) }
 
-// target returns the running container ctr of pod namespace/name, and the
-// pod.
-func (a *Agent) target(namespace, name, ctr string) (*corev1.Pod, *execTarget, error) {
+// targets returns the pod namespace/name and what of it is reachable.
+func (a *Agent) targets(namespace, name string) (*corev1.Pod, *podTargets, error) {
 	pod, err := a.pods.Pods(namespace).Get(name)
 	if err != nil {
 		return nil, nil, fmt.Errorf("pod %s/%s not found on node %s", namespace, name, a.opts.NodeName)
@@ -78,19 +87,24 @@ func (a *Agent) target(namespace, name, ctr string) (*corev1.Pod, *execTarget, e
 	w := a.workers[pod.UID]
 	a.mu.Unlock()
 	if w == nil {
-		return pod, nil, errNoContainer(ctr)
+		return pod, &podTargets{}, nil
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if ctr == "" {
-		// Port-forward: any running container shares the pod's network.
-		for _, t := range w.targets {
-			return pod, t, nil
-		}
+	if w.targets == nil {
+		return pod, &podTargets{}, nil
 	}
-	t := w.targets[ctr]
-	if t == nil {
-		return pod, nil, errNoContainer(ctr)
+	return pod, w.targets, nil
+}
+
+// container returns the running container ctr of pod namespace/name.
+func (a *Agent) container(namespace, name, ctr string) (*execTarget, error) {
+	_, pt, err := a.targets(namespace, name)
+	if err != nil {
+		return nil, err
 	}
-	return pod, t, nil
+	if t := pt.ctrs[ctr]; t != nil {
+		return t, nil
+	}
+	return nil, errNoContainer(ctr)
 }

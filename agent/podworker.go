@@ -24,9 +24,9 @@ type podWorker struct {
 	pod     *corev1.Pod
 	deleted bool
 	rt      *podRuntime
-	// targets are the running containers, for exec and port-forward;
-	// written by the worker after each sync.
-	targets map[string]*execTarget
+	// targets are what exec and port-forward reach; written by the
+	// worker after each sync.
+	targets *podTargets
 }
 
 func (w *podWorker) kick() {

@@ -27,7 +27,10 @@ const portForwardV1 = "portforward.k8s.io"
 // server bound to 127.0.0.1 in the pod is reached as kubelet reaches it.
 func (a *Agent) servePortForward(w http.ResponseWriter, r *http.Request) {
 	ns, name := r.PathValue("namespace"), r.PathValue("pod")
-	pod, t, err := a.target(ns, name, "")
+	pod, pt, err := a.targets(ns, name)
+	if err == nil && !pt.up {
+		err = fmt.Errorf("pod %s/%s has no sandbox on node %s", ns, name, a.opts.NodeName)
+	}
 	if err != nil {
 		writeStatus(w, http.StatusNotFound, err.Error())
 		return
@@ -37,7 +40,7 @@ func (a *Agent) servePortForward(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.close()
-	f := &forwarder{sess: s, netns: t.ns.Net, pod: pod, pending: map[string]*streamPair{}}
+	f := &forwarder{sess: s, netns: pt.netns, pod: pod, pending: map[string]*streamPair{}}
 	f.run(r.Context())
 }
 
@@ -133,7 +136,9 @@ func (f *forwarder) forward(ctx context.Context, p *streamPair) {
 		}
 		conn.(*net.TCPConn).CloseWrite()
 	}()
-	if _, err := io.Copy(p.data, conn); err != nil {
+	// Large reads make large SPDY frames: fewer frames per byte through
+	// the API server and kubectl.
+	if _, err := io.CopyBuffer(p.data, conn, make([]byte, 256<<10)); err != nil {
 		p.data.Reset()
 	} else {
 		p.data.Close()
