@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -159,6 +161,14 @@ func TestExec(t *testing.T) {
 		})
 	}
 	t.Run("tty", func(t *testing.T) { execTTY(t, ab) })
+	t.Run("kubectl cp both ways", func(t *testing.T) { copyBothWays(t, ab) })
+	t.Run("SPDY fallback", func(t *testing.T) {
+		t.Setenv("KUBECTL_REMOTE_COMMAND_WEBSOCKETS", "false")
+		out, errOut, code := ab.kubectlRun("piped\n", "exec", "-i", "web", "--", "sh", "-c", "cat; exit 4")
+		if out != "piped\n" || code != 4 {
+			t.Errorf("got %q, exit %d (stderr %q); want the input back and exit 4", out, code, errOut)
+		}
+	})
 	t.Run("bad input", func(t *testing.T) { execBadInput(t, ab) })
 	t.Run("client gone mid-stream", func(t *testing.T) {
 		cmd := ab.kubectlCmd("exec", "web", "--", "sh", "-c", "echo started; exec sleep 4242")
@@ -271,5 +281,35 @@ func execBadInput(t *testing.T, ab *agentBed) {
 				t.Errorf("got exit %d, stderr %q; want an error with %q", code, errOut, tc.want)
 			}
 		})
+	}
+}
+
+// copyBothWays copies a directory tree into the pod with kubectl cp and
+// back out, and compares every file. Pods see the node's filesystem, so
+// the tree's place in the pod is a directory of the test's.
+func copyBothWays(t *testing.T, ab *agentBed) {
+	src, inPod, back := t.TempDir(), t.TempDir(), t.TempDir()
+	files := map[string][]byte{"a.txt": []byte("hello\n"), "sub/b.bin": make([]byte, 3<<20), "sub/deeper/c": {}, "sp ace": []byte("x")}
+	rand.Read(files["sub/b.bin"])
+	for name, data := range files {
+		p := filepath.Join(src, "tree", name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, data, 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, errOut, code := ab.kubectlRun("", "cp", filepath.Join(src, "tree"), "web:"+filepath.Join(inPod, "tree")); code != 0 {
+		t.Fatalf("kubectl cp into the pod: exit %d: %s", code, errOut)
+	}
+	if _, errOut, code := ab.kubectlRun("", "cp", "web:"+filepath.Join(inPod, "tree"), filepath.Join(back, "tree")); code != 0 {
+		t.Fatalf("kubectl cp out of the pod: exit %d: %s", code, errOut)
+	}
+	for _, dir := range []string{inPod, back} {
+		for name, want := range files {
+			got, err := os.ReadFile(filepath.Join(dir, "tree", name))
+			if err != nil || !bytes.Equal(got, want) {
+				t.Errorf("%s in %s: got %d bytes (%v), want %d identical bytes", name, dir, len(got), err, len(want))
+			}
+		}
 	}
 }
