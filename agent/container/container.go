@@ -198,9 +198,13 @@ func track(cmd *exec.Cmd) *Process {
 		err := cmd.Wait()
 		code := 0
 		var ee *exec.ExitError
-		if errors.As(err, &ee) {
+		switch {
+		case errors.As(err, &ee):
 			code = exitCode(ee.ProcessState)
-		} else if err != nil {
+		case errors.Is(err, exec.ErrWaitDelay):
+			// It exited; a child it left holds its output (StartSession).
+			code = exitCode(cmd.ProcessState)
+		case err != nil:
 			code = 128
 		}
 		p.exit(code, true)

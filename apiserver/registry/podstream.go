@@ -99,49 +99,56 @@ func (r *StreamREST) Connect(ctx context.Context, name string, opts runtime.Obje
 }
 
 // location is the agent's URL for the session and the streams it asks
-// for, after the checks kube-apiserver makes: the container exists, the
-// pod has a node, exec has a command.
+// for.
 func (r *StreamREST) location(ctx context.Context, name string, opts runtime.Object) (*url.URL, translator.Options, error) {
+	pod, host, err := r.podAgent(ctx, name)
+	if err != nil {
+		return nil, translator.Options{}, err
+	}
+	return streamLocation(pod, host, opts)
+}
+
+// streamLocation is the URL on the agent at host for a session with pod,
+// after the checks kube-apiserver makes: exec has a command, exec and
+// attach at least one stream, the container is the pod's (or the pod has
+// only one). The agent's paths and query are kubelet's.
+func streamLocation(pod *corev1.Pod, host string, opts runtime.Object) (*url.URL, translator.Options, error) {
 	var container string
 	var streams translator.Options
 	q := url.Values{}
+	verb := verbPortForward
 	switch o := opts.(type) {
 	case *corev1.PodExecOptions:
 		if len(o.Command) == 0 {
 			return nil, streams, apierrors.NewBadRequest("you must specify at least 1 command")
 		}
-		container, streams = o.Container, translator.Options{Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, Tty: o.TTY}
+		verb, container = verbExec, o.Container
+		streams = translator.Options{Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, Tty: o.TTY}
 		q["command"] = o.Command
 	case *corev1.PodAttachOptions:
-		container, streams = o.Container, translator.Options{Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, Tty: o.TTY}
+		verb, container = verbAttach, o.Container
+		streams = translator.Options{Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, Tty: o.TTY}
 	case *corev1.PodPortForwardOptions:
 		for _, p := range o.Ports {
 			q.Add("port", strconv.Itoa(int(p)))
 		}
+		return &url.URL{Scheme: "https", Host: host, Path: "/portForward/" + pod.Namespace + "/" + pod.Name, RawQuery: q.Encode()}, streams, nil
 	default:
 		return nil, streams, apierrors.NewBadRequest(fmt.Sprintf("invalid options object: %T", opts))
 	}
-	if r.verb != verbPortForward {
-		if !streams.Stdin && !streams.Stdout && !streams.Stderr {
-			return nil, streams, apierrors.NewBadRequest("you must specify at least 1 of stdin, stdout, stderr")
-		}
-		for k, on := range map[string]bool{"input": streams.Stdin, "output": streams.Stdout, "error": streams.Stderr, "tty": streams.Tty} {
-			if on {
-				q.Set(k, "1")
-			}
+	if !streams.Stdin && !streams.Stdout && !streams.Stderr {
+		return nil, streams, apierrors.NewBadRequest("you must specify at least 1 of stdin, stdout, stderr")
+	}
+	for k, on := range map[string]bool{"input": streams.Stdin, "output": streams.Stdout, "error": streams.Stderr, "tty": streams.Tty} {
+		if on {
+			q.Set(k, "1")
 		}
 	}
-	pod, host, err := r.podAgent(ctx, name)
+	container, err := logContainer(pod, container)
 	if err != nil {
 		return nil, streams, err
 	}
-	p := "/portForward/" + pod.Namespace + "/" + pod.Name
-	if r.verb != verbPortForward {
-		if container, err = logContainer(pod, container); err != nil {
-			return nil, streams, err
-		}
-		p = "/" + string(r.verb) + "/" + pod.Namespace + "/" + pod.Name + "/" + container
-	}
+	p := "/" + string(verb) + "/" + pod.Namespace + "/" + pod.Name + "/" + container
 	return &url.URL{Scheme: "https", Host: host, Path: p, RawQuery: q.Encode()}, streams, nil
 }
 
