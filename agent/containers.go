@@ -164,7 +164,18 @@ func (a *Agent) spawn(rt *podRuntime, pod *corev1.Pod, c *corev1.Container, cr *
 	}
 	cr.st.ExitFile = spec.ExitFile
 	spec.UID, spec.GID = runAs(pod, c)
-	return a.runtime.Start(spec)
+	cr.stdin = nil
+	if !c.Stdin {
+		return a.runtime.Start(spec)
+	}
+	held, started, err := holdStdin(&spec, c.TTY, c.StdinOnce, log)
+	if err != nil {
+		return nil, err
+	}
+	proc, err := a.runtime.Start(spec)
+	started(proc, err)
+	cr.stdin = held
+	return proc, err
 }
 
 // containerEnv is the container's environment as kubelet makes it.

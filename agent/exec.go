@@ -227,16 +227,7 @@ func runTTY(cs *commandStreams, spec container.Spec) (int, error) {
 	}
 	defer master.Close()
 	if cs.resize != nil {
-		go func() {
-			dec := json.NewDecoder(cs.resize)
-			for {
-				var size remotecommandSize
-				if dec.Decode(&size) != nil {
-					return
-				}
-				container.SetSize(master, size.Width, size.Height)
-			}
-		}()
+		go decodeResizes(cs.resize, func(w, h uint16) { container.SetSize(master, w, h) })
 	}
 	proc, err := container.StartSession(spec, container.Session{Stdin: slave, Stdout: slave, Stderr: slave, TTY: true})
 	slave.Close()
@@ -263,8 +254,15 @@ func runTTY(cs *commandStreams, spec container.Spec) (int, error) {
 	return code, nil
 }
 
-// remotecommandSize is a resize event as kubectl sends it.
-type remotecommandSize struct {
-	Width  uint16 `json:"Width"`
-	Height uint16 `json:"Height"`
+// decodeResizes applies the client's resize events (JSON objects, one
+// after another, as kubectl sends them) until the stream ends.
+func decodeResizes(r io.Reader, set func(width, height uint16)) {
+	dec := json.NewDecoder(r)
+	for {
+		var size struct{ Width, Height uint16 }
+		if dec.Decode(&size) != nil {
+			return
+		}
+		set(size.Width, size.Height)
+	}
 }

@@ -4,6 +4,7 @@ package agent
 
 import (
 	"fmt"
+	"path/filepath"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -19,6 +20,8 @@ type execTarget struct {
 	ns       container.Namespaces
 	mounts   []container.Mount
 	uid, gid *int64
+	log      string     // the current run's log file
+	stdin    *heldStdin // nil unless the container has stdin: true
 }
 
 // podTargets are the parts of a pod that streaming sessions reach: its
@@ -43,7 +46,8 @@ func (a *Agent) publishTargets(w *podWorker) {
 				if !ok || !running(cr.proc) {
 					continue
 				}
-				t := &execTarget{proc: cr.proc, env: cr.env, ns: rt.namespaces(), mounts: rt.st.Mounts}
+				t := &execTarget{proc: cr.proc, env: cr.env, ns: rt.namespaces(), mounts: rt.st.Mounts, stdin: cr.stdin,
+					log: filepath.Join(rt.dir, "logs", cs[i].Name, fmt.Sprintf("%d.log", cr.st.RestartCount))}
 				t.uid, t.gid = runAs(pod, &cs[i])
 				pt.ctrs[cs[i].Name] = t
 			}

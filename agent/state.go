@@ -89,6 +89,7 @@ type ctrRuntime struct {
 	waitReason  string
 	waitMessage string
 	env         []string
+	stdin       *heldStdin // the current run's, for kubectl attach
 }
 
 func (a *Agent) podDir(uid types.UID) string {

@@ -84,10 +84,11 @@ func writeStatus(w http.ResponseWriter, code int, msg string) {
 func streamType(st httpstream.Stream) string { return st.Headers().Get(corev1.StreamType) }
 
 // addStreamRoutes adds the streaming endpoints kubelet serves to the API
-// server (exec, port-forward) and the diagnostics nodes/proxy reaches.
+// server (exec, attach, port-forward) and the diagnostics nodes/proxy reaches.
 func (a *Agent) addStreamRoutes(mux *http.ServeMux) {
 	for _, m := range []string{"GET", "POST"} {
 		mux.HandleFunc(m+" /exec/{namespace}/{pod}/{container}", a.serveExec)
+		mux.HandleFunc(m+" /attach/{namespace}/{pod}/{container}", a.serveAttach)
 		mux.HandleFunc(m+" /portForward/{namespace}/{pod}", a.servePortForward)
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok")) })

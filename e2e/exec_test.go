@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -121,6 +122,14 @@ func TestExec(t *testing.T) {
 	broken := sh("broken", "")
 	broken.Spec.Containers[0].Command = []string{"/nonexistent/server"}
 	ab.create(broken)
+	reader := sh("reader", `while read l; do echo "got $l"; done; echo bye`)
+	reader.Spec.Containers[0].Stdin, reader.Spec.Containers[0].StdinOnce = true, true
+	reader.Spec.RestartPolicy = corev1.RestartPolicyNever
+	ab.create(reader)
+	ab.create(sh("ticker", "while true; do echo tick; sleep 0.2; done"))
+	term := sh("term", "exec sh")
+	term.Spec.Containers[0].Stdin, term.Spec.Containers[0].TTY = true, true
+	ab.create(term)
 	ab.waitPod("web", 30*time.Second, "Running", runningReady)
 	fds0, g0 := ab.agentUsage()
 
@@ -161,6 +170,7 @@ func TestExec(t *testing.T) {
 		})
 	}
 	t.Run("tty", func(t *testing.T) { execTTY(t, ab) })
+	t.Run("attach", func(t *testing.T) { attach(t, ab) })
 	t.Run("kubectl cp both ways", func(t *testing.T) { copyBothWays(t, ab) })
 	t.Run("SPDY fallback", func(t *testing.T) {
 		t.Setenv("KUBECTL_REMOTE_COMMAND_WEBSOCKETS", "false")
@@ -220,42 +230,130 @@ func anonymousPost(t *testing.T, ab *agentBed, path string) int {
 	return resp.StatusCode
 }
 
-// execTTY runs an interactive shell with kubectl exec -it, its terminal a
-// pty the test holds.
-func execTTY(t *testing.T, ab *agentBed) {
+// ptyKubectl is kubectl running on a pty the test holds, as in a user's
+// terminal.
+type ptyKubectl struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	master *os.File
+	mu     sync.Mutex
+	out    bytes.Buffer
+	copied chan struct{}
+}
+
+func startOnPTY(t *testing.T, ab *agentBed, args ...string) *ptyKubectl {
+	t.Helper()
 	master, slave, err := container.OpenPTY()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer master.Close()
 	container.SetSize(master, 91, 33)
-	cmd := ab.kubectlCmd("exec", "-it", "web", "--", "sh")
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-	if err := cmd.Start(); err != nil {
+	k := &ptyKubectl{t: t, cmd: ab.kubectlCmd(args...), master: master, copied: make(chan struct{})}
+	k.cmd.Stdin, k.cmd.Stdout, k.cmd.Stderr = slave, slave, slave
+	k.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := k.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	slave.Close()
-	var out bytes.Buffer
-	copied := make(chan struct{})
-	go func() { io.Copy(&out, master); close(copied) }()
-	// A shell that reads a terminal: tty names it, stty reports the size
-	// kubectl passed on, and the exit status comes back as kubectl's.
-	master.Write([]byte("tty; stty size; echo marker-$((40+2))\n"))
-	time.Sleep(time.Second)
-	master.Write([]byte("exit 5\n"))
-	err = cmd.Wait()
-	master.SetReadDeadline(time.Now().Add(2 * time.Second))
-	<-copied
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 5 {
-		t.Errorf("kubectl exec -it: got %v, want exit 5; output %q", err, out.String())
+	go func() {
+		defer close(k.copied)
+		buf := make([]byte, 4096)
+		for {
+			n, err := master.Read(buf)
+			k.mu.Lock()
+			k.out.Write(buf[:n])
+			k.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return k
+}
+
+func (k *ptyKubectl) output() string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.out.String()
+}
+
+// typeUntil types line into the terminal until want shows in the output
+// (a session may need a moment before it reads its input).
+func (k *ptyKubectl) typeUntil(line, want string) {
+	k.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(k.output(), want) {
+		if time.Now().After(deadline) {
+			k.t.Fatalf("no %q in the terminal after typing %q; output %q", want, line, k.output())
+		}
+		k.master.Write([]byte(line))
+		time.Sleep(300 * time.Millisecond)
 	}
-	for _, want := range []string{"/dev/pts/", "33 91", "marker-42"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("kubectl exec -it: output %q lacks %q", out.String(), want)
+}
+
+// wait waits for kubectl to exit and returns its exit code.
+func (k *ptyKubectl) wait() int {
+	k.t.Helper()
+	err := k.cmd.Wait()
+	k.master.SetReadDeadline(time.Now().Add(2 * time.Second))
+	<-k.copied
+	k.master.Close()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	return 0
+}
+
+// execTTY runs an interactive shell with kubectl exec -it: tty names its
+// terminal, stty reports the size kubectl passed on, and the shell's exit
+// status comes back as kubectl's.
+func execTTY(t *testing.T, ab *agentBed) {
+	k := startOnPTY(t, ab, "exec", "-it", "web", "--", "sh")
+	k.typeUntil("tty; stty size; echo marker-$((40+2))\n", "marker-42")
+	k.master.Write([]byte("exit 5\n"))
+	if code := k.wait(); code != 5 {
+		t.Errorf("kubectl exec -it: got exit %d, want 5; output %q", code, k.output())
+	}
+	for _, want := range []string{"/dev/pts/", "33 91"} {
+		if !strings.Contains(k.output(), want) {
+			t.Errorf("kubectl exec -it: output %q lacks %q", k.output(), want)
 		}
 	}
+}
+
+// attach: kubectl attach -i feeds a container's held stdin and shows its
+// output; -it reaches a shell on the container's own terminal.
+func attach(t *testing.T, ab *agentBed) {
+	ab.waitPod("reader", 30*time.Second, "Running", runningReady)
+	ab.waitPod("term", 30*time.Second, "Running", runningReady)
+	t.Run("stdin", func(t *testing.T) {
+		out, errOut, code := ab.kubectlRun("one\ntwo\n", "attach", "-i", "reader")
+		for _, want := range []string{"got one\n", "got two\n", "bye\n"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("kubectl attach -i: output %q (exit %d, stderr %q) lacks %q", out, code, errOut, want)
+			}
+		}
+	})
+	t.Run("tty", func(t *testing.T) {
+		k := startOnPTY(t, ab, "attach", "-it", "term")
+		k.typeUntil("echo marker-$((40+2)) $(tty)\n", "marker-42 /dev/pts/")
+		k.master.Write([]byte("exit\n"))
+		if code := k.wait(); code != 0 {
+			t.Errorf("kubectl attach -it: got exit %d, want 0; output %q", code, k.output())
+		}
+	})
+	t.Run("output of a container without stdin", func(t *testing.T) {
+		ab.waitPod("ticker", 30*time.Second, "Running", runningReady)
+		k := startOnPTY(t, ab, "attach", "ticker")
+		// What the container writes from now on: new ticks.
+		waitFor(t, 20*time.Second, func() bool { return strings.Count(k.output(), "tick") >= 2 })
+		k.cmd.Process.Kill()
+		k.wait()
+	})
 }
 
 // execBadInput: a container name the pod lacks, a pod whose container is
