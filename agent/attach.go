@@ -102,7 +102,7 @@ func (h *heldStdin) close() {
 // from now on (its log) comes back until it exits or the client leaves.
 func (a *Agent) serveAttach(w http.ResponseWriter, r *http.Request) {
 	ns, name, ctr := r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container")
-	t, err := a.container(ns, name, ctr)
+	t, err := a.runningContainer(ns, name, ctr)
 	if err != nil {
 		writeStatus(w, http.StatusNotFound, err.Error())
 		return
@@ -115,7 +115,7 @@ func (a *Agent) serveAttach(w http.ResponseWriter, r *http.Request) {
 	defer log.Close()
 	log.Seek(0, io.SeekEnd)
 	req := parseStreamRequest(r)
-	s, _ := upgradeSPDY(w, r, []string{remoteCommandV4})
+	s := upgradeSPDY(w, r, []string{remoteCommandV4})
 	if s == nil {
 		return
 	}

@@ -113,13 +113,13 @@ func (a *Agent) serveExec(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, http.StatusBadRequest, "you must specify at least 1 command")
 		return
 	}
-	t, err := a.container(ns, name, ctr)
+	t, err := a.runningContainer(ns, name, ctr)
 	if err != nil {
 		writeStatus(w, http.StatusNotFound, err.Error())
 		return
 	}
 	req := parseStreamRequest(r)
-	s, _ := upgradeSPDY(w, r, []string{remoteCommandV4})
+	s := upgradeSPDY(w, r, []string{remoteCommandV4})
 	if s == nil {
 		return
 	}
@@ -167,13 +167,12 @@ func (a *Agent) runCommand(cs *commandStreams, t *execTarget, command []string, 
 		if err != nil {
 			return 0, err
 		}
-		defer pr.Close()
 		go func() { io.Copy(pw, cs.stdin); pw.Close() }()
 		sess.Stdin = pr
 	}
 	proc, err := container.StartSession(spec, sess)
 	if sess.Stdin != nil {
-		sess.Stdin.Close()
+		sess.Stdin.Close() // the command's copy is its own
 	}
 	if err != nil {
 		return 0, err

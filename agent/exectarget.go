@@ -101,8 +101,9 @@ func (a *Agent) targets(namespace, name string) (*corev1.Pod, *podTargets, error
 	return pod, w.targets, nil
 }
 
-// container returns the running container ctr of pod namespace/name.
-func (a *Agent) container(namespace, name, ctr string) (*execTarget, error) {
+// runningContainer returns the running container ctr of pod
+// namespace/name.
+func (a *Agent) runningContainer(namespace, name, ctr string) (*execTarget, error) {
 	_, pt, err := a.targets(namespace, name)
 	if err != nil {
 		return nil, err

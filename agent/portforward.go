@@ -35,7 +35,7 @@ func (a *Agent) servePortForward(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, http.StatusNotFound, err.Error())
 		return
 	}
-	s, _ := upgradeSPDY(w, r, []string{portForwardV1})
+	s := upgradeSPDY(w, r, []string{portForwardV1})
 	if s == nil {
 		return
 	}

@@ -37,14 +37,14 @@ type spdySession struct {
 // request to SPDY. When it returns nil it has answered the request itself
 // (no common protocol, not an upgrade request). close must be called when
 // the session ends.
-func upgradeSPDY(w http.ResponseWriter, r *http.Request, protocols []string) (*spdySession, string) {
+func upgradeSPDY(w http.ResponseWriter, r *http.Request, protocols []string) *spdySession {
 	proto, err := httpstream.Handshake(r, w, protocols)
 	if err != nil {
-		return nil, ""
+		return nil
 	}
 	if proto == "" {
 		writeStatus(w, http.StatusBadRequest, "unable to upgrade: the client named no stream protocol; supported: "+protocols[0])
-		return nil, ""
+		return nil
 	}
 	s := &spdySession{streams: make(chan httpstream.Stream), done: make(chan struct{})}
 	s.conn = spdy.NewResponseUpgraderWithPings(streamPingPeriod).UpgradeResponse(w, r,
@@ -57,10 +57,10 @@ func upgradeSPDY(w http.ResponseWriter, r *http.Request, protocols []string) (*s
 			return nil
 		})
 	if s.conn == nil {
-		return nil, ""
+		return nil
 	}
 	s.conn.SetIdleTimeout(streamIdleTimeout)
-	return s, proto
+	return s
 }
 
 // close ends the session: streams still arriving are reset, the

@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"runtime"
 	"syscall"
 	"time"
 
@@ -108,46 +107,13 @@ func control(f *os.File, op func(fd int) error) error {
 // DialIn opens a TCP connection to addr from inside the network namespace
 // netns (a /proc/PID/ns/net path; "" dials from the agent's own). The
 // socket is made by a thread that entered netns, so it belongs there for
-// its whole life; the thread returns to the agent's namespace afterwards,
-// or, if it cannot, is discarded by the runtime.
+// its whole life.
 func DialIn(ctx context.Context, netns, addr string) (net.Conn, error) {
 	var d net.Dialer
-	if netns == "" {
-		return d.DialContext(ctx, "tcp", addr)
-	}
-	type result struct {
-		c   net.Conn
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			runtime.UnlockOSThread()
-			done <- result{nil, err}
-			return
-		}
-		defer unix.Close(orig)
-		fd, err := unix.Open(netns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			runtime.UnlockOSThread()
-			done <- result{nil, fmt.Errorf("open %s: %w", netns, err)}
-			return
-		}
-		err = unix.Setns(fd, unix.CLONE_NEWNET)
-		unix.Close(fd)
-		if err != nil {
-			runtime.UnlockOSThread()
-			done <- result{nil, fmt.Errorf("enter %s: %w", netns, err)}
-			return
-		}
-		c, err := d.DialContext(ctx, "tcp", addr)
-		if unix.Setns(orig, unix.CLONE_NEWNET) == nil {
-			runtime.UnlockOSThread()
-		}
-		done <- result{c, err}
-	}()
-	r := <-done
-	return r.c, r.err
+	var c net.Conn
+	err := inNamespaces(Namespaces{Net: netns}, func() (err error) {
+		c, err = d.DialContext(ctx, "tcp", addr)
+		return err
+	})
+	return c, err
 }
