@@ -22,6 +22,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"portal.dev/portal/agent/container"
 )
@@ -200,6 +201,31 @@ func TestExec(t *testing.T) {
 			code := anonymousPost(t, ab, "/api/v1/namespaces/default/pods/web/"+sub)
 			if code != http.StatusUnauthorized {
 				t.Errorf("anonymous POST pods/%s: got %d, want 401", sub, code)
+			}
+		}
+	})
+	t.Run("the agent's port serves the API server only", func(t *testing.T) {
+		admin, err := clientcmd.BuildConfigFromFlags("", ab.server.Kubeconfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		adminCert, err := tls.X509KeyPair(admin.TLSClientConfig.CertData, admin.TLSClientConfig.KeyData)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, path := range []string{"/exec/default/web/main?command=true&output=1", "/attach/default/web/main?output=1", "/portForward/default/web"} {
+			for _, certs := range [][]tls.Certificate{{adminCert}, nil} {
+				c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: ab.node.DialContext,
+					TLSClientConfig: &tls.Config{Certificates: certs, InsecureSkipVerify: true}}}
+				resp, err := c.Post("https://"+agentNodeIP+":10250"+path, "", nil)
+				if err == nil {
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusForbidden {
+						t.Errorf("POST %s with %d client certificates: got %d, want 403 or no TLS session", path, len(certs), resp.StatusCode)
+					}
+				} else if len(certs) > 0 {
+					t.Errorf("POST %s with the admin certificate: %v, want 403", path, err)
+				}
 			}
 		}
 	})
