@@ -200,7 +200,7 @@ func (a *Agent) commandSpec(t *execTarget, command []string) (container.Spec, er
 		}
 		return container.Spec{Path: nsenter, Args: append(append(args, "--", path), command[1:]...), Env: t.env}, nil
 	}
-	return container.Spec{Path: path, Args: command, Env: t.env, Namespaces: t.ns, Mounts: t.mounts,
+	return container.Spec{Path: path, Args: command, Env: t.env, Dir: t.dir, Namespaces: t.ns, Mounts: t.mounts,
 		Init: a.opts.InitPath, UID: t.uid, GID: t.gid}, nil
 }
 

@@ -17,6 +17,7 @@ import (
 type execTarget struct {
 	proc     Process
 	env      []string
+	dir      string // the container's workingDir
 	ns       container.Namespaces
 	mounts   []container.Mount
 	uid, gid *int64
@@ -46,7 +47,7 @@ func (a *Agent) publishTargets(w *podWorker) {
 				if !ok || !running(cr.proc) {
 					continue
 				}
-				t := &execTarget{proc: cr.proc, env: cr.env, ns: rt.namespaces(), mounts: rt.st.Mounts, stdin: cr.stdin,
+				t := &execTarget{proc: cr.proc, env: cr.env, dir: cs[i].WorkingDir, ns: rt.namespaces(), mounts: rt.st.Mounts, stdin: cr.stdin,
 					log: filepath.Join(rt.dir, "logs", cs[i].Name, fmt.Sprintf("%d.log", cr.st.RestartCount))}
 				t.uid, t.gid = runAs(pod, &cs[i])
 				pt.ctrs[cs[i].Name] = t

@@ -372,6 +372,13 @@ func attach(t *testing.T, ab *agentBed) {
 			t.Errorf("kubectl attach -it: got exit %d, want 0; output %q", code, k.output())
 		}
 	})
+	t.Run("kubectl run -i --rm", func(t *testing.T) {
+		out, errOut, code := ab.kubectlRun("hi\n", "run", "-i", "--rm", "--restart=Never", "once", "--image=debian",
+			"--command", "--", "sh", "-c", `read l; echo "got $l"`)
+		if !strings.Contains(out, "got hi") || code != 0 {
+			t.Errorf("kubectl run -i --rm: got %q (exit %d, stderr %q), want got hi", out, code, errOut)
+		}
+	})
 	t.Run("output of a container without stdin", func(t *testing.T) {
 		ab.waitPod("ticker", 30*time.Second, "Running", runningReady)
 		k := startOnPTY(t, ab, "attach", "ticker")
