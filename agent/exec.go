@@ -61,20 +61,29 @@ func acceptStreams(s *spdySession, req streamRequest) (*commandStreams, error) {
 	}
 	timeout := time.NewTimer(streamCreationTimeout)
 	defer timeout.Stop()
+	var replies []<-chan struct{}
 	for missing > 0 {
 		select {
 		case st := <-s.streams:
 			slot, ok := slots[streamType(st)]
 			if !ok || !want[streamType(st)] || *slot != nil {
-				st.Reset()
+				go func() { <-st.replySent; st.Reset() }()
 				continue
 			}
-			*slot = st
+			*slot = st.Stream
+			replies = append(replies, st.replySent)
 			missing--
 		case <-s.conn.CloseChan():
 			return nil, errors.New("connection closed before the streams were opened")
 		case <-timeout.C:
 			return nil, fmt.Errorf("timed out after %v waiting for the client's streams", streamCreationTimeout)
+		}
+	}
+	for _, r := range replies {
+		select {
+		case <-r:
+		case <-s.conn.CloseChan():
+			return nil, errors.New("connection closed before the streams were opened")
 		}
 	}
 	return cs, nil

@@ -12,7 +12,6 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/streaming/pkg/httpstream"
 
 	"portal.dev/portal/agent/container"
 )
@@ -57,7 +56,7 @@ type forwarder struct {
 // streamPair is one forwarded connection's streams.
 type streamPair struct {
 	port        int
-	data, error httpstream.Stream
+	data, error newStream
 }
 
 // run pairs the streams as they arrive and forwards each complete pair,
@@ -79,12 +78,12 @@ func (f *forwarder) run(ctx context.Context) {
 	}
 }
 
-func (f *forwarder) add(ctx context.Context, st httpstream.Stream) {
+func (f *forwarder) add(ctx context.Context, st newStream) {
 	h := st.Headers()
 	id := h.Get(corev1.PortForwardRequestIDHeader)
 	port, err := strconv.Atoi(h.Get(corev1.PortHeader))
 	if err != nil || port <= 0 || port > 65535 {
-		st.Reset()
+		go func() { <-st.replySent; st.Reset() }()
 		return
 	}
 	p := f.pending[id]
@@ -98,16 +97,23 @@ func (f *forwarder) add(ctx context.Context, st httpstream.Stream) {
 	case corev1.StreamTypeData:
 		p.data = st
 	default:
-		st.Reset()
+		go func() { <-st.replySent; st.Reset() }()
 		return
 	}
-	if p.error == nil || p.data == nil {
+	if p.error.Stream == nil || p.data.Stream == nil {
 		return
 	}
 	delete(f.pending, id)
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
+		for _, r := range []<-chan struct{}{p.data.replySent, p.error.replySent} {
+			select {
+			case <-r:
+			case <-ctx.Done():
+				return
+			}
+		}
 		f.forward(ctx, p)
 		f.sess.conn.RemoveStreams(p.data, p.error)
 	}()

@@ -29,8 +29,16 @@ const (
 // opens, delivered on streams until the session ends.
 type spdySession struct {
 	conn    httpstream.Connection
-	streams chan httpstream.Stream
+	streams chan newStream
 	done    chan struct{}
+}
+
+// newStream is a stream the client opened. Until replySent is closed the
+// client has not been told the stream exists: writing to or resetting it
+// before then makes the client's open fail ("Stream reset").
+type newStream struct {
+	httpstream.Stream
+	replySent <-chan struct{}
 }
 
 // upgradeSPDY negotiates one of protocols with the client and upgrades the
@@ -46,11 +54,11 @@ func upgradeSPDY(w http.ResponseWriter, r *http.Request, protocols []string) *sp
 		writeStatus(w, http.StatusBadRequest, "unable to upgrade: the client named no stream protocol; supported: "+protocols[0])
 		return nil
 	}
-	s := &spdySession{streams: make(chan httpstream.Stream), done: make(chan struct{})}
+	s := &spdySession{streams: make(chan newStream), done: make(chan struct{})}
 	s.conn = spdy.NewResponseUpgraderWithPings(streamPingPeriod).UpgradeResponse(w, r,
-		func(st httpstream.Stream, _ <-chan struct{}) error {
+		func(st httpstream.Stream, replySent <-chan struct{}) error {
 			select {
-			case s.streams <- st:
+			case s.streams <- newStream{st, replySent}:
 			case <-s.done:
 				st.Reset()
 			}
