@@ -119,11 +119,19 @@ func (f *forwarder) add(ctx context.Context, st newStream) {
 	}()
 }
 
-// forward copies one connection both ways. A port nobody listens on is
+// forward copies one connection both ways, to the pod's loopback (IPv4,
+// else IPv6). A port nobody listens on is
 // reported on the error stream in kubelet's words, which kubectl prints.
 func (f *forwarder) forward(ctx context.Context, p *streamPair) {
 	defer p.error.Close()
-	conn, err := container.DialIn(ctx, f.netns, net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port)))
+	port := strconv.Itoa(p.port)
+	conn, err := container.DialIn(ctx, f.netns, net.JoinHostPort("127.0.0.1", port))
+	if err != nil {
+		// A server bound to the IPv6 loopback only, as kubelet also tries.
+		if c6, err6 := container.DialIn(ctx, f.netns, net.JoinHostPort("::1", port)); err6 == nil {
+			conn, err = c6, nil
+		}
+	}
 	if err != nil {
 		fmt.Fprintf(p.error, "error forwarding port %d to pod %s, uid %v: %v", p.port, f.pod.Name, f.pod.UID, err)
 		p.data.Reset()
