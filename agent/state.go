@@ -81,6 +81,7 @@ func (rt *podRuntime) key() string { return rt.st.Namespace + "/" + rt.st.Name }
 type ctrRuntime struct {
 	st          *ctrState
 	proc        Process
+	stdin       *heldStdin // the current run's, for kubectl attach
 	cancel      context.CancelFunc
 	started     atomic.Bool
 	ready       atomic.Bool
@@ -89,7 +90,6 @@ type ctrRuntime struct {
 	waitReason  string
 	waitMessage string
 	env         []string
-	stdin       *heldStdin // the current run's, for kubectl attach
 }
 
 func (a *Agent) podDir(uid types.UID) string {

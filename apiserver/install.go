@@ -41,12 +41,8 @@ func installAPIs(s *genericapiserver.GenericAPIServer, opts generic.RESTOptionsG
 		}
 	}
 	core := storages[corev1.SchemeGroupVersion]
-	pods, nodes := core["pods"].(*registry.REST), core["nodes"].(*registry.REST)
-	core["pods/log"] = registry.NewLogREST(pods, nodes, cfg.AgentTransport)
-	core["pods/exec"] = registry.NewExecREST(pods, nodes, cfg.AgentTransport)
-	core["pods/attach"] = registry.NewAttachREST(pods, nodes, cfg.AgentTransport)
-	core["pods/portforward"] = registry.NewPortForwardREST(pods, nodes, cfg.AgentTransport)
-	core["nodes/proxy"] = registry.NewNodeProxyREST(nodes, cfg.AgentTransport)
+	registry.AddStreamingSubresources(core, cfg.AgentTransport)
+	core["pods/log"] = registry.NewLogREST(core["pods"].(*registry.REST), core["nodes"].(*registry.REST), cfg.AgentTransport)
 	var groups []*genericapiserver.APIGroupInfo
 	for _, g := range scheme.Groups {
 		info := genericapiserver.NewDefaultAPIGroupInfo(g.Version.Group, scheme.Scheme, scheme.ParameterCodec, scheme.Codecs)

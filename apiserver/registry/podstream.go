@@ -41,6 +41,18 @@ type StreamREST struct {
 	verb        streamVerb
 }
 
+// AddStreamingSubresources adds pods/exec, pods/attach, pods/portforward
+// and nodes/proxy to core, the core group's storage, which holds pods and
+// nodes; transport carries the API server's client certificate to the
+// agents.
+func AddStreamingSubresources(core map[string]rest.Storage, transport http.RoundTripper) {
+	pods, nodes := core["pods"].(*REST), core["nodes"].(*REST)
+	core["pods/exec"] = NewExecREST(pods, nodes, transport)
+	core["pods/attach"] = NewAttachREST(pods, nodes, transport)
+	core["pods/portforward"] = NewPortForwardREST(pods, nodes, transport)
+	core["nodes/proxy"] = NewNodeProxyREST(nodes, transport)
+}
+
 // NewExecREST returns pods/exec; transport carries the API server's client
 // certificate to the agents.
 func NewExecREST(pods, nodes *REST, transport http.RoundTripper) *StreamREST {
