@@ -198,7 +198,7 @@ func (a *Agent) commandSpec(t *execTarget, command []string) (container.Spec, er
 	if err != nil {
 		return container.Spec{}, err
 	}
-	if nsenter := nsenterPath(); nsenter != "" {
+	if nsenter := nsenterPath(); nsenter != "" && running(t.proc) {
 		pid, _ := t.proc.ID()
 		args := []string{"nsenter", "--target", strconv.Itoa(pid), "--mount", "--uts", "--ipc", "--net", "--wd"}
 		if t.uid != nil {
