@@ -31,7 +31,19 @@
 //	GET /containerLogs/{namespace}/{pod}/{container}?follow=true&previous=true&tailLines=N
 //
 // the output of the container's current run (previous: the run before),
-// as kubelet serves it to the API server's pods/log.
+// as kubelet serves it to the API server's pods/log. The same port serves
+// the streaming verbs over SPDY, as kubelet does:
+//
+//	/exec/{namespace}/{pod}/{container}?command=...&input=1&output=1&error=1&tty=1
+//	/attach/{namespace}/{pod}/{container}?...
+//	/portForward/{namespace}/{pod}
+//
+// exec joins the running container's namespaces (through nsenter, mounts
+// included); attach reaches a container started with stdin: true through
+// the stdin (or, with tty: true, the pty) the agent holds for it, which a
+// restarted agent no longer has; port-forward dials from inside the pod's
+// network namespace. kubectl cp runs tar through exec: the pod, which sees
+// the node's filesystem, needs tar there.
 package agent
 
 import (

@@ -166,18 +166,19 @@ func (a *Agent) spawn(rt *podRuntime, pod *corev1.Pod, c *corev1.Container, cr *
 		return nil, err
 	}
 	cr.st.ExitFile = spec.ExitFile
-	if sc := c.SecurityContext; sc != nil {
-		spec.UID, spec.GID = sc.RunAsUser, sc.RunAsGroup
+	spec.UID, spec.GID = runAs(pod, c)
+	cr.stdin = nil
+	if !c.Stdin {
+		return a.runtime.Start(spec)
 	}
-	if psc := pod.Spec.SecurityContext; psc != nil {
-		if spec.UID == nil {
-			spec.UID = psc.RunAsUser
-		}
-		if spec.GID == nil {
-			spec.GID = psc.RunAsGroup
-		}
+	held, started, err := holdStdin(&spec, c.TTY, c.StdinOnce, log)
+	if err != nil {
+		return nil, err
 	}
-	return a.runtime.Start(spec)
+	proc, err := a.runtime.Start(spec)
+	started(proc, err)
+	cr.stdin = held
+	return proc, err
 }
 
 // containerEnv is the container's environment as kubelet makes it.

@@ -24,6 +24,9 @@ type podWorker struct {
 	pod     *corev1.Pod
 	deleted bool
 	rt      *podRuntime
+	// targets are what exec and port-forward reach; written by the
+	// worker after each sync.
+	targets *podTargets
 }
 
 func (w *podWorker) kick() {
@@ -98,6 +101,7 @@ func (a *Agent) runWorker(ctx context.Context, w *podWorker) {
 		case <-timer.C:
 		}
 		next, done := a.syncPod(ctx, w)
+		a.publishTargets(w)
 		if done {
 			a.mu.Lock()
 			if a.workers[w.uid] == w {

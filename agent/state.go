@@ -85,6 +85,7 @@ func (rt *podRuntime) key() string { return rt.st.Namespace + "/" + rt.st.Name }
 type ctrRuntime struct {
 	st          *ctrState
 	proc        Process
+	stdin       *heldStdin // the current run's, for kubectl attach
 	cancel      context.CancelFunc
 	started     atomic.Bool
 	ready       atomic.Bool

@@ -64,7 +64,13 @@ type Spec struct {
 	// Stdout and Stderr receive the output; *os.File avoids copying
 	// goroutines.
 	Stdout, Stderr io.Writer
-	Namespaces     Namespaces
+	// Stdin, when set, is the command's standard input (a container with
+	// stdin: true, which the agent keeps open for kubectl attach).
+	Stdin *os.File
+	// TTY makes the command lead a new session with Stdin, a pty's slave
+	// side, as its controlling terminal.
+	TTY        bool
+	Namespaces Namespaces
 	// Mounts need Init.
 	Mounts []Mount
 	// Init is the init helper's executable (the portal binary); "" runs
@@ -139,7 +145,7 @@ func Start(spec Spec) (*Process, error) {
 		}
 	}
 	path, args := spec.Path, spec.Args
-	attr := &syscall.SysProcAttr{Setpgid: true, Cloneflags: spec.NewNamespaces}
+	attr := &syscall.SysProcAttr{Setpgid: !spec.TTY, Setsid: spec.TTY, Setctty: spec.TTY, Cloneflags: spec.NewNamespaces}
 	if spec.Init != "" {
 		path = spec.Init
 		args = initArgs(spec)
@@ -152,6 +158,9 @@ func Start(spec Spec) (*Process, error) {
 	}
 	cmd := &exec.Cmd{Path: path, Args: args, Env: spec.Env, Dir: spec.Dir,
 		Stdout: spec.Stdout, Stderr: spec.Stderr, SysProcAttr: attr}
+	if spec.Stdin != nil {
+		cmd.Stdin = spec.Stdin
+	}
 	if err := inNamespaces(spec.Namespaces, cmd.Start); err != nil {
 		return nil, err
 	}
@@ -198,9 +207,13 @@ func track(cmd *exec.Cmd) *Process {
 		err := cmd.Wait()
 		code := 0
 		var ee *exec.ExitError
-		if errors.As(err, &ee) {
+		switch {
+		case errors.As(err, &ee):
 			code = exitCode(ee.ProcessState)
-		} else if err != nil {
+		case errors.Is(err, exec.ErrWaitDelay):
+			// It exited; a child it left holds its output (StartSession).
+			code = exitCode(cmd.ProcessState)
+		case err != nil:
 			code = 128
 		}
 		p.exit(code, true)

@@ -151,7 +151,7 @@ func superviseExit(argv []string, uid, gid int, path string) error {
 	// the helper outlives it to record how it ended. Caught, not ignored:
 	// an ignored signal would stay ignored in the command.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
-	cmd := &exec.Cmd{Path: argv[0], Args: argv[1:], Env: os.Environ(), Stdout: os.Stdout, Stderr: os.Stderr}
+	cmd := &exec.Cmd{Path: argv[0], Args: argv[1:], Env: os.Environ(), Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
 	if uid >= 0 || gid >= 0 {
 		cred := &syscall.Credential{Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid()), Groups: []uint32{}}
 		if uid >= 0 {

@@ -17,6 +17,9 @@ import (
 // rules are the same (last value wins, booleans and integers parsed
 // strictly, a bad value is an error naming the parameter).
 func addParameterConversions(s *runtime.Scheme) error {
+	if err := addStreamParameterConversions(s); err != nil {
+		return err
+	}
 	return s.AddConversionFunc((*url.Values)(nil), (*corev1.PodLogOptions)(nil), func(a, b any, _ conversion.Scope) error {
 		return podLogOptionsFromQuery(*a.(*url.Values), b.(*corev1.PodLogOptions))
 	})

@@ -60,6 +60,7 @@ var Groups = []Group{
 		&corev1.Event{}, &corev1.EventList{},
 		&corev1.ServiceAccount{}, &corev1.ServiceAccountList{},
 		&corev1.Binding{}, &corev1.PodLogOptions{},
+		&corev1.PodExecOptions{}, &corev1.PodAttachOptions{}, &corev1.PodPortForwardOptions{}, &corev1.NodeProxyOptions{},
 	}},
 	{Version: discoveryv1.SchemeGroupVersion, Types: []runtime.Object{
 		&discoveryv1.EndpointSlice{}, &discoveryv1.EndpointSliceList{},

@@ -1,0 +1,161 @@
+//go:build linux
+
+package agent
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"portal.dev/portal/agent/container"
+)
+
+// portForwardV1 is the port-forward protocol: per connection the client
+// opens an error stream and a data stream sharing a requestID and a port.
+const portForwardV1 = "portforward.k8s.io"
+
+// servePortForward forwards the client's connections to ports inside the
+// pod's network namespace: kubectl port-forward through pods/portforward.
+// Each connection is dialled from inside the namespace to localhost, so a
+// server bound to 127.0.0.1 in the pod is reached as kubelet reaches it.
+func (a *Agent) servePortForward(w http.ResponseWriter, r *http.Request) {
+	ns, name := r.PathValue("namespace"), r.PathValue("pod")
+	pod, pt, err := a.targets(ns, name)
+	if err == nil && !pt.up {
+		err = fmt.Errorf("pod %s/%s has no sandbox on node %s", ns, name, a.opts.NodeName)
+	}
+	if err != nil {
+		writeStatus(w, http.StatusNotFound, err.Error())
+		return
+	}
+	s := upgradeSPDY(w, r, []string{portForwardV1})
+	if s == nil {
+		return
+	}
+	defer s.close()
+	f := &forwarder{sess: s, netns: pt.netns, pod: pod, pending: map[string]*streamPair{}}
+	f.run(r.Context())
+}
+
+// forwarder is one port-forward session.
+type forwarder struct {
+	sess  *spdySession
+	netns string
+	pod   *corev1.Pod
+
+	pending map[string]*streamPair // by requestID, until both streams are open
+	wg      sync.WaitGroup
+}
+
+// streamPair is one forwarded connection's streams.
+type streamPair struct {
+	port        int
+	data, error newStream
+}
+
+// run pairs the streams as they arrive and forwards each complete pair,
+// until the client closes the session; it returns once every forwarded
+// connection is closed.
+func (f *forwarder) run(ctx context.Context) {
+	ctx, cancel := context.WithCancel(ctx)
+	// Deferred calls run last first: the connections are told to end,
+	// then waited for.
+	defer f.wg.Wait()
+	defer cancel()
+	for {
+		select {
+		case st := <-f.sess.streams:
+			f.add(ctx, st)
+		case <-f.sess.conn.CloseChan():
+			return
+		}
+	}
+}
+
+func (f *forwarder) add(ctx context.Context, st newStream) {
+	h := st.Headers()
+	id := h.Get(corev1.PortForwardRequestIDHeader)
+	port, err := strconv.Atoi(h.Get(corev1.PortHeader))
+	if err != nil || port <= 0 || port > 65535 {
+		go func() { <-st.replySent; st.Reset() }()
+		return
+	}
+	p := f.pending[id]
+	if p == nil {
+		p = &streamPair{port: port}
+		f.pending[id] = p
+	}
+	switch streamType(st) {
+	case corev1.StreamTypeError:
+		p.error = st
+	case corev1.StreamTypeData:
+		p.data = st
+	default:
+		go func() { <-st.replySent; st.Reset() }()
+		return
+	}
+	if p.error.Stream == nil || p.data.Stream == nil {
+		return
+	}
+	delete(f.pending, id)
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		for _, r := range []<-chan struct{}{p.data.replySent, p.error.replySent} {
+			select {
+			case <-r:
+			case <-ctx.Done():
+				return
+			}
+		}
+		f.forward(ctx, p)
+		f.sess.conn.RemoveStreams(p.data, p.error)
+	}()
+}
+
+// forward copies one connection both ways, to the pod's loopback (IPv4,
+// else IPv6). A port nobody listens on is
+// reported on the error stream in kubelet's words, which kubectl prints.
+func (f *forwarder) forward(ctx context.Context, p *streamPair) {
+	defer p.error.Close()
+	port := strconv.Itoa(p.port)
+	conn, err := container.DialIn(ctx, f.netns, net.JoinHostPort("127.0.0.1", port))
+	if err != nil {
+		// A server bound to the IPv6 loopback only, as kubelet also tries.
+		if c6, err6 := container.DialIn(ctx, f.netns, net.JoinHostPort("::1", port)); err6 == nil {
+			conn, err = c6, nil
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(p.error, "error forwarding port %d to pod %s, uid %v: %v", p.port, f.pod.Name, f.pod.UID, err)
+		p.data.Reset()
+		return
+	}
+	defer conn.Close()
+	// The session ending (client gone) ends every connection of it.
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	toPod := make(chan struct{})
+	go func() {
+		defer close(toPod)
+		if _, err := io.Copy(conn, p.data); err != nil {
+			conn.Close()
+			return
+		}
+		conn.(*net.TCPConn).CloseWrite()
+	}()
+	// Large reads make large SPDY frames: fewer frames per byte through
+	// the API server and kubectl.
+	if _, err := io.CopyBuffer(p.data, conn, make([]byte, 256<<10)); err != nil {
+		p.data.Reset()
+	} else {
+		p.data.Close()
+	}
+	<-toPod
+}

@@ -1,0 +1,122 @@
+//go:build linux
+
+package agent
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/transport/spdy"
+)
+
+// TestForwarder speaks portforward.k8s.io to the forwarder as kubectl
+// does (an error and a data stream per connection, paired by requestID),
+// here from the agent's own network namespace: several connections at
+// once reach their port, and a closed port is reported on the error
+// stream in kubelet's words.
+func TestForwarder(t *testing.T) {
+	echo, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer echo.Close()
+	go func() {
+		for {
+			c, err := echo.Accept()
+			if err != nil {
+				return
+			}
+			go func() { io.Copy(c, c); c.Close() }()
+		}
+	}()
+	closed, _ := net.Listen("tcp", "127.0.0.1:0")
+	closedPort := closed.Addr().(*net.TCPAddr).Port
+	closed.Close()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "web", UID: "u1"}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s := upgradeSPDY(w, r, []string{portForwardV1})
+		if s == nil {
+			return
+		}
+		defer s.close()
+		(&forwarder{sess: s, pod: pod, pending: map[string]*streamPair{}}).run(r.Context())
+	}))
+	defer srv.Close()
+	conn := dialForward(t, srv.URL)
+	defer conn.Close()
+
+	echoPort := echo.Addr().(*net.TCPAddr).Port
+	type result struct {
+		id        int
+		got, errs []byte
+	}
+	results := make(chan result, 5)
+	for id := range 5 {
+		go func() {
+			data, errs := openPair(t, conn, id, echoPort)
+			fmt.Fprintf(data, "hello %d", id)
+			data.Close() // half-close: the echo ends, the forwarder closes its side
+			got, _ := io.ReadAll(data)
+			e, _ := io.ReadAll(errs)
+			results <- result{id, got, e}
+		}()
+	}
+	for range 5 {
+		r := <-results
+		if want := fmt.Sprintf("hello %d", r.id); string(r.got) != want || len(r.errs) > 0 {
+			t.Errorf("connection %d: got %q, error stream %q; want %q and no error", r.id, r.got, r.errs, want)
+		}
+	}
+
+	_, errs := openPair(t, conn, 9, closedPort)
+	e, _ := io.ReadAll(errs)
+	if want := fmt.Sprintf("error forwarding port %d to pod web, uid u1: ", closedPort); !strings.HasPrefix(string(e), want) || !strings.Contains(string(e), "connection refused") {
+		t.Errorf("closed port: error stream %q, want %q ... connection refused", e, want)
+	}
+}
+
+func dialForward(t *testing.T, base string) httpstream.Connection {
+	t.Helper()
+	rt, upgrader, err := spdy.RoundTripperFor(&rest.Config{Host: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(base + "/portForward/demo/web")
+	conn, proto, err := spdy.NewDialer(upgrader, &http.Client{Transport: rt}, "POST", u).Dial(portForwardV1)
+	if err != nil || proto != portForwardV1 {
+		t.Fatalf("dial: %v (protocol %q)", err, proto)
+	}
+	return conn
+}
+
+// openPair opens one connection's streams as kubectl does: the error
+// stream first (which only the agent writes), then the data stream.
+func openPair(t *testing.T, conn httpstream.Connection, id, port int) (data, errs httpstream.Stream) {
+	h := http.Header{}
+	h.Set(corev1.PortHeader, strconv.Itoa(port))
+	h.Set(corev1.PortForwardRequestIDHeader, strconv.Itoa(id))
+	h.Set(corev1.StreamType, corev1.StreamTypeError)
+	errs, err := conn.CreateStream(h)
+	if err != nil {
+		t.Error(err)
+		return nil, nil
+	}
+	errs.Close()
+	h.Set(corev1.StreamType, corev1.StreamTypeData)
+	data, err = conn.CreateStream(h)
+	if err != nil {
+		t.Error(err)
+	}
+	return data, errs
+}

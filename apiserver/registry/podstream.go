@@ -1,0 +1,241 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/proxy"
+	"k8s.io/apiserver/pkg/registry/rest"
+	translator "k8s.io/apiserver/pkg/util/proxy"
+	"k8s.io/streaming/pkg/httpstream/wsstream"
+)
+
+// streamVerb is one of the pod subresources that stream through the
+// pod's agent: exec, attach or portforward.
+type streamVerb string
+
+const (
+	verbExec        streamVerb = "exec"
+	verbAttach      streamVerb = "attach"
+	verbPortForward streamVerb = "portforward"
+)
+
+// StreamREST serves pods/exec, pods/attach and pods/portforward as
+// kube-apiserver does for a kubelet: it finds the pod's agent and proxies
+// the upgraded connection to it (SPDY end to end), or, for kubectl's
+// WebSocket protocols, terminates the WebSocket here and speaks SPDY to the
+// agent: v5.channel.k8s.io through the stream translator, portforward.k8s.io
+// tunnelled SPDY through the tunnelling handler. Agents speak only SPDY.
+type StreamREST struct {
+	pods, nodes *REST
+	transport   http.RoundTripper
+	verb        streamVerb
+}
+
+// AddStreamingSubresources adds pods/exec, pods/attach, pods/portforward
+// and nodes/proxy to core, the core group's storage, which holds pods and
+// nodes; transport carries the API server's client certificate to the
+// agents.
+func AddStreamingSubresources(core map[string]rest.Storage, transport http.RoundTripper) {
+	pods, nodes := core["pods"].(*REST), core["nodes"].(*REST)
+	core["pods/exec"] = NewExecREST(pods, nodes, transport)
+	core["pods/attach"] = NewAttachREST(pods, nodes, transport)
+	core["pods/portforward"] = NewPortForwardREST(pods, nodes, transport)
+	core["nodes/proxy"] = NewNodeProxyREST(nodes, transport)
+}
+
+// NewExecREST returns pods/exec; transport carries the API server's client
+// certificate to the agents.
+func NewExecREST(pods, nodes *REST, transport http.RoundTripper) *StreamREST {
+	return &StreamREST{pods: pods, nodes: nodes, transport: transport, verb: verbExec}
+}
+
+// NewAttachREST returns pods/attach.
+func NewAttachREST(pods, nodes *REST, transport http.RoundTripper) *StreamREST {
+	return &StreamREST{pods: pods, nodes: nodes, transport: transport, verb: verbAttach}
+}
+
+// NewPortForwardREST returns pods/portforward.
+func NewPortForwardREST(pods, nodes *REST, transport http.RoundTripper) *StreamREST {
+	return &StreamREST{pods: pods, nodes: nodes, transport: transport, verb: verbPortForward}
+}
+
+var _ rest.Connecter = &StreamREST{}
+
+// New returns the subresource's options object, as upstream does.
+func (r *StreamREST) New() runtime.Object {
+	obj, _, _ := r.NewConnectOptions()
+	return obj
+}
+
+// Destroy is a no-op: the pod store owns the storage.
+func (r *StreamREST) Destroy() {}
+
+// ConnectMethods are GET and POST: browsers open WebSockets with GET,
+// kubectl's SPDY client posts.
+func (r *StreamREST) ConnectMethods() []string { return []string{"GET", "POST"} }
+
+// NewConnectOptions returns the query parameters the verb takes.
+func (r *StreamREST) NewConnectOptions() (runtime.Object, bool, string) {
+	switch r.verb {
+	case verbExec:
+		return &corev1.PodExecOptions{}, false, ""
+	case verbAttach:
+		return &corev1.PodAttachOptions{}, false, ""
+	}
+	return &corev1.PodPortForwardOptions{}, false, ""
+}
+
+// Connect returns the handler that proxies one session to the pod's agent.
+func (r *StreamREST) Connect(ctx context.Context, name string, opts runtime.Object, responder rest.Responder) (http.Handler, error) {
+	loc, streams, err := r.location(ctx, name, opts)
+	if err != nil {
+		return nil, err
+	}
+	upgrade := proxy.NewUpgradeAwareHandler(loc, r.transport, false, true, proxy.NewErrorResponder(responder))
+	if r.verb == verbPortForward {
+		return translator.NewTranslatingHandler(upgrade, translator.NewTunnelingHandler(upgrade),
+			wsstream.IsWebSocketRequestWithTunnelingProtocol), nil
+	}
+	return translator.NewTranslatingHandler(upgrade, translator.NewStreamTranslatorHandler(loc, r.transport, 0, streams),
+		wsstream.IsWebSocketRequestWithStreamCloseProtocol), nil
+}
+
+// location is the agent's URL for the session and the streams it asks
+// for.
+func (r *StreamREST) location(ctx context.Context, name string, opts runtime.Object) (*url.URL, translator.Options, error) {
+	pod, host, err := r.podAgent(ctx, name)
+	if err != nil {
+		return nil, translator.Options{}, err
+	}
+	return streamLocation(pod, host, opts)
+}
+
+// streamLocation is the URL on the agent at host for a session with pod,
+// after the checks kube-apiserver makes: exec has a command, exec and
+// attach at least one stream, the container is the pod's (or the pod has
+// only one). The agent's paths and query are kubelet's.
+func streamLocation(pod *corev1.Pod, host string, opts runtime.Object) (*url.URL, translator.Options, error) {
+	var container string
+	var streams translator.Options
+	q := url.Values{}
+	verb := verbPortForward
+	switch o := opts.(type) {
+	case *corev1.PodExecOptions:
+		if len(o.Command) == 0 {
+			return nil, streams, apierrors.NewBadRequest("you must specify at least 1 command")
+		}
+		verb, container = verbExec, o.Container
+		streams = translator.Options{Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, Tty: o.TTY}
+		q["command"] = o.Command
+	case *corev1.PodAttachOptions:
+		verb, container = verbAttach, o.Container
+		streams = translator.Options{Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, Tty: o.TTY}
+	case *corev1.PodPortForwardOptions:
+		for _, p := range o.Ports {
+			q.Add("port", strconv.Itoa(int(p)))
+		}
+		return &url.URL{Scheme: "https", Host: host, Path: "/portForward/" + pod.Namespace + "/" + pod.Name, RawQuery: q.Encode()}, streams, nil
+	default:
+		return nil, streams, apierrors.NewBadRequest(fmt.Sprintf("invalid options object: %T", opts))
+	}
+	if !streams.Stdin && !streams.Stdout && !streams.Stderr {
+		return nil, streams, apierrors.NewBadRequest("you must specify at least 1 of stdin, stdout, stderr")
+	}
+	for k, on := range map[string]bool{"input": streams.Stdin, "output": streams.Stdout, "error": streams.Stderr, "tty": streams.Tty} {
+		if on {
+			q.Set(k, "1")
+		}
+	}
+	container, err := logContainer(pod, container)
+	if err != nil {
+		return nil, streams, err
+	}
+	p := "/" + string(verb) + "/" + pod.Namespace + "/" + pod.Name + "/" + container
+	return &url.URL{Scheme: "https", Host: host, Path: p, RawQuery: q.Encode()}, streams, nil
+}
+
+// podAgent returns the named pod and the address of its node's agent.
+func (r *StreamREST) podAgent(ctx context.Context, name string) (*corev1.Pod, string, error) {
+	obj, err := r.pods.Get(ctx, name, &metav1.GetOptions{})
+	if err != nil {
+		return nil, "", err
+	}
+	pod := obj.(*corev1.Pod)
+	if pod.Spec.NodeName == "" {
+		return nil, "", apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", name))
+	}
+	host, err := nodeAgent(ctx, r.nodes, pod.Spec.NodeName)
+	return pod, host, err
+}
+
+// nodeAgent is host:port of the named node's agent.
+func nodeAgent(ctx context.Context, nodes *REST, name string) (string, error) {
+	obj, err := nodes.Get(ctx, name, &metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	host, err := agentAddress(obj.(*corev1.Node))
+	if err != nil {
+		return "", apierrors.NewBadRequest(err.Error())
+	}
+	return host, nil
+}
+
+// NodeProxyREST serves nodes/proxy: any request under it goes to the node's
+// agent, for diagnostics, with the API server's client certificate.
+type NodeProxyREST struct {
+	nodes     *REST
+	transport http.RoundTripper
+}
+
+// NewNodeProxyREST returns nodes/proxy.
+func NewNodeProxyREST(nodes *REST, transport http.RoundTripper) *NodeProxyREST {
+	return &NodeProxyREST{nodes: nodes, transport: transport}
+}
+
+var _ rest.Connecter = &NodeProxyREST{}
+
+// New returns NodeProxyOptions, as upstream does.
+func (r *NodeProxyREST) New() runtime.Object { return &corev1.NodeProxyOptions{} }
+
+// Destroy is a no-op: the node store owns the storage.
+func (r *NodeProxyREST) Destroy() {}
+
+// ConnectMethods are the methods proxied.
+func (r *NodeProxyREST) ConnectMethods() []string {
+	return []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"}
+}
+
+// NewConnectOptions says the rest of the URL is the path on the agent.
+func (r *NodeProxyREST) NewConnectOptions() (runtime.Object, bool, string) {
+	return &corev1.NodeProxyOptions{}, true, "path"
+}
+
+// Connect returns a handler that proxies to the node's agent.
+func (r *NodeProxyREST) Connect(ctx context.Context, name string, opts runtime.Object, responder rest.Responder) (http.Handler, error) {
+	o, ok := opts.(*corev1.NodeProxyOptions)
+	if !ok {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid options object: %T", opts))
+	}
+	host, err := nodeAgent(ctx, r.nodes, name)
+	if err != nil {
+		return nil, err
+	}
+	p := path.Join("/", o.Path)
+	if strings.HasSuffix(o.Path, "/") && p != "/" {
+		p += "/"
+	}
+	loc := &url.URL{Scheme: "https", Host: host, Path: p}
+	h := proxy.NewUpgradeAwareHandler(loc, r.transport, true, false, proxy.NewErrorResponder(responder))
+	return h, nil
+}

@@ -1,0 +1,59 @@
+package registry
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+func TestStreamLocation(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "web"},
+		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "main"}}}}
+	two := pod.DeepCopy()
+	two.Spec.Containers = append(two.Spec.Containers, corev1.Container{Name: "side"})
+	cases := []struct {
+		name    string
+		pod     *corev1.Pod
+		opts    runtime.Object
+		want    string
+		wantErr string
+	}{
+		{name: "exec of the only container", pod: pod,
+			opts: &corev1.PodExecOptions{Command: []string{"sh", "-c", "echo hi"}, Stdin: true, Stdout: true, Stderr: true},
+			want: "https://10.0.0.1:10250/exec/demo/web/main?command=sh&command=-c&command=echo+hi&error=1&input=1&output=1"},
+		{name: "exec with a tty", pod: pod, opts: &corev1.PodExecOptions{Command: []string{"sh"}, Stdin: true, Stdout: true, TTY: true},
+			want: "https://10.0.0.1:10250/exec/demo/web/main?command=sh&input=1&output=1&tty=1"},
+		{name: "attach to a named container", pod: two, opts: &corev1.PodAttachOptions{Container: "side", Stdout: true},
+			want: "https://10.0.0.1:10250/attach/demo/web/side?output=1"},
+		{name: "port-forward", pod: pod, opts: &corev1.PodPortForwardOptions{Ports: []int32{80, 8080}},
+			want: "https://10.0.0.1:10250/portForward/demo/web?port=80&port=8080"},
+		{name: "exec without a command", pod: pod, opts: &corev1.PodExecOptions{Stdout: true},
+			wantErr: "you must specify at least 1 command"},
+		{name: "exec without a stream", pod: pod, opts: &corev1.PodExecOptions{Command: []string{"true"}},
+			wantErr: "you must specify at least 1 of stdin, stdout, stderr"},
+		{name: "a container the pod lacks", pod: pod, opts: &corev1.PodExecOptions{Container: "nosuch", Command: []string{"true"}, Stdout: true},
+			wantErr: "container nosuch is not valid for pod web"},
+		{name: "two containers, none named", pod: two, opts: &corev1.PodAttachOptions{Stdout: true},
+			wantErr: "a container name must be specified for pod web, choose one of: [main side]"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			loc, _, err := streamLocation(tc.pod, "10.0.0.1:10250", tc.opts)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("got %v, want an error with %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := loc.String(); got != tc.want {
+				t.Errorf("got %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
