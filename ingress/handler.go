@@ -116,16 +116,20 @@ type request struct {
 	attempt
 	id, port string
 	overTLS  bool
+	// w is the response to the client; a field, as one allocation per
+	// request is cheaper than two.
+	w recorder
 }
 
 type requestKey struct{}
 
 func (l *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	rw := &recorder{ResponseWriter: w}
 	host := hostname(r.Host)
 	m := l.routes().Route(host, r.URL.Path, l.overTLS)
 	req := &request{id: r.Header.Get("X-Request-ID"), port: l.port, overTLS: l.overTLS}
+	req.w.ResponseWriter = w
+	rw := &req.w
 	if req.id == "" {
 		req.id = newRequestID()
 	}
@@ -248,15 +252,17 @@ func forwarded(in *http.Request, out http.Header, req *request, trust bool) {
 		host = firstOr(in.Header.Get("X-Forwarded-Host"), host)
 		port = firstOr(in.Header.Get("X-Forwarded-Port"), port)
 	}
-	for _, f := range [...]struct{ name, v string }{{"X-Forwarded-For", xff}, {"X-Real-Ip", realIP},
-		{"X-Forwarded-Proto", proto}, {"X-Forwarded-Host", host}, {"X-Forwarded-Port", port}} {
-		if f.v == "" {
-			delete(out, f.name)
+	// One array holds every value: a header is set per request.
+	values := [...]string{xff, realIP, proto, host, port, req.id}
+	vs := values[:]
+	for i, name := range [...]string{"X-Forwarded-For", "X-Real-Ip", "X-Forwarded-Proto",
+		"X-Forwarded-Host", "X-Forwarded-Port", "X-Request-Id"} {
+		if vs[i] == "" {
+			delete(out, name)
 		} else {
-			out[f.name] = []string{f.v}
+			out[name] = vs[i : i+1 : i+1]
 		}
 	}
-	out["X-Request-Id"] = []string{req.id}
 }
 
 // firstOr returns v, or def when v is empty.

@@ -200,21 +200,21 @@ func (s *Servers) shutdown(ctx context.Context) {
 
 // running counts goroutines at work and tells when there are none.
 type running struct {
-	mu   sync.Mutex
-	n    int
-	idle chan struct{} // closed when n drops to 0; nil while n is 0
+	mu sync.Mutex
+	n  int
+	// idle is closed when n drops to 0; made only when asked for while n
+	// is above 0, as it is rarely asked and n rises from 0 at many
+	// requests.
+	idle chan struct{}
 }
 
 func (r *running) add(d int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.n += d
-	switch {
-	case r.n == 0 && r.idle != nil:
+	if r.n == 0 && r.idle != nil {
 		close(r.idle)
 		r.idle = nil
-	case r.n > 0 && r.idle == nil:
-		r.idle = make(chan struct{})
 	}
 }
 
@@ -222,10 +222,13 @@ func (r *running) add(d int) {
 func (r *running) none() <-chan struct{} {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.idle == nil {
+	if r.n == 0 {
 		closed := make(chan struct{})
 		close(closed)
 		return closed
+	}
+	if r.idle == nil {
+		r.idle = make(chan struct{})
 	}
 	return r.idle
 }
