@@ -190,7 +190,10 @@ var hopByHop = [...]string{"Connection", "Proxy-Connection", "Keep-Alive", "Prox
 func removeHopByHop(h http.Header) {
 	for _, v := range h["Connection"] {
 		for name := range strings.SplitSeq(v, ",") {
-			if name = textproto.TrimString(name); name != "" {
+			// keep-alive and close, the usual tokens, name no field
+			// left after the list below: spare their canonical forms.
+			name = textproto.TrimString(name)
+			if name != "" && !strings.EqualFold(name, "keep-alive") && !strings.EqualFold(name, "close") {
 				delete(h, textproto.CanonicalMIMEHeaderKey(name))
 			}
 		}
