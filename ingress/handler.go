@@ -153,6 +153,7 @@ func (l *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			req.read = or(o.ReadTimeout, req.read)
 			req.send = or(o.SendTimeout, req.send)
 		}
+		probe(r)
 		if takesDirectPath(r, m.Backend) {
 			l.serveDirect(rw, r, req)
 			return
