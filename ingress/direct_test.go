@@ -178,9 +178,9 @@ func TestRequestAfterIdleClose(t *testing.T) {
 	for i, method := range []string{"GET", "POST", "DELETE", "GET"} {
 		resp := tb.get(t, method, "/")
 		if got, want := body(t, resp), fmt.Sprintf("conn %d %s", i+1, method); got != want {
-			t.Errorf("request %d: got %d %q, want 200 %q", i, resp.StatusCode, got, want)
+			t.Fatalf("request %d: got %d %q, want 200 %q", i, resp.StatusCode, got, want)
 		}
-		<-closed
+		<-closed // before the next request
 	}
 }
 
