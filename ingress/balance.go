@@ -35,6 +35,12 @@ type endpoint struct {
 	mu           sync.Mutex
 	ejectedUntil time.Time
 	ejection     time.Duration // the last one, doubled on a repeat
+	// idle are the direct path's pooled connections to addr, the most
+	// recently used last.
+	idle []*backendConn
+	// forgotten is set once sweep dropped the state: connections given
+	// back to it then are closed.
+	forgotten bool
 }
 
 func (b *balancer) state(addr string) *endpoint {
@@ -140,12 +146,22 @@ func (e *endpoint) eject(now time.Time) {
 
 // sweep forgets the endpoints with nothing in flight and no ejection to
 // remember, so that addresses of pods long gone do not pile up; an
-// address still in use gets fresh state at its next pick.
+// address still in use gets fresh state at its next pick. The pooled
+// connections of a forgotten endpoint are closed.
 func (b *balancer) sweep(now time.Time) {
 	b.endpoints.Range(func(k, v any) bool {
 		if e := v.(*endpoint); e.inFlight.Load() == 0 && !e.remembered(now) {
 			b.endpoints.Delete(k)
+			e.closeIdle(now, true)
 		}
+		return true
+	})
+}
+
+// closeIdle closes the pooled connections that went idle before oldest.
+func (b *balancer) closeIdle(oldest time.Time) {
+	b.endpoints.Range(func(_, v any) bool {
+		v.(*endpoint).closeIdle(oldest, false)
 		return true
 	})
 }

@@ -72,20 +72,30 @@ func NewHandler(routes func() Routes, o Options, m *Metrics) *Handler {
 // neither busy nor recently ejected.
 const sweepInterval = 10 * time.Minute
 
-// sweep runs the balancer's sweep until ctx ends, then closes the idle
-// connections to endpoints.
+// sweep runs the balancer's sweep and closes the connections to
+// endpoints idle too long until ctx ends, then closes every idle one.
 func (h *Handler) sweep(ctx context.Context) error {
 	balancer := time.NewTicker(sweepInterval)
 	defer balancer.Stop()
-	defer h.transport.closeIdle()
+	conns := time.NewTicker(idleConnTimeout / 2)
+	defer conns.Stop()
+	defer h.closeIdle()
 	for {
 		select {
+		case now := <-conns.C:
+			h.balancer.closeIdle(now.Add(-idleConnTimeout))
 		case now := <-balancer.C:
 			h.balancer.sweep(now)
 		case <-ctx.Done():
 			return nil
 		}
 	}
+}
+
+// closeIdle closes every idle connection to endpoints.
+func (h *Handler) closeIdle() {
+	h.transport.closeIdle()
+	h.balancer.closeIdle(time.Now().Add(time.Hour))
 }
 
 // Listener returns the handler of one listener: overTLS tells requests
@@ -108,16 +118,20 @@ type request struct {
 	overTLS  bool
 	// body is the client's request body, when there is one.
 	body *clientBody
+	// w is the response to the client; a field, as one allocation per
+	// request is cheaper than two.
+	w recorder
 }
 
 type requestKey struct{}
 
 func (l *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	rw := &recorder{ResponseWriter: w}
 	host := hostname(r.Host)
 	m := l.routes().Route(host, r.URL.Path, l.overTLS)
 	req := &request{id: r.Header.Get("X-Request-ID"), port: l.port, overTLS: l.overTLS}
+	req.w.ResponseWriter = w
+	rw := &req.w
 	if req.id == "" {
 		req.id = newRequestID()
 	}
@@ -140,6 +154,11 @@ func (l *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			req.connect = or(o.ConnectTimeout, req.connect)
 			req.read = or(o.ReadTimeout, req.read)
 			req.send = or(o.SendTimeout, req.send)
+		}
+		probe(r)
+		if takesDirectPath(r, m.Backend) {
+			l.serveDirect(rw, r, req)
+			return
 		}
 		out := r.WithContext(context.WithValue(r.Context(), requestKey{}, req))
 		if r.Body != nil && r.Body != http.NoBody {
@@ -211,36 +230,43 @@ func rewrite(pr *httputil.ProxyRequest, trust bool) {
 	pr.Out.Host = pr.In.Host
 	// ReverseProxy removed the X-Forwarded headers from Out before
 	// calling rewrite; In has the client's.
-	in := pr.In.Header
-	ip, _, err := net.SplitHostPort(pr.In.RemoteAddr)
+	forwarded(pr.In, pr.Out.Header, req, trust)
+}
+
+// forwarded sets the headers that tell the endpoint about the client in
+// out, the request to the endpoint, from in, the client's request, as
+// rewrite says.
+func forwarded(in *http.Request, out http.Header, req *request, trust bool) {
+	ip, _, err := net.SplitHostPort(in.RemoteAddr)
 	if err != nil {
 		ip = ""
 	}
 	realIP := ip
-	proto, host, port := "http", pr.In.Host, req.port
+	proto, host, port := "http", in.Host, req.port
 	if req.overTLS {
 		proto = "https"
 	}
 	xff := ip
 	if trust {
-		if prior := in.Values("X-Forwarded-For"); len(prior) > 0 {
+		if prior := in.Header.Values("X-Forwarded-For"); len(prior) > 0 {
 			xff = strings.Join(prior, ", ") + ", " + ip
 			realIP = strings.TrimSpace(strings.Split(prior[0], ",")[0])
 		}
-		proto = firstOr(in.Get("X-Forwarded-Proto"), proto)
-		host = firstOr(in.Get("X-Forwarded-Host"), host)
-		port = firstOr(in.Get("X-Forwarded-Port"), port)
+		proto = firstOr(in.Header.Get("X-Forwarded-Proto"), proto)
+		host = firstOr(in.Header.Get("X-Forwarded-Host"), host)
+		port = firstOr(in.Header.Get("X-Forwarded-Port"), port)
 	}
-	out := pr.Out.Header
-	for name, v := range map[string]string{"X-Forwarded-For": xff, "X-Real-IP": realIP,
-		"X-Forwarded-Proto": proto, "X-Forwarded-Host": host, "X-Forwarded-Port": port} {
-		if v == "" {
-			out.Del(name)
+	// One array holds every value: a header is set per request.
+	values := [...]string{xff, realIP, proto, host, port, req.id}
+	vs := values[:]
+	for i, name := range [...]string{"X-Forwarded-For", "X-Real-Ip", "X-Forwarded-Proto",
+		"X-Forwarded-Host", "X-Forwarded-Port", "X-Request-Id"} {
+		if vs[i] == "" {
+			delete(out, name)
 		} else {
-			out.Set(name, v)
+			out[name] = vs[i : i+1 : i+1]
 		}
 	}
-	out.Set("X-Request-ID", req.id)
 }
 
 // firstOr returns v, or def when v is empty.

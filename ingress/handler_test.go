@@ -167,9 +167,16 @@ func TestRedirectToHTTPS(t *testing.T) {
 	}
 }
 
-// A POST to a backend whose first endpoint refuses connections is sent to
-// another one: nothing was sent, so any method may be retried.
+// A request to a backend whose first endpoint refuses connections is sent
+// to another one: nothing was sent, so any method may be retried, a POST
+// with a body (http.Transport's path) as a GET (the direct path).
 func TestRetryRefusedEndpoint(t *testing.T) {
+	for _, method := range []string{"POST", "GET"} {
+		t.Run(method, func(t *testing.T) { testRetryRefusedEndpoint(t, method) })
+	}
+}
+
+func testRetryRefusedEndpoint(t *testing.T, method string) {
 	tb := newTestBed(t, DefaultOptions())
 	refused := refusedAddr(t)
 	b := tb.backend("foo.com", route.Match{}, refused, refused, addr(echo(t, "live")))
@@ -177,13 +184,21 @@ func TestRetryRefusedEndpoint(t *testing.T) {
 	errors := func() float64 {
 		return testutil.ToFloat64(tb.metrics.connectErrors.WithLabelValues("default/foo", "80"))
 	}
-	post := func(i int) {
+	send := func(i int) {
 		t.Helper()
-		req, _ := http.NewRequest("POST", "http://"+tb.http+"/submit", strings.NewReader(fmt.Sprint("payload", i)))
+		var payload io.Reader
+		if method == "POST" {
+			payload = strings.NewReader(fmt.Sprint("payload", i))
+		}
+		req, _ := http.NewRequest(method, "http://"+tb.http+"/submit", payload)
 		req.Host = "foo.com"
 		resp := tb.do(t, req)
 		got := body(t, resp)
-		if want := fmt.Sprintf("live POST /submit payload%d", i); resp.StatusCode != 200 || !strings.HasPrefix(got, want) {
+		want := "live GET /submit  "
+		if method == "POST" {
+			want = fmt.Sprintf("live POST /submit payload%d", i)
+		}
+		if resp.StatusCode != 200 || !strings.HasPrefix(got, want) {
 			t.Fatalf("request %d: got %d %q, want 200 %q", i, resp.StatusCode, got, want)
 		}
 	}
@@ -192,11 +207,11 @@ func TestRetryRefusedEndpoint(t *testing.T) {
 		if i == 100 {
 			t.Fatal("the refused endpoint was never tried")
 		}
-		post(i)
+		send(i)
 	}
 	// It was ejected at its first failure: no more tries, no more errors.
 	for i := range 20 {
-		post(i)
+		send(i)
 	}
 	if got := errors(); got != 1 {
 		t.Errorf("got %v upstream connect errors, want 1", got)

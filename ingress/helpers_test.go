@@ -40,7 +40,7 @@ type testBed struct {
 	accessLog strings.Builder
 }
 
-func newTestBed(t *testing.T, o Options) *testBed {
+func newTestBed(t testing.TB, o Options) *testBed {
 	t.Helper()
 	tb := &testBed{routes: &fakeRoutes{hosts: map[string]route.Match{}}, metrics: NewMetrics()}
 	routes := func() Routes { return tb.routes }

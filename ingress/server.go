@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -83,7 +84,14 @@ func Listen(o Options, h *Handler, routes func() Routes, defaultCert func() *tls
 			continue
 		}
 		addr := net.JoinHostPort(o.BindAddress, strconv.Itoa(l.port))
-		ln, err := net.Listen("tcp", addr)
+		// No TCP keep-alive probes from the start (Go's default, set up
+		// with four system calls per accepted connection, which a client
+		// that connects for each request pays each time): the server's
+		// timeouts end HTTP/1.1 connections whose client is gone, as
+		// nginx does without so_keepalive. Connections no timeout bounds
+		// get probes when they turn out to be such (clientConn.probe).
+		lc := net.ListenConfig{KeepAlive: -1}
+		ln, err := lc.Listen(context.Background(), "tcp", addr)
 		if err != nil {
 			s.close()
 			return nil, &BindError{Flag: l.flag, Addr: addr, Err: err}
@@ -109,7 +117,10 @@ func (s *Servers) add(ln net.Listener, h *Handler, tlsConf *tls.Config) {
 			defer s.handlers.add(-1)
 			handler.ServeHTTP(w, r)
 		}),
-		BaseContext:       func(net.Listener) context.Context { return s.base },
+		BaseContext: func(net.Listener) context.Context { return s.base },
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, clientConnKey{}, &clientConn{conn: c})
+		},
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
@@ -200,21 +211,21 @@ func (s *Servers) shutdown(ctx context.Context) {
 
 // running counts goroutines at work and tells when there are none.
 type running struct {
-	mu   sync.Mutex
-	n    int
-	idle chan struct{} // closed when n drops to 0; nil while n is 0
+	mu sync.Mutex
+	n  int
+	// idle is closed when n drops to 0; made only when asked for while n
+	// is above 0, as it is rarely asked and n rises from 0 at many
+	// requests.
+	idle chan struct{}
 }
 
 func (r *running) add(d int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.n += d
-	switch {
-	case r.n == 0 && r.idle != nil:
+	if r.n == 0 && r.idle != nil {
 		close(r.idle)
 		r.idle = nil
-	case r.n > 0 && r.idle == nil:
-		r.idle = make(chan struct{})
 	}
 }
 
@@ -222,10 +233,43 @@ func (r *running) add(d int) {
 func (r *running) none() <-chan struct{} {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.idle == nil {
+	if r.n == 0 {
 		closed := make(chan struct{})
 		close(closed)
 		return closed
 	}
+	if r.idle == nil {
+		r.idle = make(chan struct{})
+	}
 	return r.idle
+}
+
+// clientConn is a client's connection, in the context of its requests
+// under clientConnKey.
+type clientConn struct {
+	conn    net.Conn
+	probing atomic.Bool
+}
+
+type clientConnKey struct{}
+
+// probe turns on TCP keep-alive probes, with Go's default timing, for the
+// client's connection of r when it may outlive the server's timeouts: an
+// upgraded connection (WebSocket) and HTTP/2 streams (gRPC's) have none,
+// and probes are then what find a client gone without closing.
+func probe(r *http.Request) {
+	if r.ProtoMajor != 2 && len(r.Header["Upgrade"]) == 0 {
+		return
+	}
+	c, ok := r.Context().Value(clientConnKey{}).(*clientConn)
+	if !ok || !c.probing.CompareAndSwap(false, true) {
+		return
+	}
+	conn := c.conn
+	if tc, ok := conn.(*tls.Conn); ok {
+		conn = tc.NetConn()
+	}
+	if tcp, ok := conn.(*net.TCPConn); ok {
+		tcp.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true})
+	}
 }

@@ -88,23 +88,42 @@ type transport struct {
 	balancer *balancer
 	// onDialError counts a failed dial of a backend's endpoint.
 	onDialError func(*route.Backend)
+	// defaultConnect is the connect timeout of a request that has none.
+	defaultConnect time.Duration
+}
+
+// dial connects to an endpoint within timeout; its error is a
+// *dialError.
+func dial(ctx context.Context, addr string, timeout time.Duration) (net.Conn, error) {
+	d := net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, &dialError{addr: addr, err: err}
+	}
+	return c, nil
+}
+
+// dialDirect connects to an endpoint for the direct path within timeout,
+// or defaultConnect when that is 0.
+func (t *transport) dialDirect(ctx context.Context, addr string, timeout time.Duration) (*backendConn, error) {
+	c, err := dial(ctx, addr, or(timeout, t.defaultConnect))
+	if err != nil {
+		return nil, err
+	}
+	return newBackendConn(c), nil
 }
 
 func newTransport(b *balancer, defaultConnect time.Duration) *transport {
-	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
-		d := net.Dialer{Timeout: defaultConnect, KeepAlive: 30 * time.Second}
+	dialContext := func(ctx context.Context, _, addr string) (net.Conn, error) {
+		timeout := defaultConnect
 		if a := attemptOf(ctx); a != nil && a.connect > 0 {
-			d.Timeout = a.connect
+			timeout = a.connect
 		}
-		c, err := d.DialContext(ctx, network, addr)
-		if err != nil {
-			return nil, &dialError{addr: addr, err: err}
-		}
-		return c, nil
+		return dial(ctx, addr, timeout)
 	}
 	return &transport{
 		h1: &http.Transport{
-			DialContext: dial,
+			DialContext: dialContext,
 			// Every endpoint is one host to the pool; a busy proxy keeps
 			// many connections to each, as nginx's keepalive does.
 			MaxIdleConns:           0,
@@ -118,13 +137,14 @@ func newTransport(b *balancer, defaultConnect time.Duration) *transport {
 		h2c: &http2.Transport{
 			AllowHTTP: true,
 			DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
-				return dial(ctx, network, addr)
+				return dialContext(ctx, network, addr)
 			},
 			DisableCompression: true,
 			ReadIdleTimeout:    h2cReadIdleTimeout,
 			PingTimeout:        h2cPingTimeout,
 		},
-		balancer: b,
+		balancer:       b,
+		defaultConnect: defaultConnect,
 	}
 }
 

@@ -33,7 +33,7 @@ const className = "portal"
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: bench-ingress setup|scale|serve [flags]")
+		fmt.Fprintln(os.Stderr, "usage: bench-ingress setup|scale [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -42,8 +42,6 @@ func main() {
 		err = setup(os.Args[2:])
 	case "scale":
 		err = scale(os.Args[2:])
-	case "serve":
-		err = serve(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}

@@ -106,3 +106,10 @@ CONF
 proxy_portal() {
   bench_proxy portal "${portal_cmd[@]}"
 }
+
+# proxy_base: another build of Portal (PORTAL_BASE, a binary) with the same arguments, for a
+# before/after comparison within one run: ORDER="base portal" PORTAL_BASE=/tmp/portal-old.
+proxy_base() {
+  [ -x "${PORTAL_BASE:-}" ] || { echo "set PORTAL_BASE to a portal binary" >&2; return 1; }
+  bench_proxy base "$PORTAL_BASE" "${portal_cmd[@]:1}"
+}

@@ -5,10 +5,10 @@
 # Env: ANCHORS (the anchor scripts; default ../shared/anchors or /work/shared/anchors),
 #      ROUNDS (2), DUR (wrk seconds, 10), LAT_DUR (latency seconds, 10), LAT_RATE (default:
 #      half of Portal's median keep-alive req/s), QUIET_MAX (s to wait for quiet cores, 10),
-#      ORDER ("nginx caddy haproxy portal"), PROFILE=F (a CPU profile of Portal under the
-#      keep-alive load: pprof to F where /debug/pprof answers, else perf to F.perf),
-#      PORTAL_CMD=serve (Portal's packages in bench-ingress, with pprof, instead of
-#      `portal ingress`), SYSCALLS=1 (system calls and context switches per request of
+#      ORDER ("nginx caddy haproxy portal"; "base" is PORTAL_BASE, another portal binary, for a
+#      before/after comparison in one run), PROFILE=F (a CPU profile of Portal under the
+#      keep-alive load: Go's, from `portal ingress --profiling`, to F; perf's when F ends in
+#      .perf), SYSCALLS=1 (system calls and context switches per request of
 #      each proxy, from perf stat), SCALE_ARGS (flags of bench-ingress scale), KEEP=1.
 #
 # Layout (the anchors' own, as bench/proxy/userspace.sh): a network namespace with only lo;
@@ -102,14 +102,9 @@ inns bin/bench-ingress setup -kubeconfig "$kc" -backend "$backend_ip:8080" -cert
 portal_args=(--kubeconfig "$kc" --http-port $http_port --https-port $https_port
   --default-ssl-certificate default/bench-tls --metrics-bind-address 127.0.0.1:10354
   --access-log=false) # the anchors' configurations log nothing either
-if [ "${PORTAL_CMD:-}" != serve ] && bin/portal ingress --help >/dev/null 2>&1; then
-  portal_cmd=("$repo/bin/portal" ingress "${portal_args[@]}")
-else
-  # The same packages (route's Watcher, ingress) wired as the command wires them, with
-  # /debug/pprof: for a build without the command, or PORTAL_CMD=serve for a Go profile.
-  echo "# portal: measuring \`bench-ingress serve\` (route.Watcher and package ingress), not \`portal ingress\`"
-  portal_cmd=("$repo/bin/bench-ingress" serve "${portal_args[@]}")
-fi
+# A profile is Go's, from --profiling's /debug/pprof, unless PROFILE names a perf file (*.perf).
+case ${PROFILE:-} in "" | *.perf) ;; *) portal_args+=(--profiling) ;; esac
+portal_cmd=("$repo/bin/portal" ingress "${portal_args[@]}")
 . "$repo/bench/ingress/proxies.sh"
 
 results=$L4RUN/results.txt
@@ -185,7 +180,7 @@ wait_served() {
 }
 
 # profile_portal: a CPU profile of Portal's ingress during a second keep-alive load, from
-# /debug/pprof on its metrics address, or from perf when that does not answer.
+# /debug/pprof on its metrics address (--profiling), or from perf when that does not answer.
 profile_portal() {
   local secs=$((DUR > 4 ? DUR - 2 : DUR)) perfdata=$L4RUN/perf.data
   (
@@ -203,7 +198,7 @@ profile_portal() {
   elif [ -s "$perfdata" ]; then
     perf report -i "$perfdata" --no-children --stdio --percent-limit 0.8 -g none 2>/dev/null | grep -v '^#' | grep . |
       head -50 | sed 's/^/# perf /'
-    cp "$perfdata" "$PROFILE.perf"
+    cp "$perfdata" "${PROFILE%.perf}.perf"
   fi
 }
 

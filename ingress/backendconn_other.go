@@ -1,0 +1,6 @@
+//go:build !unix
+
+package ingress
+
+// alive cannot look at the connection here; a dead one fails the request.
+func (c *backendConn) alive() bool { return true }

@@ -1,0 +1,294 @@
+package ingress
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"strings"
+
+	"golang.org/x/net/http/httpguts"
+
+	"portal.dev/portal/ingress/route"
+)
+
+// The direct path: a request without a body, to an HTTP/1.1 endpoint, is
+// sent from the handler's own goroutine, written with Request.Write on a
+// pooled connection and answered from http.ReadResponse, then copied to
+// the client. http.Transport and ReverseProxy hand every request to two
+// goroutines of the endpoint's connection and back, clone it and wrap
+// its body several times; for the small requests that make most of an
+// Ingress's traffic that costs more CPU than the proxying itself.
+//
+// What http.Transport and ReverseProxy guarantee holds here too: the
+// response head is bounded (maxResponseHeaderBytes) and so is the count
+// of 1xx answers, which are passed on to the client; a 101 nobody asked
+// for is refused; hop-by-hop headers go neither way; a request is retried
+// on a new connection when a reused one turns out closed by the endpoint
+// before answering (any method when nothing of it could be sent, else
+// only those safe to repeat), and on another endpoint when a dial fails;
+// a connection goes back to the pool only when its response was read to
+// the end, as announced, with nothing after it. Requests with a body,
+// upgrades and h2c endpoints take http.Transport's path: a body may
+// stream on while the response comes (gRPC), which needs a second
+// goroutine anyway.
+
+// max1xxResponses is how many informational answers may precede the
+// final one, as http.Transport allows.
+const max1xxResponses = 5
+
+// errTooMany1xx is an endpoint's answer that never ends in a final one.
+var errTooMany1xx = errors.New("too many 1xx informational responses")
+
+// takesDirectPath says whether r to b can take the direct path.
+func takesDirectPath(r *http.Request, b *route.Backend) bool {
+	return b.Protocol != route.H2C && (r.Body == nil || r.Body == http.NoBody) &&
+		r.Method != http.MethodConnect && len(r.Header["Upgrade"]) == 0
+}
+
+// serveDirect answers r from an endpoint of req's backend over the
+// direct path.
+func (l *listenerHandler) serveDirect(w *recorder, r *http.Request, req *request) {
+	out := l.outgoing(r, req)
+	a := &req.attempt
+	var tried []*endpoint
+	var lastErr error = errNoEndpoint
+	for len(tried) < maxTries {
+		e := l.balancer.pick(usable(a.backend.Endpoints()), tried)
+		if e == nil {
+			break
+		}
+		tried = append(tried, e)
+		err := l.exchange(w, r, out, e, a)
+		if err == nil {
+			return
+		}
+		lastErr = err
+		var de *dialError
+		if !errors.As(err, &de) || r.Context().Err() != nil {
+			break
+		}
+		e.eject(l.balancer.now())
+		l.metrics.upstreamConnectError(a.backend)
+	}
+	proxyError(w, r, lastErr)
+}
+
+// exchange sends out to e and copies the answer to w. An error is
+// returned only while nothing was written to w; a failure after that
+// aborts the client's response (http.ErrAbortHandler), as ReverseProxy
+// does.
+func (l *listenerHandler) exchange(w *recorder, r, out *http.Request, e *endpoint, a *attempt) error {
+	e.inFlight.Add(1)
+	defer e.inFlight.Add(-1)
+	c, resp, err := l.roundTrip(w, r, out, e, a)
+	if err != nil {
+		return err
+	}
+	a.upstream = e.addr
+	if err := respond(w, resp); err != nil {
+		c.close()
+		panic(http.ErrAbortHandler)
+	}
+	if c.finish(resp) {
+		e.putIdle(c, l.balancer.now())
+	}
+	return nil
+}
+
+// roundTrip writes out on a connection to e, an idle one when there is
+// one, and reads the response head. A reused connection the endpoint
+// closed before answering is replaced by a new one when out can be sent
+// again; a dial that fails is a *dialError.
+func (l *listenerHandler) roundTrip(w *recorder, r, out *http.Request, e *endpoint, a *attempt) (*backendConn, *http.Response, error) {
+	for {
+		c := e.getIdle(l.balancer.now())
+		reused := c != nil
+		if reused && !replayable(out) && !c.alive() {
+			// http.Transport learns of a connection closed while idle
+			// from the read it keeps posted; ask before a request that
+			// could not be sent again.
+			c.close()
+			continue
+		}
+		if !reused {
+			var err error
+			if c, err = l.transport.dialDirect(r.Context(), e.addr, a.connect); err != nil {
+				return nil, nil, err
+			}
+		}
+		resp, err := c.roundTrip(r.Context(), out, a, w.informational)
+		if err == nil {
+			return c, resp, nil
+		}
+		c.close()
+		if !reused || c.answered || r.Context().Err() != nil || !(c.unsent() || replayable(out)) {
+			return nil, nil, err
+		}
+	}
+}
+
+// informational passes a 1xx answer of the endpoint on to the client.
+func (r *recorder) informational(code int, h http.Header) {
+	dst := r.Header()
+	for k, vv := range h {
+		dst[k] = vv
+	}
+	r.WriteHeader(code)
+	// WriteHeader keeps the header of a 1xx for the final answer.
+	clear(dst)
+}
+
+// replayable says whether out may be sent again after the endpoint may
+// have seen it: methods that change nothing, or a request the client
+// marked idempotent, as http.Transport decides.
+func replayable(out *http.Request) bool {
+	switch out.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	return len(out.Header["Idempotency-Key"]) > 0 || len(out.Header["X-Idempotency-Key"]) > 0
+}
+
+// outgoing is the request to the endpoint: r's method, target and Host,
+// its header without hop-by-hop fields and with the forwarded ones.
+func (l *listenerHandler) outgoing(r *http.Request, req *request) *http.Request {
+	h := make(http.Header, len(r.Header)+6)
+	for k, vv := range r.Header {
+		h[k] = vv
+	}
+	removeHopByHop(h)
+	for _, k := range [...]string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {
+		delete(h, k)
+	}
+	if httpguts.HeaderValuesContainsToken(r.Header["Te"], "trailers") {
+		h["Te"] = []string{"trailers"}
+	}
+	forwarded(r, h, req, l.opts.TrustForwardedHeaders)
+	if _, ok := h["User-Agent"]; !ok {
+		// Request.Write would send Go's own.
+		h["User-Agent"] = []string{""}
+	}
+	u := r.URL
+	if q := cleanQuery(u.RawQuery); q != u.RawQuery || u.Scheme != "" || u.Host != "" {
+		u = &url.URL{Path: u.Path, RawPath: u.RawPath, RawQuery: q}
+	}
+	return &http.Request{Method: r.Method, URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: h, Host: r.Host, Body: http.NoBody}
+}
+
+// hopByHop are the fields of one connection, never forwarded (RFC 9110,
+// section 7.6.1, and the older ones proxies still drop).
+var hopByHop = [...]string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+// removeHopByHop deletes the hop-by-hop fields of h, those its Connection
+// field names included. h's value slices may be shared: only whole
+// entries are deleted.
+func removeHopByHop(h http.Header) {
+	for _, v := range h["Connection"] {
+		for name := range strings.SplitSeq(v, ",") {
+			// keep-alive and close, the usual tokens, name no field
+			// left after the list below: spare their canonical forms.
+			name = textproto.TrimString(name)
+			if name != "" && !strings.EqualFold(name, "keep-alive") && !strings.EqualFold(name, "close") {
+				delete(h, textproto.CanonicalMIMEHeaderKey(name))
+			}
+		}
+	}
+	for _, k := range hopByHop {
+		delete(h, k)
+	}
+}
+
+// cleanQuery is q unchanged unless it has parts Go's URL parser drops (a
+// ';' separator, a broken escape): then only what it keeps, as
+// ReverseProxy sends, so that the endpoint cannot read parameters the
+// proxy did not see.
+func cleanQuery(q string) string {
+	for i := 0; i < len(q); i++ {
+		switch q[i] {
+		case ';':
+			v, _ := url.ParseQuery(q)
+			return v.Encode()
+		case '%':
+			if i+2 >= len(q) || !isHex(q[i+1]) || !isHex(q[i+2]) {
+				v, _ := url.ParseQuery(q)
+				return v.Encode()
+			}
+		}
+	}
+	return q
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// respond copies resp, head, body and trailers, to w; an error is one of
+// the body's, read or write.
+func respond(w http.ResponseWriter, resp *http.Response) error {
+	removeHopByHop(resp.Header)
+	h := w.Header()
+	for k, vv := range resp.Header {
+		h[k] = vv
+	}
+	announced := len(resp.Trailer)
+	if announced > 0 {
+		names := make([]string, 0, announced)
+		for k := range resp.Trailer {
+			names = append(names, k)
+		}
+		h["Trailer"] = []string{strings.Join(names, ", ")}
+	}
+	w.WriteHeader(resp.StatusCode)
+	if err := copyBody(w, resp.Body, resp.ContentLength < 0); err != nil {
+		return err
+	}
+	if len(resp.Trailer) == 0 {
+		return nil
+	}
+	// A flush makes the server chunk the body, the only way trailers go
+	// over HTTP/1.1, where it would otherwise count a short body.
+	http.NewResponseController(w).Flush()
+	for k, vv := range resp.Trailer {
+		if announced != len(resp.Trailer) {
+			k = http.TrailerPrefix + k
+		}
+		h[k] = vv
+	}
+	return nil
+}
+
+// copyBody copies body to w. A body of unknown length (a stream,
+// chunked) is flushed to the client at each piece, as ReverseProxy does.
+func copyBody(w http.ResponseWriter, body io.Reader, flush bool) error {
+	bp := buffers.Get().(*[]byte)
+	defer buffers.Put(bp)
+	buf := *bp
+	var rc *http.ResponseController
+	if flush {
+		rc = http.NewResponseController(w)
+	}
+	for {
+		n, err := body.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return werr
+			}
+			if rc != nil {
+				if ferr := rc.Flush(); ferr != nil {
+					return ferr
+				}
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read the response body: %w", err)
+		}
+	}
+}

@@ -1,0 +1,208 @@
+package ingress
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"portal.dev/portal/ingress/route"
+)
+
+// get sends a GET (or method, without a body) for foo.com's path through
+// the plain listener.
+func (tb *testBed) get(t *testing.T, method, path string, header ...string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(method, "http://"+tb.http+path, nil)
+	req.Host = "foo.com"
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Add(header[i], header[i+1])
+	}
+	return tb.do(t, req)
+}
+
+// Hop-by-hop fields, those a Connection field names among them, go
+// neither to the endpoint nor back to the client.
+func TestHopByHopHeaders(t *testing.T) {
+	ln := rawBackend(t, func(_ int, c net.Conn, req *http.Request) {
+		var seen []string
+		for _, k := range []string{"X-Foo", "Proxy-Authorization", "Keep-Alive", "X-Kept", "Te"} {
+			if v := req.Header.Get(k); v != "" {
+				seen = append(seen, k+"="+v)
+			}
+		}
+		body := strings.Join(seen, " ")
+		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nConnection: X-Bar\r\nX-Bar: 1\r\nKeep-Alive: timeout=5\r\n"+
+			"X-Kept: yes\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	})
+	tb := newTestBed(t, DefaultOptions())
+	tb.backend("foo.com", route.Match{}, ln)
+	resp := tb.get(t, "GET", "/", "Connection", "X-Foo", "X-Foo", "1", "Proxy-Authorization", "secret",
+		"Keep-Alive", "timeout=1", "X-Kept", "yes", "Te", "trailers")
+	got := body(t, resp)
+	if want := "X-Kept=yes Te=trailers"; got != want {
+		t.Errorf("endpoint got %q, want %q", got, want)
+	}
+	var back []string
+	for _, k := range []string{"X-Bar", "Keep-Alive", "X-Kept"} {
+		if v := resp.Header.Get(k); v != "" {
+			back = append(back, k+"="+v)
+		}
+	}
+	if got, want := strings.Join(back, " "), "X-Kept=yes"; got != want {
+		t.Errorf("client got %q, want %q", got, want)
+	}
+}
+
+// A response of unknown length reaches the client piece by piece, not at
+// its end, and its trailers follow it: announced ones by name, others
+// with http.TrailerPrefix, as ReverseProxy passes them.
+func TestStreamedResponseAndTrailers(t *testing.T) {
+	release := make(chan struct{})
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Trailer", "X-Sum")
+		io.WriteString(w, "one\n")
+		w.(http.Flusher).Flush()
+		<-release
+		io.WriteString(w, "two\n")
+		w.Header().Set("X-Sum", "2")
+		w.Header().Set(http.TrailerPrefix+"X-Late", "yes")
+	}))
+	t.Cleanup(backend.Close)
+	tb := newTestBed(t, DefaultOptions())
+	tb.backend("foo.com", route.Match{}, addr(backend))
+	resp := tb.get(t, "GET", "/")
+	defer resp.Body.Close()
+	r := bufio.NewReader(resp.Body)
+	first, err := r.ReadString('\n')
+	close(release)
+	if err != nil || first != "one\n" {
+		t.Fatalf("got first piece %q (%v), want %q before the rest was written", first, err, "one\n")
+	}
+	rest, err := io.ReadAll(r)
+	if err != nil || string(rest) != "two\n" {
+		t.Errorf("got rest %q (%v), want %q", rest, err, "two\n")
+	}
+	if got := fmt.Sprint(resp.Trailer); got != "map[X-Late:[yes] X-Sum:[2]]" {
+		t.Errorf("got trailers %s, want X-Sum and X-Late", got)
+	}
+}
+
+// An endpoint that sends informational answers without end gets 502, as
+// with http.Transport.
+func TestTooMany1xx(t *testing.T) {
+	ln := rawBackend(t, func(_ int, c net.Conn, req *http.Request) {
+		fmt.Fprint(c, strings.Repeat("HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\n", max1xxResponses+1)+
+			"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+	})
+	tb := newTestBed(t, DefaultOptions())
+	tb.backend("foo.com", route.Match{}, ln)
+	resp := tb.get(t, "GET", "/")
+	if got := body(t, resp); resp.StatusCode != http.StatusBadGateway {
+		t.Errorf("got %d %q, want 502", resp.StatusCode, got)
+	}
+}
+
+// keepAliveBackend answers every request of each connection with answer,
+// given the connection's number, and tells on closed when a connection
+// is closed. It returns its address.
+func keepAliveBackend(t *testing.T, answer func(n int, c net.Conn, req *http.Request) bool, closed chan<- int) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for n := 1; ; n++ {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil || !answer(n, c, req) {
+						break
+					}
+				}
+				c.Close()
+				if closed != nil {
+					closed <- n
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// A connection whose endpoint sent more than the response announced is
+// not used again: the surplus would be read as the next answer.
+func TestNoReuseAfterSurplus(t *testing.T) {
+	ln := keepAliveBackend(t, func(n int, c net.Conn, req *http.Request) bool {
+		body := fmt.Sprintf("conn %d", n)
+		surplus := ""
+		if n == 1 {
+			surplus = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nforged"
+		}
+		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s%s", len(body), body, surplus)
+		return true
+	}, nil)
+	tb := newTestBed(t, DefaultOptions())
+	tb.backend("foo.com", route.Match{}, ln)
+	for i, want := range []string{"conn 1", "conn 2", "conn 2"} {
+		if got := body(t, tb.get(t, "GET", "/")); got != want {
+			t.Errorf("request %d: got %q, want %q", i, got, want)
+		}
+	}
+}
+
+// Regression: a request that cannot be sent twice (a POST) went out on a
+// connection the endpoint had closed while it was idle, and failed;
+// http.Transport would have known. A GET is simply sent again.
+func TestRequestAfterIdleClose(t *testing.T) {
+	closed := make(chan int, 10)
+	ln := keepAliveBackend(t, func(n int, c net.Conn, req *http.Request) bool {
+		body := fmt.Sprintf("conn %d %s", n, req.Method)
+		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		return false // closed after each answer, without saying so
+	}, closed)
+	tb := newTestBed(t, DefaultOptions())
+	tb.backend("foo.com", route.Match{}, ln)
+	for i, method := range []string{"GET", "POST", "DELETE", "GET"} {
+		resp := tb.get(t, method, "/")
+		if got, want := body(t, resp), fmt.Sprintf("conn %d %s", i+1, method); got != want {
+			t.Fatalf("request %d: got %d %q, want 200 %q", i, resp.StatusCode, got, want)
+		}
+		<-closed // before the next request
+	}
+}
+
+// A client that goes away while the endpoint thinks ends the exchange:
+// the endpoint's connection is closed, not left waiting for the read
+// timeout.
+func TestClientGoneClosesEndpointConnection(t *testing.T) {
+	arrived, gone := make(chan struct{}), make(chan struct{})
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(arrived)
+		<-r.Context().Done()
+		close(gone)
+	}))
+	t.Cleanup(backend.Close)
+	tb := newTestBed(t, DefaultOptions())
+	tb.backend("foo.com", route.Match{}, addr(backend))
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+tb.http+"/", nil)
+	req.Host = "foo.com"
+	go func() { <-arrived; cancel() }()
+	if _, err := noRedirects.Do(req); err == nil {
+		t.Errorf("got an answer, want the request cancelled")
+	}
+	<-gone
+}
