@@ -44,6 +44,7 @@ import (
 	"portal.dev/portal/apiserver/registry"
 	"portal.dev/portal/apiserver/scheme"
 	"portal.dev/portal/apiserver/svcconfig"
+	"portal.dev/portal/internal/memrelease"
 	"portal.dev/portal/pki"
 	"portal.dev/portal/version"
 )
@@ -157,6 +158,9 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	// A burst of requests leaves the heap at twice its size for minutes
+	// after; give it back once the server is quiet (see memrelease).
+	go memrelease.Run(ctx, memrelease.DefaultPolicy)
 	return s.PrepareRun().RunWithContext(ctx)
 }
 
