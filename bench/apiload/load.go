@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,6 +28,9 @@ type load struct {
 	watchers []*watcher
 	// created[i] is how many ConfigMaps client i created.
 	created []atomic.Int64
+	// conns are the HTTP clients of the clients and the watchers, one
+	// connection each.
+	conns []*http.Client
 
 	creates, lists, errors atomic.Int64
 }
@@ -50,7 +55,7 @@ type watcher struct {
 func newLoad(ctx context.Context, cfg *rest.Config, o options) (*load, error) {
 	l := &load{opts: o, created: make([]atomic.Int64, o.clients)}
 	for i := range o.clients {
-		c, err := kubernetes.NewForConfig(ownConnection(cfg))
+		c, err := l.newClient(cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -65,7 +70,7 @@ func newLoad(ctx context.Context, cfg *rest.Config, o options) (*load, error) {
 		return nil, err
 	}
 	for i := range o.watchers {
-		c, err := kubernetes.NewForConfig(ownConnection(cfg))
+		c, err := l.newClient(cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -80,6 +85,24 @@ func newLoad(ctx context.Context, cfg *rest.Config, o options) (*load, error) {
 		l.watchers = append(l.watchers, w)
 	}
 	return l, nil
+}
+
+// newClient returns a client on a connection of its own.
+func (l *load) newClient(cfg *rest.Config) (kubernetes.Interface, error) {
+	c := ownConnection(cfg)
+	hc, err := rest.HTTPClientFor(c)
+	if err != nil {
+		return nil, err
+	}
+	l.conns = append(l.conns, hc)
+	return kubernetes.NewForConfigAndClient(c, hc)
+}
+
+// closeConnections ends the clients' connections, as processes that exit.
+func (l *load) closeConnections() {
+	for _, hc := range l.conns {
+		hc.CloseIdleConnections()
+	}
 }
 
 func namespace(i int) string { return fmt.Sprintf("load-%d", i) }
@@ -218,6 +241,17 @@ func (l *load) droppedSoFar() int {
 		w.mu.Unlock()
 	}
 	return n
+}
+
+// finish waits up to d for the watchers to have seen every create, then
+// stops them and closes every connection.
+func (l *load) finish(d time.Duration) {
+	deadline := time.Now().Add(d)
+	for l.watchSummary().complete < len(l.watchers) && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	l.stop()
+	l.closeConnections()
 }
 
 func (l *load) stop() {

@@ -47,6 +47,7 @@ type options struct {
 	cpuProfile string
 	keep       bool
 	extraArgs  string
+	extraEnv   string
 }
 
 func main() {
@@ -63,6 +64,7 @@ func main() {
 	flag.StringVar(&o.cpuProfile, "cpu-profile", "", "write the server's CPU profile of the load's second quarter to this file")
 	flag.BoolVar(&o.keep, "keep", false, "keep the data directory and the server's log")
 	flag.StringVar(&o.extraArgs, "server-args", "", "more arguments for portal server, space-separated")
+	flag.StringVar(&o.extraEnv, "server-env", "", "more environment for portal server, space-separated KEY=VALUE")
 	flag.Parse()
 	if o.scope != "all" && o.scope != "namespace" {
 		fmt.Fprintln(os.Stderr, "bench: -watch-scope is all or namespace")
@@ -123,14 +125,20 @@ func run(o options) error {
 	if o.heapPrefix != "" {
 		s.heapProfile(ctx, o.heapPrefix+"-load.pb.gz")
 	}
-	// The watchers keep reading after the load, so one that was merely
-	// behind has seen every create by the end.
+	// The clients go away as the load ends. The watchers read on until
+	// they have seen every create (one that was merely behind catches up),
+	// then go away too: "after" is an idle server.
+	l.closeConnections()
+	finished := make(chan watchSummary, 1)
+	go func() {
+		l.finish(30 * time.Second)
+		finished <- l.watchSummary()
+	}()
 	s.idle(ctx, "after", o.after, l)
 	if o.heapPrefix != "" {
 		s.heapProfile(ctx, o.heapPrefix+"-after.pb.gz")
 	}
-	l.stop()
-	return report(o, before, peak, s, l)
+	return report(o, before, peak, s, l, <-finished)
 }
 
 // ownConnection returns cfg with a transport of its own: client-go shares
@@ -142,7 +150,7 @@ func ownConnection(cfg *rest.Config) *rest.Config {
 	return c
 }
 
-func report(o options, before, peak sample, s *sampler, l *load) error {
+func report(o options, before, peak sample, s *sampler, l *load, w watchSummary) error {
 	at2 := s.at(2 * time.Minute)
 	last := s.last()
 	fmt.Printf("RESULT load watchers=%d scope=%s clients=%d load=%s creates=%d lists=%d errors=%d configmaps_per_s=%.0f\n",
@@ -152,7 +160,6 @@ func report(o options, before, peak sample, s *sampler, l *load) error {
 		before.rss, peak.rss, at2.rss, last.rss, at2.rss/before.rss)
 	fmt.Printf("RESULT heap_inuse_mib before=%.0f peak=%.0f after_2min=%.0f end=%.0f\n",
 		before.heapInuse, peak.heapInuse, at2.heapInuse, last.heapInuse)
-	w := l.watchSummary()
 	l.printErrors(5)
 	fmt.Printf("RESULT watchers dropped=%d (watches the server ended while the client read; %0.f ended by the watch cache as unresponsive) complete=%d/%d out_of_order=%d\n",
 		w.dropped, last.terminated-before.terminated, w.complete, o.watchers, w.outOfOrder)
@@ -173,6 +180,7 @@ func startServer(o options, dir string) (*exec.Cmd, error) {
 		name = "taskset"
 	}
 	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), strings.Fields(o.extraEnv)...)
 	log, err := os.Create(filepath.Join(dir, "server.log"))
 	if err != nil {
 		return nil, err
