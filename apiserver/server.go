@@ -44,6 +44,7 @@ import (
 	"portal.dev/portal/apiserver/registry"
 	"portal.dev/portal/apiserver/scheme"
 	"portal.dev/portal/apiserver/svcconfig"
+	"portal.dev/portal/apiserver/watchshare"
 	"portal.dev/portal/internal/memrelease"
 	"portal.dev/portal/pki"
 	"portal.dev/portal/version"
@@ -313,6 +314,9 @@ func applyStorage(o Options, c *genericapiserver.Config) error {
 	if o.embedded != nil {
 		c.RESTOptionsGetter = newInProcessStorage(c.RESTOptionsGetter, o.embedded.InProcessClient(), o.EtcdCompactionInterval)
 	}
+	// Watchers that keep reading must not be ended as unresponsive when
+	// the server is short of CPU (see watchshare).
+	c.RESTOptionsGetter = watchshare.Getter{RESTOptionsGetter: c.RESTOptionsGetter}
 	return nil
 }
 
