@@ -184,9 +184,10 @@ func TestOverflowEndsOnlyThatWatch(t *testing.T) {
 		}
 	}
 	stuckGot := readAll(t, stuck)
-	// What was in its result buffer, and the one its goroutine held.
-	if len(stuckGot) == 0 || len(stuckGot) > outSize+1 {
-		t.Errorf("the stuck watch got %d events, want 1 to %d", len(stuckGot), outSize+1)
+	// At most what was in its result buffer and the one its goroutine
+	// held: none if its goroutine had not run before the overflow.
+	if len(stuckGot) > outSize+1 {
+		t.Errorf("the stuck watch got %d events, want at most %d", len(stuckGot), outSize+1)
 	}
 	checkRange(t, "stuck", stuckGot, 2, 1+len(stuckGot))
 	src.send(last+1, last+1)
