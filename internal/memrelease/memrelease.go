@@ -16,7 +16,11 @@
 // Run watches the allocation rate. After an interval of load followed by a
 // quiet one, if the heap holds much more than its live data, it collects and
 // returns the free pages at once (debug.FreeOSMemory): one collection of a
-// quiet process, once per burst. It owns nothing but that decision.
+// quiet process. While the process stays quiet after that, the little it
+// allocates grows the heap again towards the goal the burst left, and the
+// runtime keeps the pages its next collection frees; so it releases again
+// when the excess is back, at most once a minute. A process that never had
+// a burst is left to the runtime. It owns nothing but that decision.
 package memrelease
 
 import (
@@ -49,6 +53,9 @@ type Policy struct {
 	QuietRate float64
 	// MinExcess is the least excess worth a release.
 	MinExcess uint64
+	// Again is how many quiet intervals after a release must pass before
+	// another one without new load.
+	Again int
 }
 
 // DefaultPolicy samples every 15 s, so a release comes 15-30 s after the
@@ -60,6 +67,7 @@ var DefaultPolicy = Policy{
 	BusyRate:  8 << 20,
 	QuietRate: 2 << 20,
 	MinExcess: 32 << 20,
+	Again:     4,
 }
 
 // decider is the policy's state between samples.
@@ -70,6 +78,10 @@ type decider struct {
 	// busy is whether an interval of load came since the last release or
 	// quiet interval.
 	busy bool
+	// released is whether a burst was followed by a release; since counts
+	// the intervals after the last one.
+	released bool
+	since    int
 }
 
 // observe takes the sample at the end of an interval and says whether to
@@ -81,15 +93,21 @@ func (d *decider) observe(s Sample) bool {
 		return false
 	}
 	rate := float64(s.Allocated-prev.Allocated) / d.policy.Interval.Seconds()
+	d.since++
 	switch {
 	case rate >= d.policy.BusyRate:
 		d.busy = true
 		return false
-	case rate >= d.policy.QuietRate || !d.busy:
+	case rate >= d.policy.QuietRate || s.Excess < d.policy.MinExcess:
+		if rate < d.policy.QuietRate {
+			d.busy = false
+		}
+		return false
+	case !d.busy && !(d.released && d.since >= d.policy.Again):
 		return false
 	}
-	d.busy = false
-	return s.Excess >= d.policy.MinExcess
+	d.busy, d.released, d.since = false, true, 0
+	return true
 }
 
 // Run releases memory as the policy says until ctx ends.

@@ -11,7 +11,7 @@ import (
 
 const mib = 1 << 20
 
-var testPolicy = Policy{Interval: 10 * time.Second, BusyRate: 8 * mib, QuietRate: 2 * mib, MinExcess: 32 * mib}
+var testPolicy = Policy{Interval: 10 * time.Second, BusyRate: 8 * mib, QuietRate: 2 * mib, MinExcess: 32 * mib, Again: 3}
 
 // step is one interval: what it allocated per second and the excess at its
 // end.
@@ -55,6 +55,16 @@ func TestDecide(t *testing.T) {
 			name:  "each burst: one release",
 			steps: []step{{50, 200}, {0, 200}, {30, 150}, {0, 150}},
 			want:  []bool{false, true, false, true},
+		},
+		{
+			name:  "quiet after a release: again once the excess is back, Again intervals on",
+			steps: []step{{50, 200}, {0, 200}, {1, 40}, {1, 40}, {1, 40}, {1, 40}, {1, 10}, {1, 40}},
+			want:  []bool{false, true, false, false, true, false, false, true},
+		},
+		{
+			name:  "idle process with excess but no burst: never",
+			steps: []step{{1, 100}, {1, 100}, {1, 100}, {1, 100}, {1, 100}},
+			want:  []bool{false, false, false, false, false},
 		},
 	}
 	for _, tc := range tests {
