@@ -49,6 +49,8 @@ import (
 	"portal.dev/portal/apiserver/registry"
 	"portal.dev/portal/apiserver/scheme"
 	"portal.dev/portal/apiserver/svcconfig"
+	"portal.dev/portal/apiserver/watchshare"
+	"portal.dev/portal/internal/memrelease"
 	"portal.dev/portal/pki"
 	"portal.dev/portal/version"
 )
@@ -194,6 +196,9 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	// A burst of requests leaves the heap at twice its size for minutes
+	// after; give it back once the server is quiet (see memrelease).
+	go memrelease.Run(ctx, memrelease.DefaultPolicy)
 	return s.PrepareRun().RunWithContext(ctx)
 }
 
@@ -380,6 +385,9 @@ func applyStorage(o Options, c *genericapiserver.Config) error {
 	if o.embedded != nil {
 		c.RESTOptionsGetter = newInProcessStorage(c.RESTOptionsGetter, o.embedded.InProcessClient(), o.EtcdCompactionInterval)
 	}
+	// Watchers that keep reading must not be ended as unresponsive when
+	// the server is short of CPU (see watchshare).
+	c.RESTOptionsGetter = watchshare.Getter{RESTOptionsGetter: c.RESTOptionsGetter}
 	return nil
 }
 

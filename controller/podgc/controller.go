@@ -30,12 +30,19 @@ const (
 	// DefaultQuarantineTime is how long a Node must stay missing from the
 	// cache before the API is asked whether it exists.
 	DefaultQuarantineTime = 40 * time.Second
+	// DefaultTerminatedPodThreshold is how many terminated Pods are kept
+	// (--terminated-pod-gc-threshold).
+	DefaultTerminatedPodThreshold = 12500
 )
 
 // Options configure a Controller. The zero value is valid.
 type Options struct {
 	// CheckPeriod and QuarantineTime are 0 for the defaults.
 	CheckPeriod, QuarantineTime time.Duration
+	// TerminatedPodThreshold is how many terminated (Succeeded or Failed)
+	// Pods to keep before the oldest are deleted: 0 for the default, less
+	// than 0 to keep them all.
+	TerminatedPodThreshold int
 	// Clock is the time source; nil means the real clock.
 	Clock clock.WithTicker
 	// Registerer receives the controller's Prometheus metrics while it
@@ -49,6 +56,9 @@ type Options struct {
 type key struct {
 	node string
 	pod  types.NamespacedName
+	// terminated: the Pod is one of the terminated Pods over the
+	// threshold.
+	terminated bool
 }
 
 // Controller force-deletes Pods no node agent will finish (see the package
@@ -61,6 +71,7 @@ type Controller struct {
 	podsByNode *podutil.ByNode
 	period     time.Duration
 	quarantine time.Duration
+	threshold  int
 	clock      clock.WithTicker
 	loop       *loop.Loop[key]
 	metrics    *metrics
@@ -75,6 +86,9 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, o
 	if opts.QuarantineTime <= 0 {
 		opts.QuarantineTime = DefaultQuarantineTime
 	}
+	if opts.TerminatedPodThreshold == 0 {
+		opts.TerminatedPodThreshold = DefaultTerminatedPodThreshold
+	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
@@ -87,6 +101,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, o
 		podsByNode: podutil.NewByNode(podInf.Informer()),
 		period:     opts.CheckPeriod,
 		quarantine: opts.QuarantineTime,
+		threshold:  opts.TerminatedPodThreshold,
 		clock:      opts.Clock,
 		metrics:    newMetrics(),
 	}
@@ -135,6 +150,9 @@ func (c *Controller) check() {
 		utilruntime.HandleError(fmt.Errorf("list pods: %w", err))
 		return
 	}
+	for _, pod := range overThreshold(pods, c.threshold) {
+		c.loop.Add(key{pod: types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, terminated: true})
+	}
 	for _, pod := range pods {
 		switch decide(pod, c.node(pod.Spec.NodeName), c.clock.Now()) {
 		case orphaned:
@@ -167,6 +185,14 @@ func (c *Controller) sync(ctx context.Context, k key) error {
 	}
 	if err != nil {
 		return err
+	}
+	if k.terminated {
+		// Terminated Pods stay terminated; the count over the
+		// threshold was the check's.
+		if !isTerminated(pod) {
+			return nil
+		}
+		return c.delete(ctx, pod, terminated, nil)
 	}
 	// What was true when the Pod was queued may not be now.
 	switch r := decide(pod, c.node(pod.Spec.NodeName), c.clock.Now()); r {

@@ -136,3 +136,42 @@ func TestCollector(t *testing.T) {
 		}
 	})
 }
+
+// TestTerminatedOverThreshold: with a threshold of 2, the collector
+// deletes the oldest of 4 terminated Pods and leaves running ones alone.
+func TestTerminatedOverThreshold(t *testing.T) {
+	objs := []runtime.Object{
+		node("n", true),
+		finished("old", corev1.PodSucceeded, 1, false),
+		finished("older", corev1.PodFailed, 0, false),
+		finished("new", corev1.PodSucceeded, 5, false),
+		finished("newer", corev1.PodSucceeded, 6, false),
+		finished("running", corev1.PodRunning, 0, false),
+	}
+	want := map[string]bool{"new": true, "newer": true, "running": true} // pods left
+	synctest.Test(t, func(t *testing.T) {
+		client := fake.NewClientset(objs...)
+		factory := informers.NewSharedInformerFactory(client, 0)
+		c := New(client, factory, Options{TerminatedPodThreshold: 2, Registerer: prometheus.NewRegistry()})
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { c.Run(ctx, 2); close(done) }()
+		t.Cleanup(func() { cancel(); <-done; factory.Shutdown() })
+
+		time.Sleep(DefaultCheckPeriod)
+		synctest.Wait()
+		for _, o := range objs {
+			p, ok := o.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			_, err := client.CoreV1().Pods("ns").Get(ctx, p.Name, metav1.GetOptions{})
+			if left := !apierrors.IsNotFound(err); left != want[p.Name] {
+				t.Errorf("pod %s: left %v, want %v", p.Name, left, want[p.Name])
+			}
+		}
+		if got := testutil.ToFloat64(c.metrics.deleted.WithLabelValues("ns", string(terminated))); got != 2 {
+			t.Errorf("deleted terminated: got %v, want 2", got)
+		}
+	})
+}

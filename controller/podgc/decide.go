@@ -1,6 +1,8 @@
 package podgc
 
 import (
+	"cmp"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +20,7 @@ const (
 	terminatingOutOfService  reason = "terminating_out_of_service"
 	terminatingNotReady      reason = "terminating_node_not_ready"
 	terminatingUnscheduled   reason = "terminating_unscheduled"
+	terminated               reason = "terminated"
 	orphanedConditionReason         = "DeletionByPodGC"
 	orphanedConditionMessage        = "PodGC: node no longer exists"
 )
@@ -80,4 +83,48 @@ func failed(pod *corev1.Pod, cond *corev1.PodCondition) *corev1.Pod {
 	}
 	out.Status.Conditions = append(out.Status.Conditions, *cond)
 	return out
+}
+
+// isTerminated says whether pod has finished (Succeeded or Failed), as
+// upstream counts Pods for its threshold.
+func isTerminated(pod *corev1.Pod) bool {
+	p := pod.Status.Phase
+	return p != corev1.PodPending && p != corev1.PodRunning && p != corev1.PodUnknown
+}
+
+// overThreshold returns the terminated Pods to delete so that at most
+// threshold are left, in upstream's order: evicted Pods first (so that
+// the finished Pods of Jobs and other controllers are kept longest), then
+// the oldest, by name among equals. A threshold of 0 or less keeps all.
+func overThreshold(pods []*corev1.Pod, threshold int) []*corev1.Pod {
+	if threshold <= 0 {
+		return nil
+	}
+	var done []*corev1.Pod
+	for _, p := range pods {
+		if isTerminated(p) {
+			done = append(done, p)
+		}
+	}
+	if len(done) <= threshold {
+		return nil
+	}
+	slices.SortFunc(done, func(a, b *corev1.Pod) int {
+		if ea, eb := evicted(a), evicted(b); ea != eb {
+			if ea {
+				return -1
+			}
+			return 1
+		}
+		if c := a.CreationTimestamp.Time.Compare(b.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Name, b.Name)
+	})
+	return done[:len(done)-threshold]
+}
+
+// evicted says whether the node agent evicted pod.
+func evicted(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodFailed && pod.Status.Reason == "Evicted"
 }

@@ -1,10 +1,12 @@
 package podgc
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestDecide(t *testing.T) {
@@ -78,5 +80,53 @@ func TestFailed(t *testing.T) {
 	}
 	if again := failed(out, cond); again != nil {
 		t.Errorf("a Failed pod: got a status write %+v, want none", again.Status)
+	}
+}
+
+func finished(name string, phase corev1.PodPhase, created int, evictedReason bool) *corev1.Pod {
+	p := pod(name, "n", false)
+	p.Status.Phase = phase
+	p.CreationTimestamp = metav1.NewTime(time.Date(2026, 1, 1, 0, created, 0, 0, time.UTC))
+	if evictedReason {
+		p.Status.Reason = "Evicted"
+	}
+	return p
+}
+
+// TestOverThreshold: upstream's --terminated-pod-gc-threshold keeps the
+// newest terminated Pods, deleting evicted ones first.
+func TestOverThreshold(t *testing.T) {
+	pods := []*corev1.Pod{
+		finished("running", corev1.PodRunning, 0, false),
+		finished("pending", corev1.PodPending, 0, false),
+		finished("ok-3", corev1.PodSucceeded, 3, false),
+		finished("failed-1", corev1.PodFailed, 1, false),
+		finished("ok-2b", corev1.PodSucceeded, 2, false),
+		finished("ok-2a", corev1.PodSucceeded, 2, false),
+		finished("evicted-9", corev1.PodFailed, 9, true),
+	}
+	tests := []struct {
+		name      string
+		threshold int
+		want      []string
+	}{
+		{"disabled", 0, nil},
+		{"disabled, negative", -1, nil},
+		{"at the threshold", 5, nil},
+		{"above the threshold", 6, nil},
+		{"one over: the evicted Pod, though newest", 4, []string{"evicted-9"}},
+		{"three over: then the oldest, by name among equals", 2, []string{"evicted-9", "failed-1", "ok-2a"}},
+		{"all", 1, []string{"evicted-9", "failed-1", "ok-2a", "ok-2b"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, p := range overThreshold(pods, tc.threshold) {
+				got = append(got, p.Name)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

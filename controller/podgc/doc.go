@@ -18,8 +18,11 @@
 //
 // A Pod it collects is first marked Failed (with a DisruptionTarget
 // condition when its Node is gone, so that a Job controller sees why) and
-// then deleted with a grace period of 0. It writes nothing else; deleting
-// terminated Pods past a threshold, upstream's fourth rule, is not done.
+// then deleted with a grace period of 0. It writes nothing else.
+//
+// As upstream's fourth rule, it also deletes terminated (Succeeded or
+// Failed) Pods beyond Options.TerminatedPodThreshold (12,500 as upstream's
+// --terminated-pod-gc-threshold), evicted ones first, then the oldest.
 //
 // The decision (decide.go) is pure: a Pod and what the cache knows of its
 // Node in, a reason out. The Controller (controller.go) is the edge.

@@ -1,0 +1,145 @@
+package watchshare
+
+import (
+	"sync"
+
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/storage"
+)
+
+// group is one watch of the storage whose events go to every member.
+type group struct {
+	s   *sharedStorage
+	key string // the groups map's key
+	// open starts a watch of the storage after a resource version.
+	open func(rv uint64) (watch.Interface, error)
+
+	mu      sync.Mutex
+	up      watch.Interface
+	members map[*member]struct{}
+	// last is the resource version of the newest event (or bookmark) the
+	// group has passed on, at first the one it started from: a watch from
+	// a version at or after it misses nothing by joining.
+	last uint64
+	// done: the upstream watch ended or is being stopped; no one joins.
+	done bool
+}
+
+// join adds a member watching from since, if the group has passed on
+// nothing after since; nil otherwise.
+func (g *group) join(since uint64, bookmarks bool) *member {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.done || since < g.last {
+		return nil
+	}
+	m := newMember(g, since, bookmarks, g.s.limit)
+	g.members[m] = struct{}{}
+	go m.run()
+	return m
+}
+
+// leave removes m; the last member to leave stops the upstream watch.
+func (g *group) leave(m *member) {
+	g.mu.Lock()
+	delete(g.members, m)
+	last := len(g.members) == 0 && !g.done
+	if last {
+		g.done = true
+	}
+	up := g.up
+	g.mu.Unlock()
+	if last {
+		g.s.remove(g)
+		up.Stop()
+	}
+}
+
+// maxEmptyReopens is how many watches of the storage in a row may end
+// without an event before the group gives up and ends its members.
+const maxEmptyReopens = 3
+
+// dispatch passes the upstream events on. When the storage ends the
+// upstream watch (the cacher ends a watcher it finds unresponsive), the
+// group watches again from the last version it passed on, as its members'
+// clients would, so they see nothing of it. After an error event, or when
+// watching again fails, the members end.
+func (g *group) dispatch(versioner storage.Versioner) {
+	defer g.s.remove(g)
+	empty := 0
+	for {
+		g.mu.Lock()
+		up := g.up
+		g.mu.Unlock()
+		passed, failed := g.pass(up, versioner)
+		if passed > 0 {
+			empty = 0
+		} else {
+			empty++
+		}
+		g.mu.Lock()
+		if g.done || failed || empty > maxEmptyReopens {
+			break
+		}
+		last := g.last
+		g.mu.Unlock()
+		w, err := g.open(last)
+		g.mu.Lock()
+		if err != nil || g.done {
+			if w != nil {
+				w.Stop()
+			}
+			break
+		}
+		g.up = w
+		g.mu.Unlock()
+	}
+	// Still holding g.mu.
+	g.done = true
+	for m := range g.members {
+		m.end()
+	}
+	g.mu.Unlock()
+}
+
+// pass passes up's events on until it ends and returns how many it passed
+// and whether one was an error.
+func (g *group) pass(up watch.Interface, versioner storage.Versioner) (int, bool) {
+	n := 0
+	for ev := range up.ResultChan() {
+		var rv uint64
+		if ev.Type != watch.Error {
+			rv, _ = versioner.ObjectResourceVersion(ev.Object)
+		}
+		g.mu.Lock()
+		for m := range g.members {
+			if !wants(m, ev, rv) {
+				continue
+			}
+			if !m.push(ev) {
+				// Fallen too far behind: the member ends as the
+				// cacher would have ended its watch.
+				delete(g.members, m)
+			}
+		}
+		g.last = max(g.last, rv)
+		g.mu.Unlock()
+		if ev.Type == watch.Error {
+			return n, true
+		}
+		n++
+	}
+	return n, false
+}
+
+// wants says whether member m gets ev, of resource version rv.
+func wants(m *member, ev watch.Event, rv uint64) bool {
+	switch ev.Type {
+	case watch.Error:
+		return true
+	case watch.Bookmark:
+		return m.bookmarks && rv > m.since
+	default:
+		return rv > m.since
+	}
+}

@@ -1,0 +1,184 @@
+// Package watchshare serves identical watches of the watch cache from one
+// watch of it, so that clients that keep reading are not ended as
+// unresponsive when the server is short of CPU.
+//
+// k8s.io/apiserver's cacher hands each event to every watcher through a
+// channel of 10 to 100 events (10 for a watch opened while the resource was
+// quiet), drained by a goroutine per watcher. When a channel is full it
+// waits at most what is left of a shared budget (50 ms a second, 100 ms at
+// most) and then ends that watch. With a few hundred watches of a resource
+// that changes a hundred times a second on two busy cores, the dispatcher
+// fills the channels of a burst of events before their goroutines, queued
+// behind hundreds of others, get to run: the budget is gone within a
+// second and the cacher ends watch after watch of clients that read
+// everything, which re-watch and are ended again. The sizes and the budget
+// are constants of the cacher.
+//
+// Watches with the same key, selectors and options mostly start from the
+// same recent resource version (informers of the same resource, kubectl
+// get -w). A group holds one cacher watch for them and copies each event
+// into every member's queue without waiting; each member's goroutine feeds
+// its request handler at the client's pace. The cacher sees one watcher
+// instead of hundreds, and the event objects, with their cached
+// serializations, are shared, so a queued event costs a slot. A watch from
+// a version the group has already passed starts a group of its own. When
+// the process as a whole gets no CPU for a while, the cacher may still end
+// a group's watch: the group then watches again from the last version it
+// passed on, which its members do not notice.
+//
+// A client that stops reading must not hold the server's memory: a member
+// whose queue reaches the limit ends as the cacher would have ended it, and
+// the client resumes from the last event it got. This package owns the
+// watch between the storage and the request handler, nothing else.
+package watchshare
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/registry/generic"
+	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/apiserver/pkg/storage/storagebackend"
+	"k8s.io/apiserver/pkg/storage/storagebackend/factory"
+	"k8s.io/client-go/tools/cache"
+)
+
+// DefaultLimit is how many events a member may have queued before it ends:
+// about a minute of a resource changing 150 times a second. A queued event
+// is shared with the other members, so it costs a few dozen bytes.
+const DefaultLimit = 10000
+
+// Getter returns the storage of the embedded getter's options with its
+// watches shared (see the package comment).
+type Getter struct {
+	generic.RESTOptionsGetter
+	// Limit is the queue limit of each watch; DefaultLimit when 0.
+	Limit int
+}
+
+// GetRESTOptions is the embedded getter's options whose storage decorator
+// shares the watches of the storage it builds.
+func (g Getter) GetRESTOptions(resource schema.GroupResource, example runtime.Object) (generic.RESTOptions, error) {
+	opts, err := g.RESTOptionsGetter.GetRESTOptions(resource, example)
+	if err != nil {
+		return opts, err
+	}
+	limit := g.Limit
+	if limit == 0 {
+		limit = DefaultLimit
+	}
+	decorate := opts.Decorator
+	if decorate == nil {
+		decorate = generic.UndecoratedStorage
+	}
+	opts.Decorator = func(c *storagebackend.ConfigForResource, resourcePrefix string,
+		keyFunc func(obj runtime.Object) (string, error), newFunc, newListFunc func() runtime.Object,
+		getAttrsFunc storage.AttrFunc, trigger storage.IndexerFuncs, indexers *cache.Indexers) (storage.Interface, factory.DestroyFunc, error) {
+		s, destroy, err := decorate(c, resourcePrefix, keyFunc, newFunc, newListFunc, getAttrsFunc, trigger, indexers)
+		if err != nil {
+			return s, destroy, err
+		}
+		return Share(s, limit), destroy, nil
+	}
+	return opts, nil
+}
+
+// Share returns s with its watches shared, each member queueing at most
+// limit events.
+func Share(s storage.Interface, limit int) storage.Interface {
+	return &sharedStorage{Interface: s, limit: limit, groups: map[string][]*group{}}
+}
+
+type sharedStorage struct {
+	storage.Interface
+	limit int
+
+	mu     sync.Mutex
+	groups map[string][]*group
+}
+
+// Watch joins a group of watches with the same key and options whose
+// events so far are all at or before opts.ResourceVersion, or starts one.
+// A watch with initial events (a version of 0 or none, or
+// SendInitialEvents) is the storage's own.
+func (s *sharedStorage) Watch(ctx context.Context, key string, opts storage.ListOptions) (watch.Interface, error) {
+	since, gk, ok := shareable(key, opts)
+	if !ok {
+		return s.Interface.Watch(ctx, key, opts)
+	}
+	bookmarks := opts.Predicate.AllowWatchBookmarks
+	s.mu.Lock()
+	for _, g := range s.groups[gk] {
+		if m := g.join(since, bookmarks); m != nil {
+			s.mu.Unlock()
+			return m, nil
+		}
+	}
+	s.mu.Unlock()
+
+	// The group's watch outlives this request: it keeps the request's
+	// values (for the cacher's logs) but not its deadline.
+	upCtx, upOpts := context.WithoutCancel(ctx), opts
+	upOpts.Predicate.AllowWatchBookmarks = true
+	open := func(rv uint64) (watch.Interface, error) {
+		o := upOpts
+		o.ResourceVersion = strconv.FormatUint(rv, 10)
+		return s.Interface.Watch(upCtx, key, o)
+	}
+	w, err := open(since)
+	if err != nil {
+		return nil, err
+	}
+	g := &group{s: s, key: gk, open: open, up: w, members: map[*member]struct{}{}, last: since}
+	m := g.join(since, bookmarks)
+	s.mu.Lock()
+	s.groups[gk] = append(s.groups[gk], g)
+	s.mu.Unlock()
+	go g.dispatch(s.Versioner())
+	return m, nil
+}
+
+// remove forgets g: no watch joins it any more.
+func (s *sharedStorage) remove(g *group) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	gs := s.groups[g.key]
+	for i, x := range gs {
+		if x == g {
+			gs = append(gs[:i], gs[i+1:]...)
+			break
+		}
+	}
+	if len(gs) == 0 {
+		delete(s.groups, g.key)
+	} else {
+		s.groups[g.key] = gs
+	}
+}
+
+// shareable returns the version a watch starts after and the key of the
+// groups it may join; false for a watch that must have its own.
+func shareable(key string, opts storage.ListOptions) (uint64, string, bool) {
+	p := opts.Predicate
+	if opts.SendInitialEvents != nil && *opts.SendInitialEvents || opts.ResourceVersionMatch != "" ||
+		p.Limit != 0 || p.Continue != "" || p.ShardSelector != nil {
+		return 0, "", false
+	}
+	rv, err := strconv.ParseUint(opts.ResourceVersion, 10, 64)
+	if err != nil || rv == 0 {
+		return 0, "", false
+	}
+	label, field := "", ""
+	if p.Label != nil {
+		label = p.Label.String()
+	}
+	if p.Field != nil {
+		field = p.Field.String()
+	}
+	return rv, fmt.Sprintf("%s\x00%t\x00%t\x00%s\x00%s", key, opts.Recursive, opts.ProgressNotify, label, field), true
+}

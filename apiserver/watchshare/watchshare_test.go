@@ -1,0 +1,267 @@
+package watchshare
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/storage"
+)
+
+// source is an upstream watch with an unbuffered channel: a send completes
+// only once the group has taken the event, as a cacher's full channel
+// would block its dispatcher.
+type source struct {
+	ch      chan watch.Event
+	stopped chan struct{}
+	once    sync.Once
+}
+
+func (s *source) ResultChan() <-chan watch.Event { return s.ch }
+func (s *source) Stop()                          { s.once.Do(func() { close(s.stopped) }) }
+
+// send delivers events of resource versions from..to and returns how many
+// were taken before the group stopped the source.
+func (s *source) send(from, to int) int {
+	for i := from; i <= to; i++ {
+		select {
+		case s.ch <- event(i):
+		case <-s.stopped:
+			return i - from
+		}
+	}
+	return to - from + 1
+}
+
+func event(rv int) watch.Event {
+	return watch.Event{Type: watch.Added, Object: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{ResourceVersion: strconv.Itoa(rv)}}}
+}
+
+// fakeStorage records the watches opened on it.
+type fakeStorage struct {
+	storage.Interface
+	mu      sync.Mutex
+	sources []*source
+	rvs     []string // the version each watch started from
+	opens   chan *source
+}
+
+func newFakeStorage() *fakeStorage { return &fakeStorage{opens: make(chan *source, 100)} }
+
+func (f *fakeStorage) Versioner() storage.Versioner { return storage.APIObjectVersioner{} }
+
+func (f *fakeStorage) Watch(ctx context.Context, key string, opts storage.ListOptions) (watch.Interface, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := &source{ch: make(chan watch.Event), stopped: make(chan struct{})}
+	f.sources = append(f.sources, s)
+	f.rvs = append(f.rvs, opts.ResourceVersion)
+	f.opens <- s
+	return s, nil
+}
+
+func (f *fakeStorage) opened() []*source {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]*source(nil), f.sources...)
+}
+
+func watchFrom(t *testing.T, s storage.Interface, rv string) watch.Interface {
+	t.Helper()
+	w, err := s.Watch(context.Background(), "/configmaps", storage.ListOptions{ResourceVersion: rv, Recursive: true, Predicate: storage.Everything})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// fail ends the group's watch with an error event, which ends its members
+// after the events they have queued.
+func (s *source) fail() {
+	s.ch <- watch.Event{Type: watch.Error, Object: &metav1.Status{Status: metav1.StatusFailure, Code: 410}}
+}
+
+// readAll reads w until its result channel closes and returns the
+// resource versions in the order they came.
+func readAll(t *testing.T, w watch.Interface) []int {
+	t.Helper()
+	var got []int
+	for ev := range w.ResultChan() {
+		if ev.Type == watch.Error {
+			continue
+		}
+		rv, err := strconv.Atoi(ev.Object.(*corev1.ConfigMap).ResourceVersion)
+		if err != nil {
+			t.Fatalf("event %v: %v", ev, err)
+		}
+		got = append(got, rv)
+	}
+	return got
+}
+
+func checkRange(t *testing.T, name string, got []int, from, to int) {
+	t.Helper()
+	if len(got) != to-from+1 {
+		t.Errorf("%s: got %d events, want %d (versions %d to %d)", name, len(got), to-from+1, from, to)
+	}
+	for i, rv := range got {
+		if rv != from+i {
+			t.Errorf("%s: event %d has version %d, want %d (in order, none missing)", name, i, rv, from+i)
+			return
+		}
+	}
+}
+
+// Watchers that read nothing while the cacher dispatches a burst larger
+// than any of its channels get the whole burst, in order, once they read:
+// the regression of #23, where such watchers were ended as unresponsive.
+// They share one watch of the storage.
+func TestSlowReadersGetEveryEvent(t *testing.T) {
+	f := newFakeStorage()
+	s := Share(f, 5000)
+	var ws []watch.Interface
+	for range 20 {
+		ws = append(ws, watchFrom(t, s, "100"))
+	}
+	if n := len(f.opened()); n != 1 {
+		t.Fatalf("20 watches from one version opened %d storage watches, want 1", n)
+	}
+	src := f.opened()[0]
+	if sent := src.send(101, 3100); sent != 3000 {
+		t.Fatalf("the group took %d of 3000 events", sent)
+	}
+	src.fail() // the members end after the events they have queued
+	for i, w := range ws {
+		checkRange(t, "watch "+strconv.Itoa(i), readAll(t, w), 101, 3100)
+	}
+}
+
+// A watch from a version the group has passed would miss events: it gets
+// a storage watch of its own. One from a later version joins and skips the
+// events up to its version.
+func TestJoinOnlyWithoutGap(t *testing.T) {
+	f := newFakeStorage()
+	s := Share(f, DefaultLimit)
+	first := watchFrom(t, s, "100")
+	src := f.opened()[0]
+	src.send(101, 110)
+	behind := watchFrom(t, s, "105")
+	ahead := watchFrom(t, s, "115")
+	if n := len(f.opened()); n != 2 {
+		t.Fatalf("storage watches = %d, want 2 (the first group, and one for the watch from 105)", n)
+	}
+	src.send(111, 120)
+	src.fail()
+	checkRange(t, "first", readAll(t, first), 101, 120)
+	checkRange(t, "from 115", readAll(t, ahead), 116, 120)
+	own := f.opened()[1]
+	own.send(106, 107)
+	own.fail()
+	checkRange(t, "from 105", readAll(t, behind), 106, 107)
+}
+
+// A client that never reads cannot make the server hold events without
+// bound: at its limit its watch ends with a prefix of the events, so it
+// resumes without a gap, and the others go on.
+func TestOverflowEndsOnlyThatWatch(t *testing.T) {
+	const limit = 50
+	f := newFakeStorage()
+	s := Share(f, limit)
+	stuck := watchFrom(t, s, "1")
+	reader := watchFrom(t, s, "1")
+	src := f.opened()[0]
+	last := 1 + limit + outSize + 10
+	// The reader takes each event before the next is sent.
+	for rv := 2; rv <= last; rv++ {
+		src.send(rv, rv)
+		ev := <-reader.ResultChan()
+		if got := ev.Object.(*corev1.ConfigMap).ResourceVersion; got != strconv.Itoa(rv) {
+			t.Fatalf("reader got version %s, want %d", got, rv)
+		}
+	}
+	stuckGot := readAll(t, stuck)
+	// At most what was in its result buffer and the one its goroutine
+	// held: none if its goroutine had not run before the overflow.
+	if len(stuckGot) > outSize+1 {
+		t.Errorf("the stuck watch got %d events, want at most %d", len(stuckGot), outSize+1)
+	}
+	checkRange(t, "stuck", stuckGot, 2, 1+len(stuckGot))
+	src.send(last+1, last+1)
+	src.fail()
+	checkRange(t, "reader, after the stuck watch ended", readAll(t, reader), last+1, last+1)
+}
+
+// When the storage ends the group's watch, as the cacher ends a watcher it
+// finds unresponsive, the group watches again from the last version it
+// passed on: its members see every event, once, in order, and stay open.
+func TestStorageEndingTheWatchIsInvisible(t *testing.T) {
+	f := newFakeStorage()
+	s := Share(f, DefaultLimit)
+	a, b := watchFrom(t, s, "100"), watchFrom(t, s, "100")
+	src := <-f.opens
+	src.send(101, 110)
+	close(src.ch)
+	again := <-f.opens
+	f.mu.Lock()
+	from := f.rvs[1]
+	f.mu.Unlock()
+	if from != "110" {
+		t.Errorf("the group watched again from version %s, want 110", from)
+	}
+	again.send(111, 120)
+	again.fail()
+	checkRange(t, "a", readAll(t, a), 101, 120)
+	checkRange(t, "b", readAll(t, b), 101, 120)
+}
+
+// The last member to stop stops the storage's watch; a new watch then
+// starts a new one.
+func TestStop(t *testing.T) {
+	f := newFakeStorage()
+	s := Share(f, DefaultLimit)
+	a, b := watchFrom(t, s, "1"), watchFrom(t, s, "1")
+	src := f.opened()[0]
+	src.send(2, 5)
+	a.Stop()
+	readAll(t, a)
+	select {
+	case <-src.stopped:
+		t.Fatal("the storage watch stopped while a member was left")
+	default:
+	}
+	b.Stop()
+	b.Stop() // a second Stop is harmless
+	readAll(t, b)
+	<-src.stopped
+	watchFrom(t, s, "5")
+	if n := len(f.opened()); n != 2 {
+		t.Errorf("storage watches = %d, want 2", n)
+	}
+}
+
+// Watches with initial events are the storage's own.
+func TestNotShared(t *testing.T) {
+	yes := true
+	for _, tc := range []struct {
+		name string
+		opts storage.ListOptions
+	}{
+		{"version 0", storage.ListOptions{ResourceVersion: "0"}},
+		{"no version", storage.ListOptions{}},
+		{"initial events", storage.ListOptions{ResourceVersion: "5", SendInitialEvents: &yes}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeStorage()
+			s := Share(f, DefaultLimit)
+			w1, _ := s.Watch(context.Background(), "/configmaps", tc.opts)
+			w2, _ := s.Watch(context.Background(), "/configmaps", tc.opts)
+			if w1 != watch.Interface(f.opened()[0]) || w2 != watch.Interface(f.opened()[1]) {
+				t.Errorf("got shared watches, want the storage's own")
+			}
+		})
+	}
+}
