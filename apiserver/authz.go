@@ -8,6 +8,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"portal.dev/portal/apiserver/auth"
@@ -47,9 +48,14 @@ func newAuthorization(modes []string, factory informers.SharedInformerFactory) (
 			synced = append(synced, hasSynced...)
 		case auth.ModeRBAC:
 			v1 := factory.Rbac().V1()
+			crbs := v1.ClusterRoleBindings().Informer()
+			if err := crbs.AddIndexers(cache.Indexers{rbac.SubjectIndex: rbac.IndexBySubject}); err != nil {
+				return nil, err
+			}
 			rbacAuthorizer = rbac.New(rbac.Listers{
 				Roles: v1.Roles().Lister(), ClusterRoles: v1.ClusterRoles().Lister(),
 				RoleBindings: v1.RoleBindings().Lister(), ClusterRoleBindings: v1.ClusterRoleBindings().Lister(),
+				ClusterRoleBindingIndex: crbs.GetIndexer(),
 			})
 			named = append(named, auth.Named{Mode: m, Authorizer: rbacAuthorizer, Rules: rbacAuthorizer})
 			synced = append(synced, v1.Roles().Informer().HasSynced, v1.ClusterRoles().Informer().HasSynced,

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 )
 
 // listersOf fills informer caches with objs, without a server.
@@ -19,6 +20,10 @@ func listersOf(t *testing.T, objs ...runtime.Object) Listers {
 	t.Helper()
 	f := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
 	v1 := f.Rbac().V1()
+	crbs := v1.ClusterRoleBindings().Informer()
+	if err := crbs.AddIndexers(cache.Indexers{SubjectIndex: IndexBySubject}); err != nil {
+		t.Fatal(err)
+	}
 	for _, o := range objs {
 		var err error
 		switch o := o.(type) {
@@ -36,7 +41,8 @@ func listersOf(t *testing.T, objs ...runtime.Object) Listers {
 		}
 	}
 	return Listers{Roles: v1.Roles().Lister(), ClusterRoles: v1.ClusterRoles().Lister(),
-		RoleBindings: v1.RoleBindings().Lister(), ClusterRoleBindings: v1.ClusterRoleBindings().Lister()}
+		RoleBindings: v1.RoleBindings().Lister(), ClusterRoleBindings: v1.ClusterRoleBindings().Lister(),
+		ClusterRoleBindingIndex: crbs.GetIndexer()}
 }
 
 func clusterRole(name string, rules ...rbacv1.PolicyRule) *rbacv1.ClusterRole {
@@ -85,6 +91,7 @@ func TestAuthorize(t *testing.T) {
 		clusterBinding("ops-status", "status-writer", groupSubject("ops")),
 		clusterBinding("health", "health", groupSubject(user.AllAuthenticated)),
 		clusterBinding("dangling", "missing", userSubject("carol")),
+		clusterBinding("sa-reader", "reader", rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: "kube-system", Name: "watcher"}),
 		roleBinding("a", "bob-secret", "ClusterRole", "one-secret", userSubject("bob")),
 		roleBinding("a", "bob-leases", "Role", "lease-writer", userSubject("bob")),
 		roleBinding("a", "sa-all", "ClusterRole", "all", rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "robot"}),
@@ -112,6 +119,7 @@ func TestAuthorize(t *testing.T) {
 		{"role binding only in its namespace", res(bob, "get", "b", "secrets", "", "tls"), authorizer.DecisionNoOpinion},
 		{"rule of another API group", res(bob, "update", "a", "leases", "", "l"), authorizer.DecisionNoOpinion},
 		{"service account subject defaults to the binding's namespace", res(robot, "delete", "a", "pods", "", "p"), authorizer.DecisionAllow},
+		{"cluster binding of a service account", res(&user.DefaultInfo{Name: "system:serviceaccount:kube-system:watcher"}, "list", "b", "services", "", ""), authorizer.DecisionAllow},
 		{"service account only in that namespace", res(robot, "delete", "b", "pods", "", "p"), authorizer.DecisionNoOpinion},
 		{"binding to a missing role grants nothing", res(carol, "get", "a", "pods", "", "p"), authorizer.DecisionNoOpinion},
 		{"non-resource URL", authorizer.AttributesRecord{User: alice, Verb: "get", Path: "/healthz"}, authorizer.DecisionAllow},
@@ -119,9 +127,14 @@ func TestAuthorize(t *testing.T) {
 		{"non-resource URL not listed", authorizer.AttributesRecord{User: alice, Verb: "get", Path: "/metrics"}, authorizer.DecisionNoOpinion},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, reason, err := New(l).Authorize(context.Background(), tc.attrs)
-			if err != nil || got != tc.want {
-				t.Fatalf("got %v (%q, %v), want %v", got, reason, err, tc.want)
+			// The subject index must decide as walking every binding does.
+			unindexed := l
+			unindexed.ClusterRoleBindingIndex = nil
+			for _, l := range []Listers{l, unindexed} {
+				got, reason, err := New(l).Authorize(context.Background(), tc.attrs)
+				if err != nil || got != tc.want {
+					t.Fatalf("indexed %v: got %v (%q, %v), want %v", l.ClusterRoleBindingIndex != nil, got, reason, err, tc.want)
+				}
 			}
 		})
 	}

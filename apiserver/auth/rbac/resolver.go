@@ -15,6 +15,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/apiserver/pkg/authentication/user"
 	rbaclisters "k8s.io/client-go/listers/rbac/v1"
+	"k8s.io/client-go/tools/cache"
 )
 
 // Listers are the caches rules are resolved from.
@@ -23,6 +24,9 @@ type Listers struct {
 	ClusterRoles        rbaclisters.ClusterRoleLister
 	RoleBindings        rbaclisters.RoleBindingLister
 	ClusterRoleBindings rbaclisters.ClusterRoleBindingLister
+	// ClusterRoleBindingIndex, when set, is the ClusterRoleBindings'
+	// informer indexer with SubjectIndex added (see IndexBySubject).
+	ClusterRoleBindingIndex cache.Indexer
 }
 
 // Resolver finds the rules a user holds.
@@ -41,7 +45,7 @@ type visitor func(rule *rbacv1.PolicyRule, err error) bool
 // ClusterRoleBinding naming u, then, when namespace is set, those of the
 // RoleBindings in it naming u. A namespace of "" means cluster-wide.
 func (r *Resolver) visitRulesFor(u user.Info, namespace string, visit visitor) {
-	crbs, err := r.l.ClusterRoleBindings.List(labels.Everything())
+	crbs, err := r.clusterBindingsFor(u)
 	if err != nil && !visit(nil, err) {
 		return
 	}
