@@ -23,7 +23,7 @@ func addRBACBootstrapHook(s *genericapiserver.GenericAPIServer) error {
 			return err
 		}
 		return wait.PollUntilContextCancel(hc.Context, time.Second, true, func(ctx context.Context) (bool, error) {
-			if err := policy.Reconcile(client, nodeRules()); err != nil {
+			if err := policy.Reconcile(ctx, client, nodeRules()); err != nil {
 				klog.InfoS("Bootstrap RBAC policy not reconciled yet; retrying", "err", err)
 				return false, nil
 			}

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -14,13 +15,13 @@ import (
 // subjects to existing objects annotated autoupdate "true", as upstream's
 // rbac/bootstrap-roles hook does. Nothing is ever removed. It returns every
 // object's error, joined.
-func Reconcile(client kubernetes.Interface, nodeRules []rbacv1.PolicyRule) error {
-	rbac := client.RbacV1()
+func Reconcile(ctx context.Context, client kubernetes.Interface, nodeRules []rbacv1.PolicyRule) error {
+	c := clusterRoles{ctx, client}
 	var errs []error
 	for _, r := range ClusterRoles(nodeRules) {
 		opts := reconciliation.ReconcileRoleOptions{Confirm: true,
 			Role:   reconciliation.ClusterRoleRuleOwner{ClusterRole: &r},
-			Client: reconciliation.ClusterRoleModifier{Client: rbac.ClusterRoles()}}
+			Client: c}
 		if _, err := opts.Run(); err != nil {
 			errs = append(errs, fmt.Errorf("clusterrole %s: %w", r.Name, err))
 		}
@@ -28,7 +29,7 @@ func Reconcile(client kubernetes.Interface, nodeRules []rbacv1.PolicyRule) error
 	for _, b := range ClusterRoleBindings() {
 		opts := reconciliation.ReconcileRoleBindingOptions{Confirm: true,
 			RoleBinding: reconciliation.ClusterRoleBindingAdapter{ClusterRoleBinding: &b},
-			Client:      reconciliation.ClusterRoleBindingClientAdapter{Client: rbac.ClusterRoleBindings()}}
+			Client:      clusterRoleBindings(c)}
 		if _, err := opts.Run(); err != nil {
 			errs = append(errs, fmt.Errorf("clusterrolebinding %s: %w", b.Name, err))
 		}
@@ -36,7 +37,7 @@ func Reconcile(client kubernetes.Interface, nodeRules []rbacv1.PolicyRule) error
 	for _, r := range Roles() {
 		opts := reconciliation.ReconcileRoleOptions{Confirm: true,
 			Role:   reconciliation.RoleRuleOwner{Role: &r},
-			Client: reconciliation.RoleModifier{Client: rbac, NamespaceClient: client.CoreV1().Namespaces()}}
+			Client: roles(c)}
 		if _, err := opts.Run(); err != nil {
 			errs = append(errs, fmt.Errorf("role %s/%s: %w", r.Namespace, r.Name, err))
 		}
@@ -44,7 +45,7 @@ func Reconcile(client kubernetes.Interface, nodeRules []rbacv1.PolicyRule) error
 	for _, b := range RoleBindings() {
 		opts := reconciliation.ReconcileRoleBindingOptions{Confirm: true,
 			RoleBinding: reconciliation.RoleBindingAdapter{RoleBinding: &b},
-			Client:      reconciliation.RoleBindingClientAdapter{Client: rbac, NamespaceClient: client.CoreV1().Namespaces()}}
+			Client:      roleBindings(c)}
 		if _, err := opts.Run(); err != nil {
 			errs = append(errs, fmt.Errorf("rolebinding %s/%s: %w", b.Namespace, b.Name, err))
 		}
