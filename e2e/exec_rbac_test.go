@@ -75,4 +75,16 @@ func execRBAC(t *testing.T, ab *agentBed) {
 			})
 		}
 	})
+	t.Run("nodes/proxy serves diagnostics, not sessions", func(t *testing.T) {
+		for _, p := range []string{"exec/default/web/main?command=true&output=1", "attach/default/web/main?output=1",
+			"portForward/default/web"} {
+			_, errOut, code := ab.kubectlRun("", "get", "--raw", "/api/v1/nodes/node1/proxy/"+p)
+			if code == 0 || !strings.Contains(errOut, "not served through nodes/proxy") {
+				t.Errorf("admin GET nodes/proxy/%s: got exit %d, stderr %q; want a 403", p, code, errOut)
+			}
+		}
+		if out, errOut, code := ab.kubectlRun("", "get", "--raw", "/api/v1/nodes/node1/proxy/healthz"); code != 0 || out != "ok" {
+			t.Errorf("nodes/proxy/healthz: got %q, exit %d, stderr %q; want ok", out, code, errOut)
+		}
+	})
 }

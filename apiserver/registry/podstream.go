@@ -233,8 +233,11 @@ func nodeAgent(ctx context.Context, nodes *REST, name string) (string, error) {
 	return host, nil
 }
 
-// NodeProxyREST serves nodes/proxy: any request under it goes to the node's
-// agent, for diagnostics, with the API server's client certificate.
+// NodeProxyREST serves nodes/proxy: a request under it goes to the node's
+// agent, for diagnostics, with the API server's client certificate. The
+// agent's pod sessions (exec, attach, port-forward, run) are refused
+// here: through nodes/proxy they would skip the pods/exec authorization,
+// so a get on nodes/proxy would run commands in every pod of the node.
 type NodeProxyREST struct {
 	nodes     *REST
 	transport http.RoundTripper
@@ -273,6 +276,10 @@ func (r *NodeProxyREST) Connect(ctx context.Context, name string, opts runtime.O
 	if strings.HasSuffix(o.Path, "/") && p != "/" {
 		p += "/"
 	}
+	if streamingAgentPath(p) {
+		return nil, apierrors.NewForbidden(corev1.Resource("nodes"), name, fmt.Errorf(
+			"%s is a pod session on the agent and is not served through nodes/proxy; use the pod's exec, attach or portforward subresource", p))
+	}
 	host, err := nodeAgent(ctx, r.nodes, name)
 	if err != nil {
 		return nil, err
@@ -280,4 +287,20 @@ func (r *NodeProxyREST) Connect(ctx context.Context, name string, opts runtime.O
 	loc := &url.URL{Scheme: "https", Host: host, Path: p}
 	h := proxy.NewUpgradeAwareHandler(loc, r.transport, true, false, proxy.NewErrorResponder(responder))
 	return h, nil
+}
+
+// streamingAgentPaths are the first path segments of the agent's pod
+// sessions, kubelet's names.
+var streamingAgentPaths = []string{"exec", "attach", "portforward", "run"}
+
+// streamingAgentPath says whether p, a cleaned path on the agent, opens a
+// pod session. Case is ignored so that no spelling slips past.
+func streamingAgentPath(p string) bool {
+	first, _, _ := strings.Cut(strings.TrimPrefix(p, "/"), "/")
+	for _, s := range streamingAgentPaths {
+		if strings.EqualFold(first, s) {
+			return true
+		}
+	}
+	return false
 }

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"path"
 	"slices"
 	"strings"
 	"testing"
@@ -107,5 +108,26 @@ func TestStreamCreateCheck(t *testing.T) {
 				t.Errorf("got %q, want %q", got, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestNodeProxyRefusesSessions: nodes/proxy reaches the agent's
+// diagnostics but not its pod sessions, which would bypass pods/exec's
+// authorization; dot segments and case do not get around it.
+func TestNodeProxyRefusesSessions(t *testing.T) {
+	r := NewNodeProxyREST(nil, nil)
+	for _, p := range []string{"exec/default/web/main", "attach/default/web/main", "portForward/default/web",
+		"run/default/web/main", "healthz/../exec/default/web/main", "/EXEC/default/web/main", "exec"} {
+		t.Run(p, func(t *testing.T) {
+			_, err := r.Connect(context.Background(), "node1", &corev1.NodeProxyOptions{Path: p}, nil)
+			if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "not served through nodes/proxy") {
+				t.Errorf("got %v, want a 403 saying pod sessions are not served through nodes/proxy", err)
+			}
+		})
+	}
+	for _, p := range []string{"healthz", "debug/pprof/goroutine", "execute", "containerLogs/default/web/main"} {
+		if streamingAgentPath(path.Join("/", p)) {
+			t.Errorf("%s: refused, want it proxied", p)
+		}
 	}
 }
