@@ -33,7 +33,7 @@ import (
 // `portal server` with everything but Ingress (API, controllers, DNS, proxy
 // and agent, each as its own identity, under the default Node,RBAC
 // authorization), so that pods reach the API as kubernetes.default
-// through the proxy.
+// through the proxy. newTokenBed adds extraArgs to the server's flags.
 type tokenBed struct {
 	t      *testing.T
 	s      *framework.Server
@@ -42,7 +42,7 @@ type tokenBed struct {
 	root   string // the agent's state
 }
 
-func newTokenBed(t *testing.T) *tokenBed {
+func newTokenBed(t *testing.T, extraArgs ...string) *tokenBed {
 	b := testbed.New(t)
 	node1, peer := b.Namespace("sa1"), b.Namespace("sa2")
 	b.Link(node1, "10.100.1.1/24", peer, "10.100.1.2/24")
@@ -55,6 +55,7 @@ func newTokenBed(t *testing.T) *tokenBed {
 		Wrap: []string{"ip", "netns", "exec", node1.Name},
 		Dial: node1.DialContext,
 	}
+	s.Args = append(s.Args, extraArgs...)
 	framework.Attach(t, s)
 	root := filepath.Join(s.DataDir, "agent")
 	t.Cleanup(func() { agent.KillPods(root) })
