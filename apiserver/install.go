@@ -43,7 +43,7 @@ func installAPIs(s *genericapiserver.GenericAPIServer, opts generic.RESTOptionsG
 		}
 	}
 	core := storages[corev1.SchemeGroupVersion]
-	registry.AddStreamingSubresources(core, cfg.AgentTransport)
+	registry.AddStreamingSubresources(core, cfg.AgentTransport, cfg.Authorizer)
 	core["pods/log"] = registry.NewLogREST(core["pods"].(*registry.REST), core["nodes"].(*registry.REST), cfg.AgentTransport)
 	if cfg.Tokens != nil {
 		core["serviceaccounts/token"] = registry.NewTokenREST(core["serviceaccounts"].(*registry.REST), core["pods"].(*registry.REST),

@@ -104,8 +104,10 @@ func TestAuthReviews(t *testing.T) {
 			saToken = strings.TrimSpace(out)
 			return err == nil
 		})
+		vaultToken := strings.TrimSpace(s.MustKubectl("create", "token", "default", "-n", "a", "--audience", "vault"))
 		for _, tc := range []struct {
 			name, token   string
+			audiences     string // spec.audiences as JSON; "" leaves them out
 			authenticated bool
 			user          string
 			groups        []string
@@ -113,9 +115,17 @@ func TestAuthReviews(t *testing.T) {
 			{name: "minted token", token: token, authenticated: true, user: "frank", groups: []string{"team-f", "system:authenticated"}},
 			{name: "service account token", token: saToken, authenticated: true, user: "system:serviceaccount:a:default",
 				groups: []string{"system:serviceaccounts", "system:serviceaccounts:a", "system:authenticated"}},
+			{name: "token for another audience, reviewed for it", token: vaultToken, audiences: `["vault"]`, authenticated: true,
+				user: "system:serviceaccount:a:default", groups: []string{"system:serviceaccounts", "system:serviceaccounts:a", "system:authenticated"}},
+			{name: "token for another audience, reviewed for the API's", token: vaultToken},
+			{name: "API token, reviewed for another audience", token: saToken, audiences: `["vault"]`},
 			{name: "unknown token", token: "not-a-token"},
 		} {
-			review := `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{"token":"` + tc.token + `"}}`
+			spec := `"token":"` + tc.token + `"`
+			if tc.audiences != "" {
+				spec += `,"audiences":` + tc.audiences
+			}
+			review := `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{` + spec + `}}`
 			out := s.MustKubectlStdin(review, "create", "--validate=false", "-f", "-", "-o", "json")
 			if strings.Contains(out, tc.token) {
 				t.Errorf("%s: the answer echoes the token:\n%s", tc.name, out)

@@ -181,6 +181,7 @@ func TestExec(t *testing.T) {
 		}
 	})
 	t.Run("bad input", func(t *testing.T) { execBadInput(t, ab) })
+	t.Run("RBAC", func(t *testing.T) { execRBAC(t, ab) })
 	t.Run("client gone mid-stream", func(t *testing.T) {
 		cmd := ab.kubectlCmd("exec", "web", "--", "sh", "-c", "echo started; exec sleep 4242")
 		stdout, _ := cmd.StdoutPipe()

@@ -114,35 +114,7 @@ func TestNodeAuthorization(t *testing.T) {
 		forbidden(t, `pods "theirs" is forbidden`, "get", "pod", "theirs")
 	})
 
-	t.Run("modifies its own node only", func(t *testing.T) {
-		// The agent writes its Node with update, not patch, and that is
-		// all its role grants: edit locally, then replace.
-		replace := func(args ...string) (string, error) {
-			edited, err := as(node1, append(args, "--dry-run=client", "-o", "yaml")...)
-			if err != nil {
-				return edited, err
-			}
-			return s.KubectlStdin(edited, "--kubeconfig", node1, "replace", "-f", "-")
-		}
-		if out, err := replace("label", "node", "node1", "team=a"); err != nil {
-			t.Errorf("node1 labelling itself: %v\n%s", err, out)
-		}
-		for _, tc := range []struct {
-			args []string
-			want string
-		}{
-			{[]string{"label", "node", "node2", "team=a"}, `nodes "node2" is forbidden: node "node1" is not allowed to modify node "node2"`},
-			{[]string{"label", "node", "node1", "node-restriction.kubernetes.io/pci=yes"},
-				`nodes "node1" is forbidden: node "node1" is not allowed to modify labels: node-restriction.kubernetes.io/pci`},
-			{[]string{"taint", "node", "node1", "dedicated=db:NoSchedule"}, `node "node1" is not allowed to modify taints`},
-		} {
-			if out, err := replace(tc.args...); err == nil || !strings.Contains(out, tc.want) {
-				t.Errorf("kubectl %s as node1: got %v\n%s\nwant a 403 saying %q", strings.Join(tc.args, " "), err, out, tc.want)
-			}
-		}
-		forbidden(t, `User "system:node:node1" cannot patch resource "nodes"`, "label", "node", "node1", "team=b", "--overwrite")
-		forbidden(t, `User "system:node:node1" cannot delete resource "nodes"`, "delete", "node", "node2")
-	})
+	t.Run("modifies its own node only", func(t *testing.T) { nodeModifiesOwnNode(t, s, node1, as, forbidden) })
 
 	t.Run("only its own lease", func(t *testing.T) {
 		lease := "apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata: {name: %s, namespace: kube-node-lease}\nspec: {holderIdentity: x}\n"
@@ -159,16 +131,7 @@ func TestNodeAuthorization(t *testing.T) {
 		forbidden(t, `namespaces "default" is forbidden: User "system:node:node1" cannot delete resource "namespaces"`, "delete", "namespace", "default")
 	})
 
-	t.Run("a node name without system:nodes is no node", func(t *testing.T) {
-		kc := t.TempDir() + "/impostor.kubeconfig"
-		if out, err := exec.Command(framework.Binary(t), "kubeconfig", "--data-dir", s.DataDir, "--user", "system:node:node1",
-			"--group", "ops", "--server", s.URL(), "-o", kc).CombinedOutput(); err != nil {
-			t.Fatalf("kubeconfig: %v\n%s", err, out)
-		}
-		if out, err := as(kc, "get", "secret", "own"); err == nil || !strings.Contains(out, "Forbidden") {
-			t.Errorf("system:node:node1 in group ops reading node1's pod's secret: got %v\n%s\nwant 403", err, out)
-		}
-	})
+	t.Run("a node name without system:nodes is no node", func(t *testing.T) { nodeImpostor(t, s, as) })
 
 	t.Run("loses a pod's secret when the pod goes", func(t *testing.T) {
 		s.MustKubectl("delete", "pod", "mine", "--grace-period", "0", "--force")
@@ -177,4 +140,50 @@ func TestNodeAuthorization(t *testing.T) {
 			return err != nil && strings.Contains(out, "no relationship found between node 'node1'")
 		})
 	})
+}
+
+// nodeModifiesOwnNode: node1 may update its own Node, but not another's,
+// not its restricted labels or taints, and may neither patch nor delete.
+func nodeModifiesOwnNode(t *testing.T, s *framework.Server, node1 string, as func(string, ...string) (string, error),
+	forbidden func(*testing.T, string, ...string)) {
+	// The agent writes its Node with update, not patch, and that is
+	// all its role grants: edit locally, then replace.
+	replace := func(args ...string) (string, error) {
+		edited, err := as(node1, append(args, "--dry-run=client", "-o", "yaml")...)
+		if err != nil {
+			return edited, err
+		}
+		return s.KubectlStdin(edited, "--kubeconfig", node1, "replace", "-f", "-")
+	}
+	if out, err := replace("label", "node", "node1", "team=a"); err != nil {
+		t.Errorf("node1 labelling itself: %v\n%s", err, out)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"label", "node", "node2", "team=a"}, `nodes "node2" is forbidden: node "node1" is not allowed to modify node "node2"`},
+		{[]string{"label", "node", "node1", "node-restriction.kubernetes.io/pci=yes"},
+			`nodes "node1" is forbidden: node "node1" is not allowed to modify labels: node-restriction.kubernetes.io/pci`},
+		{[]string{"taint", "node", "node1", "dedicated=db:NoSchedule"}, `node "node1" is not allowed to modify taints`},
+	} {
+		if out, err := replace(tc.args...); err == nil || !strings.Contains(out, tc.want) {
+			t.Errorf("kubectl %s as node1: got %v\n%s\nwant a 403 saying %q", strings.Join(tc.args, " "), err, out, tc.want)
+		}
+	}
+	forbidden(t, `User "system:node:node1" cannot patch resource "nodes"`, "label", "node", "node1", "team=b", "--overwrite")
+	forbidden(t, `User "system:node:node1" cannot delete resource "nodes"`, "delete", "node", "node2")
+}
+
+// nodeImpostor: a node's user name outside the system:nodes group is no
+// node to the Node authorizer.
+func nodeImpostor(t *testing.T, s *framework.Server, as func(string, ...string) (string, error)) {
+	kc := t.TempDir() + "/impostor.kubeconfig"
+	if out, err := exec.Command(framework.Binary(t), "kubeconfig", "--data-dir", s.DataDir, "--user", "system:node:node1",
+		"--group", "ops", "--server", s.URL(), "-o", kc).CombinedOutput(); err != nil {
+		t.Fatalf("kubeconfig: %v\n%s", err, out)
+	}
+	if out, err := as(kc, "get", "secret", "own"); err == nil || !strings.Contains(out, "Forbidden") {
+		t.Errorf("system:node:node1 in group ops reading node1's pod's secret: got %v\n%s\nwant 403", err, out)
+	}
 }

@@ -33,7 +33,7 @@ import (
 // `portal server` with everything but Ingress (API, controllers, DNS, proxy
 // and agent, each as its own identity, under the default Node,RBAC
 // authorization), so that pods reach the API as kubernetes.default
-// through the proxy.
+// through the proxy. newTokenBed adds extraArgs to the server's flags.
 type tokenBed struct {
 	t      *testing.T
 	s      *framework.Server
@@ -42,7 +42,7 @@ type tokenBed struct {
 	root   string // the agent's state
 }
 
-func newTokenBed(t *testing.T) *tokenBed {
+func newTokenBed(t *testing.T, extraArgs ...string) *tokenBed {
 	b := testbed.New(t)
 	node1, peer := b.Namespace("sa1"), b.Namespace("sa2")
 	b.Link(node1, "10.100.1.1/24", peer, "10.100.1.2/24")
@@ -55,6 +55,7 @@ func newTokenBed(t *testing.T) *tokenBed {
 		Wrap: []string{"ip", "netns", "exec", node1.Name},
 		Dial: node1.DialContext,
 	}
+	s.Args = append(s.Args, extraArgs...)
 	framework.Attach(t, s)
 	root := filepath.Join(s.DataDir, "agent")
 	t.Cleanup(func() { agent.KillPods(root) })
@@ -208,53 +209,14 @@ func TestServiceAccountTokenBadInput(t *testing.T) {
 			t.Fatalf("a token from kubectl create token: got %d, want 200", code)
 		}
 	})
-	t.Run("bad requests", func(t *testing.T) {
-		for _, tc := range []struct {
-			args []string
-			want string
-		}{
-			{[]string{"--duration", "5m"}, "may not specify a duration less than 10 minutes"},
-			{[]string{"--bound-object-kind", "Pod", "--bound-object-name", "nope"}, `pods "nope" not found`},
-			{[]string{"--bound-object-kind", "Pod", "--bound-object-name", "holder", "--bound-object-uid", "wrong"},
-				"the UID in the bound object reference (wrong) does not match the UID in record"},
-			{[]string{"--bound-object-kind", "Pod", "--bound-object-name", "holder"}, ""},
-		} {
-			out, err := s.Kubectl(append([]string{"create", "token", "app"}, tc.args...)...)
-			if tc.want == "" {
-				if err != nil {
-					t.Errorf("%v: %v\n%s", tc.args, err, out)
-				}
-				continue
-			}
-			if err == nil || !strings.Contains(out, tc.want) {
-				t.Errorf("%v: got %v\n%s\nwant an error saying %q", tc.args, err, out, tc.want)
-			}
-		}
-		out, err := s.Kubectl("create", "token", "default", "--bound-object-kind", "Pod", "--bound-object-name", "holder")
-		if want := `cannot bind token for serviceaccount "default" to pod running with different serviceaccount name.`; err == nil || !strings.Contains(out, want) {
-			t.Errorf("token of another account bound to the pod: got %v\n%s\nwant %q", err, out, want)
-		}
-	})
+	t.Run("bad requests", func(t *testing.T) { tokenBadRequests(t, s) })
 	podToken := request("app", &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: "holder", UID: pod.UID})
 	accountToken := request("app", nil)
 	if code := tokenStatus(t, s, podToken); code != 200 {
 		t.Fatalf("a fresh pod-bound token: got %d, want 200", code)
 	}
 
-	key, err := keyutil.PrivateKeyFromFile(filepath.Join(s.DataDir, "pki", "sa.key"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sa, err := c.CoreV1().ServiceAccounts("default").Get(ctx, "app", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	expired := forgeToken(t, key, sa, time.Now().Add(-2*time.Hour))
-	otherKey := forgeToken(t, other, sa, time.Now())
+	expired, otherKey := forgedTokens(t, s, "app")
 
 	if err := c.CoreV1().Pods("default").Delete(ctx, "holder", metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))}); err != nil {
 		t.Fatal(err)
@@ -336,4 +298,54 @@ func forgeToken(t *testing.T, key any, sa *corev1.ServiceAccount, issued time.Ti
 		t.Fatal(err)
 	}
 	return tok
+}
+
+// tokenBadRequests: kubectl create token with a duration too short, a
+// missing or recreated pod, or a pod of another account is refused with
+// upstream's message; a token bound to the account's pod is issued.
+func tokenBadRequests(t *testing.T, s *framework.Server) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--duration", "5m"}, "may not specify a duration less than 10 minutes"},
+		{[]string{"--bound-object-kind", "Pod", "--bound-object-name", "nope"}, `pods "nope" not found`},
+		{[]string{"--bound-object-kind", "Pod", "--bound-object-name", "holder", "--bound-object-uid", "wrong"},
+			"the UID in the bound object reference (wrong) does not match the UID in record"},
+		{[]string{"--bound-object-kind", "Pod", "--bound-object-name", "holder"}, ""},
+	} {
+		out, err := s.Kubectl(append([]string{"create", "token", "app"}, tc.args...)...)
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%v: %v\n%s", tc.args, err, out)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(out, tc.want) {
+			t.Errorf("%v: got %v\n%s\nwant an error saying %q", tc.args, err, out, tc.want)
+		}
+	}
+	out, err := s.Kubectl("create", "token", "default", "--bound-object-kind", "Pod", "--bound-object-name", "holder")
+	if want := `cannot bind token for serviceaccount "default" to pod running with different serviceaccount name.`; err == nil || !strings.Contains(out, want) {
+		t.Errorf("token of another account bound to the pod: got %v\n%s\nwant %q", err, out, want)
+	}
+}
+
+// forgedTokens returns two tokens of ServiceAccount default/name the
+// server must refuse: one signed with its key but expired, and a current
+// one signed with another key.
+func forgedTokens(t *testing.T, s *framework.Server, name string) (expired, otherKey string) {
+	key, err := keyutil.PrivateKeyFromFile(filepath.Join(s.DataDir, "pki", "sa.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa, err := s.Client().CoreV1().ServiceAccounts("default").Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return forgeToken(t, key, sa, time.Now().Add(-2*time.Hour)), forgeToken(t, other, sa, time.Now())
 }

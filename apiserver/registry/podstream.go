@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -14,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/proxy"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	genericrequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	translator "k8s.io/apiserver/pkg/util/proxy"
 	"k8s.io/streaming/pkg/httpstream/wsstream"
@@ -39,17 +42,24 @@ type StreamREST struct {
 	pods, nodes *REST
 	transport   http.RoundTripper
 	verb        streamVerb
+	// authz, when set, must also allow create on the subresource for a
+	// GET (a WebSocket upgrade), as kube-apiserver does since 1.35:
+	// otherwise a "read-only" get on pods/exec would run commands.
+	authz authorizer.Authorizer
 }
 
 // AddStreamingSubresources adds pods/exec, pods/attach, pods/portforward
 // and nodes/proxy to core, the core group's storage, which holds pods and
 // nodes; transport carries the API server's client certificate to the
-// agents.
-func AddStreamingSubresources(core map[string]rest.Storage, transport http.RoundTripper) {
+// agents. authz, if not nil, is asked for create on the pod subresource
+// when a session is opened with GET.
+func AddStreamingSubresources(core map[string]rest.Storage, transport http.RoundTripper, authz authorizer.Authorizer) {
 	pods, nodes := core["pods"].(*REST), core["nodes"].(*REST)
-	core["pods/exec"] = NewExecREST(pods, nodes, transport)
-	core["pods/attach"] = NewAttachREST(pods, nodes, transport)
-	core["pods/portforward"] = NewPortForwardREST(pods, nodes, transport)
+	for _, s := range []*StreamREST{NewExecREST(pods, nodes, transport), NewAttachREST(pods, nodes, transport),
+		NewPortForwardREST(pods, nodes, transport)} {
+		s.authz = authz
+		core["pods/"+string(s.verb)] = s
+	}
 	core["nodes/proxy"] = NewNodeProxyREST(nodes, transport)
 }
 
@@ -97,6 +107,9 @@ func (r *StreamREST) NewConnectOptions() (runtime.Object, bool, string) {
 
 // Connect returns the handler that proxies one session to the pod's agent.
 func (r *StreamREST) Connect(ctx context.Context, name string, opts runtime.Object, responder rest.Responder) (http.Handler, error) {
+	if err := r.authorizeCreate(ctx, name); err != nil {
+		return nil, err
+	}
 	loc, streams, err := r.location(ctx, name, opts)
 	if err != nil {
 		return nil, err
@@ -108,6 +121,35 @@ func (r *StreamREST) Connect(ctx context.Context, name string, opts runtime.Obje
 	}
 	return translator.NewTranslatingHandler(upgrade, translator.NewStreamTranslatorHandler(loc, r.transport, 0, streams),
 		wsstream.IsWebSocketRequestWithStreamCloseProtocol), nil
+}
+
+// authorizeCreate refuses a session opened with any verb but create (a
+// WebSocket's GET) unless the requester may also create the subresource,
+// with the API's usual forbidden message. SPDY's POST is a create already
+// and was authorized as one.
+func (r *StreamREST) authorizeCreate(ctx context.Context, name string) error {
+	info, ok := genericrequest.RequestInfoFrom(ctx)
+	if r.authz == nil || !ok || info.Verb == "create" {
+		return nil
+	}
+	u, ok := genericrequest.UserFrom(ctx)
+	if !ok {
+		return apierrors.NewUnauthorized("no user")
+	}
+	attrs := authorizer.AttributesRecord{User: u, Verb: "create", Namespace: info.Namespace, APIGroup: info.APIGroup,
+		APIVersion: info.APIVersion, Resource: "pods", Subresource: string(r.verb), Name: name, ResourceRequest: true}
+	d, reason, err := r.authz.Authorize(ctx, attrs)
+	if d == authorizer.DecisionAllow {
+		return nil
+	}
+	msg := fmt.Sprintf("User %q cannot create resource %q in API group %q in the namespace %q",
+		u.GetName(), "pods/"+string(r.verb), info.APIGroup, info.Namespace)
+	if reason != "" {
+		msg += ": " + reason
+	} else if err != nil {
+		msg += ": " + err.Error()
+	}
+	return apierrors.NewForbidden(corev1.Resource("pods"), name, errors.New(msg))
 }
 
 // location is the agent's URL for the session and the streams it asks
@@ -191,8 +233,11 @@ func nodeAgent(ctx context.Context, nodes *REST, name string) (string, error) {
 	return host, nil
 }
 
-// NodeProxyREST serves nodes/proxy: any request under it goes to the node's
-// agent, for diagnostics, with the API server's client certificate.
+// NodeProxyREST serves nodes/proxy: a request under it goes to the node's
+// agent, for diagnostics, with the API server's client certificate. The
+// agent's pod sessions (exec, attach, port-forward, run) are refused
+// here: through nodes/proxy they would skip the pods/exec authorization,
+// so a get on nodes/proxy would run commands in every pod of the node.
 type NodeProxyREST struct {
 	nodes     *REST
 	transport http.RoundTripper
@@ -227,15 +272,35 @@ func (r *NodeProxyREST) Connect(ctx context.Context, name string, opts runtime.O
 	if !ok {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid options object: %T", opts))
 	}
-	host, err := nodeAgent(ctx, r.nodes, name)
-	if err != nil {
-		return nil, err
-	}
 	p := path.Join("/", o.Path)
 	if strings.HasSuffix(o.Path, "/") && p != "/" {
 		p += "/"
 	}
+	if streamingAgentPath(p) {
+		return nil, apierrors.NewForbidden(corev1.Resource("nodes"), name, fmt.Errorf(
+			"%s is a pod session on the agent and is not served through nodes/proxy; use the pod's exec, attach or portforward subresource", p))
+	}
+	host, err := nodeAgent(ctx, r.nodes, name)
+	if err != nil {
+		return nil, err
+	}
 	loc := &url.URL{Scheme: "https", Host: host, Path: p}
 	h := proxy.NewUpgradeAwareHandler(loc, r.transport, true, false, proxy.NewErrorResponder(responder))
 	return h, nil
+}
+
+// streamingAgentPaths are the first path segments of the agent's pod
+// sessions, kubelet's names.
+var streamingAgentPaths = []string{"exec", "attach", "portforward", "run"}
+
+// streamingAgentPath says whether p, a cleaned path on the agent, opens a
+// pod session. Case is ignored so that no spelling slips past.
+func streamingAgentPath(p string) bool {
+	first, _, _ := strings.Cut(strings.TrimPrefix(p, "/"), "/")
+	for _, s := range streamingAgentPaths {
+		if strings.EqualFold(first, s) {
+			return true
+		}
+	}
+	return false
 }

@@ -1,12 +1,19 @@
 package registry
 
 import (
+	"context"
+	"path"
+	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	genericrequest "k8s.io/apiserver/pkg/endpoints/request"
 )
 
 func TestStreamLocation(t *testing.T) {
@@ -55,5 +62,72 @@ func TestStreamLocation(t *testing.T) {
 				t.Errorf("got %s, want %s", got, tc.want)
 			}
 		})
+	}
+}
+
+// grantOnly allows exactly the listed verbs on every resource.
+func grantOnly(verbs ...string) authorizer.Authorizer {
+	return authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+		if slices.Contains(verbs, a.GetVerb()) {
+			return authorizer.DecisionAllow, "", nil
+		}
+		return authorizer.DecisionNoOpinion, "", nil
+	})
+}
+
+// TestStreamCreateCheck pins the WebSocket hole: a GET to pods/exec,
+// attach or portforward (kubectl's WebSocket) needs create on the
+// subresource too, as upstream since 1.35; a POST was authorized as
+// create already.
+func TestStreamCreateCheck(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		reqVerb string
+		granted authorizer.Authorizer
+		wantErr string
+	}{
+		{"GET with get only", "get", grantOnly("get"), `pods "web" is forbidden: User "dave" cannot create resource "pods/exec" in API group "" in the namespace "a"`},
+		{"GET with get and create", "get", grantOnly("get", "create"), ""},
+		{"POST (create, already authorized)", "create", grantOnly(), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := genericrequest.WithNamespace(context.Background(), "a")
+			ctx = genericrequest.WithUser(ctx, &user.DefaultInfo{Name: "dave"})
+			ctx = genericrequest.WithRequestInfo(ctx, &genericrequest.RequestInfo{IsResourceRequest: true, Verb: tc.reqVerb,
+				Namespace: "a", Resource: "pods", Subresource: "exec", Name: "web", APIVersion: "v1"})
+			r := &StreamREST{verb: verbExec, authz: tc.granted}
+			err := r.authorizeCreate(ctx, "web")
+			got := ""
+			if err != nil {
+				got = err.Error()
+				if !apierrors.IsForbidden(err) {
+					t.Errorf("got %v, want a 403", err)
+				}
+			}
+			if got != tc.wantErr {
+				t.Errorf("got %q, want %q", got, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestNodeProxyRefusesSessions: nodes/proxy reaches the agent's
+// diagnostics but not its pod sessions, which would bypass pods/exec's
+// authorization; dot segments and case do not get around it.
+func TestNodeProxyRefusesSessions(t *testing.T) {
+	r := NewNodeProxyREST(nil, nil)
+	for _, p := range []string{"exec/default/web/main", "attach/default/web/main", "portForward/default/web",
+		"run/default/web/main", "healthz/../exec/default/web/main", "/EXEC/default/web/main", "exec"} {
+		t.Run(p, func(t *testing.T) {
+			_, err := r.Connect(context.Background(), "node1", &corev1.NodeProxyOptions{Path: p}, nil)
+			if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "not served through nodes/proxy") {
+				t.Errorf("got %v, want a 403 saying pod sessions are not served through nodes/proxy", err)
+			}
+		})
+	}
+	for _, p := range []string{"healthz", "debug/pprof/goroutine", "execute", "containerLogs/default/web/main"} {
+		if streamingAgentPath(path.Join("/", p)) {
+			t.Errorf("%s: refused, want it proxied", p)
+		}
 	}
 }

@@ -106,13 +106,15 @@ func (r *TokenREST) Create(ctx context.Context, name string, obj runtime.Object,
 
 func validateTokenRequest(req *authenticationv1.TokenRequest) field.ErrorList {
 	var errs field.ErrorList
-	exp := time.Duration(*req.Spec.ExpirationSeconds) * time.Second
+	// The bounds are compared in seconds: a Duration of huge seconds
+	// overflows and could wrap back into range.
+	secs := *req.Spec.ExpirationSeconds
 	path := field.NewPath("spec", "expirationSeconds")
-	if exp < serviceaccount.MinExpiration {
-		errs = append(errs, field.Invalid(path, *req.Spec.ExpirationSeconds, "may not specify a duration less than 10 minutes"))
+	if secs < int64(serviceaccount.MinExpiration/time.Second) {
+		errs = append(errs, field.Invalid(path, secs, "may not specify a duration less than 10 minutes"))
 	}
-	if exp > serviceaccount.MaxExpiration {
-		errs = append(errs, field.Invalid(path, *req.Spec.ExpirationSeconds, "may not specify a duration larger than 2^32 seconds"))
+	if secs > int64(serviceaccount.MaxExpiration/time.Second) {
+		errs = append(errs, field.Invalid(path, secs, "may not specify a duration larger than 2^32 seconds"))
 	}
 	if ref := req.Spec.BoundObjectRef; ref != nil {
 		refPath := field.NewPath("spec", "boundObjectRef")

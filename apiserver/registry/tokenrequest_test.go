@@ -21,6 +21,11 @@ func TestValidateTokenRequest(t *testing.T) {
 			want: "spec.expirationSeconds: Invalid value: 599: may not specify a duration less than 10 minutes"},
 		{name: "too long", spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(1<<32 + 1))},
 			want: "may not specify a duration larger than 2^32 seconds"},
+		// 3600 + 2^55 seconds wraps to exactly an hour as a Duration.
+		{name: "so long it overflows", spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(3600 + 1<<55))},
+			want: "spec.expirationSeconds: Invalid value: 36028797018967568: may not specify a duration larger than 2^32 seconds"},
+		{name: "overflows to negative", spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(1 << 62))},
+			want: "may not specify a duration larger than 2^32 seconds"},
 		{name: "bound to a pod", spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(3600)),
 			BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: "p"}}},
 		{name: "bound to a deployment", spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(3600)),

@@ -163,8 +163,9 @@ func admitPodStatus(node string, a admission.Attributes) error {
 }
 
 // admitNode lets a node write only its own Node, without changing its
-// taints or the labels a node must not set on itself: either would let a
-// node steer workloads meant for other nodes onto itself.
+// taints or the labels a node must not set on itself (either would let a
+// node steer workloads meant for other nodes onto itself), its owner
+// references or its config source.
 func admitNode(node string, a admission.Attributes) error {
 	if a.GetName() != node {
 		return forbidden(a, "node %q is not allowed to modify node %q", node, a.GetName())
@@ -175,6 +176,11 @@ func admitNode(node string, a admission.Attributes) error {
 		if !ok {
 			return forbidden(a, "unexpected type %T", a.GetObject())
 		}
+		// The Node authorizer scopes what a node may read by its Node's
+		// spec, so a config source it chose would widen its own view.
+		if n.Spec.ConfigSource != nil {
+			return forbidden(a, "node %q is not allowed to create pods with a non-nil configSource", node)
+		}
 		if bad := nodelabels.Forbidden(nodelabels.Modified(n.Labels, nil)); len(bad) > 0 {
 			return forbidden(a, "node %q is not allowed to set the following labels: %s", node, strings.Join(bad, ", "))
 		}
@@ -184,8 +190,16 @@ func admitNode(node string, a admission.Attributes) error {
 		if !ok || !ok2 {
 			return forbidden(a, "unexpected type %T", a.GetObject())
 		}
+		if n.Spec.ConfigSource != nil && !apiequality.Semantic.DeepEqual(n.Spec.ConfigSource, old.Spec.ConfigSource) {
+			return forbidden(a, "node %q is not allowed to update configSource to a new non-nil configSource", node)
+		}
 		if !apiequality.Semantic.DeepEqual(n.Spec.Taints, old.Spec.Taints) {
 			return forbidden(a, "node %q is not allowed to modify taints", node)
+		}
+		// An owner that does not exist would have the garbage collector
+		// delete the Node, as upstream's NodeRestriction guards against.
+		if !apiequality.Semantic.DeepEqual(n.OwnerReferences, old.OwnerReferences) {
+			return forbidden(a, "node %q is not allowed to modify ownerReferences", node)
 		}
 		if bad := nodelabels.Forbidden(nodelabels.Modified(n.Labels, old.Labels)); len(bad) > 0 {
 			return forbidden(a, "node %q is not allowed to modify labels: %s", node, strings.Join(bad, ", "))

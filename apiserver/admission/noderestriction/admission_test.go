@@ -103,6 +103,18 @@ func TestValidate(t *testing.T) {
 				"kubernetes.io/os": "linux", "team": "a"}), nodeObj("n1", nil)}, ""},
 		{"removing a taint", node1, call{admission.Update, nodes, "", "", "n1", nodeObj("n1", nil), nodeObj("n1", nil, taint)},
 			`node "n1" is not allowed to modify taints`},
+		{"adding an owner", node1, call{admission.Update, nodes, "", "", "n1", owned(nodeObj("n1", nil), "ghost"), nodeObj("n1", nil)},
+			`node "n1" is not allowed to modify ownerReferences`},
+		{"adding an owner through status", node1, call{admission.Update, nodes, "status", "", "n1", owned(nodeObj("n1", nil), "ghost"), nodeObj("n1", nil)},
+			`node "n1" is not allowed to modify ownerReferences`},
+		{"removing an owner", node1, call{admission.Update, nodes, "", "", "n1", nodeObj("n1", nil), owned(nodeObj("n1", nil), "real")},
+			`node "n1" is not allowed to modify ownerReferences`},
+		{"owners kept", node1, call{admission.Update, nodes, "", "", "n1", owned(nodeObj("n1", zone), "real"), owned(nodeObj("n1", zone), "real")}, ""},
+		{"registering with a config source", node1, call{admission.Create, nodes, "", "", "n1", configured(nodeObj("n1", nil), "a"), nil},
+			`node "n1" is not allowed to create pods with a non-nil configSource`},
+		{"changing the config source", node1, call{admission.Update, nodes, "", "", "n1", configured(nodeObj("n1", nil), "b"), configured(nodeObj("n1", nil), "a")},
+			`node "n1" is not allowed to update configSource to a new non-nil configSource`},
+		{"dropping the config source", node1, call{admission.Update, nodes, "", "", "n1", nodeObj("n1", nil), configured(nodeObj("n1", nil), "a")}, ""},
 
 		{"own lease", node1, call{admission.Create, leases, "", "kube-node-lease", "", lease("n1"), nil}, ""},
 		{"renewing own lease", node1, call{admission.Update, leases, "", "kube-node-lease", "n1", lease("n1"), lease("n1")}, ""},
@@ -148,4 +160,17 @@ func TestValidate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// owned is n with an owner reference to the ConfigMap named owner.
+func owned(n *corev1.Node, owner string) *corev1.Node {
+	n.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner, UID: types.UID(owner)}}
+	return n
+}
+
+// configured is n with a config source naming the ConfigMap name.
+func configured(n *corev1.Node, name string) *corev1.Node {
+	n.Spec.ConfigSource = &corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{
+		Namespace: "kube-system", Name: name, KubeletConfigKey: "kubelet"}}
+	return n
 }

@@ -93,9 +93,15 @@ func (a *Authenticator) AuthenticateToken(ctx context.Context, token string) (*a
 		}
 		return nil, false, fmt.Errorf("service account token is not valid: %w", err)
 	}
-	auds := audiencesIn(a.Audiences, claims.Audience)
+	// A TokenReview with spec.audiences asks for those audiences instead
+	// of the API's, as upstream's JWT authenticator does.
+	want := a.Audiences
+	if reqAuds, ok := authenticator.AudiencesFrom(ctx); ok && len(reqAuds) > 0 {
+		want = reqAuds
+	}
+	auds := audiencesIn(want, claims.Audience)
 	if len(auds) == 0 {
-		return nil, false, fmt.Errorf("service account token audiences %q are not the API's %q", []string(claims.Audience), a.Audiences)
+		return nil, false, fmt.Errorf("service account token audiences %q are none of %q", []string(claims.Audience), want)
 	}
 	u, err := a.userFor(&claims, &private.Kubernetes, now)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
 )
 
 const testIssuer = "https://kubernetes.default.svc.cluster.local"
@@ -100,6 +101,7 @@ func TestAuthenticateToken(t *testing.T) {
 		token   string
 		getter  Getter
 		at      time.Duration // after issuing
+		reqAuds []string      // the request's audiences (a TokenReview's spec.audiences)
 		wantErr string        // "" with wantOK false: not this authenticator's token
 		wantOK  bool
 		wantPod bool // the user carries the pod's name and uid
@@ -114,6 +116,10 @@ func TestAuthenticateToken(t *testing.T) {
 		{name: "tampered payload", token: tamper(t, sign(issuer, bound)), getter: live, wantErr: "signature is not valid"},
 		{name: "expired", token: sign(issuer, bound), getter: live, at: 2 * time.Hour, wantErr: "has expired"},
 		{name: "wrong audience", token: sign(issuer, with(func(r *Request) { r.Audiences = []string{"vault"} })), getter: live, wantErr: "audiences"},
+		{name: "audience the review asks for", token: sign(issuer, with(func(r *Request) { r.Audiences = []string{"vault"} })), getter: live,
+			reqAuds: []string{"vault"}, wantOK: true, wantPod: true},
+		{name: "API token, review asks for another audience", token: sign(issuer, bound), getter: live,
+			reqAuds: []string{"vault"}, wantErr: `audiences ["https://`},
 		{name: "deleted pod", token: sign(issuer, bound), getter: objects{accounts: live.accounts}, wantErr: "pod ns/web has been deleted"},
 		{name: "recreated pod", token: sign(issuer, with(func(r *Request) { r.Pod = &Ref{Name: "web", UID: "old"} })), getter: live, wantErr: "pod ns/web has been deleted or recreated"},
 		{name: "pod deleted past its grace", token: sign(issuer, bound), getter: terminating, wantErr: "pod ns/web has been deleted"},
@@ -123,7 +129,11 @@ func TestAuthenticateToken(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			a := &Authenticator{Issuer: testIssuer, Keys: []crypto.PublicKey{key.Public()}, Audiences: []string{testIssuer},
 				Getter: tc.getter, Now: func() time.Time { return now.Add(tc.at) }}
-			resp, ok, err := a.AuthenticateToken(context.Background(), tc.token)
+			ctx := context.Background()
+			if tc.reqAuds != nil {
+				ctx = authenticator.WithAudiences(ctx, tc.reqAuds)
+			}
+			resp, ok, err := a.AuthenticateToken(ctx, tc.token)
 			if ok != tc.wantOK {
 				t.Fatalf("ok: got %v, want %v (err %v)", ok, tc.wantOK, err)
 			}
@@ -141,28 +151,34 @@ func TestAuthenticateToken(t *testing.T) {
 			if !ok {
 				return
 			}
-			u := resp.User
-			if got, want := u.GetName(), "system:serviceaccount:ns:app"; got != want {
-				t.Errorf("user: got %q, want %q", got, want)
-			}
-			if got, want := u.GetUID(), "sa-uid"; got != want {
-				t.Errorf("uid: got %q, want %q", got, want)
-			}
-			if diff := cmp.Diff([]string{"system:serviceaccounts", "system:serviceaccounts:ns", "system:authenticated"}, u.GetGroups()); diff != "" {
-				t.Errorf("groups (-want +got):\n%s", diff)
-			}
-			extra := u.GetExtra()
-			if len(extra[ExtraCredentialID]) != 1 || !strings.HasPrefix(extra[ExtraCredentialID][0], "JTI=") {
-				t.Errorf("credential id: got %v, want JTI=...", extra[ExtraCredentialID])
-			}
-			var wantPod []string
-			if tc.wantPod {
-				wantPod = []string{"web"}
-			}
-			if diff := cmp.Diff(wantPod, extra[ExtraPodName]); diff != "" {
-				t.Errorf("pod-name extra (-want +got):\n%s", diff)
-			}
+			checkUser(t, resp, tc.wantPod)
 		})
+	}
+}
+
+// checkUser checks the user a valid token of ns/app authenticates as.
+func checkUser(t *testing.T, resp *authenticator.Response, wantPod bool) {
+	t.Helper()
+	u := resp.User
+	if got, want := u.GetName(), "system:serviceaccount:ns:app"; got != want {
+		t.Errorf("user: got %q, want %q", got, want)
+	}
+	if got, want := u.GetUID(), "sa-uid"; got != want {
+		t.Errorf("uid: got %q, want %q", got, want)
+	}
+	if diff := cmp.Diff([]string{"system:serviceaccounts", "system:serviceaccounts:ns", "system:authenticated"}, u.GetGroups()); diff != "" {
+		t.Errorf("groups (-want +got):\n%s", diff)
+	}
+	extra := u.GetExtra()
+	if len(extra[ExtraCredentialID]) != 1 || !strings.HasPrefix(extra[ExtraCredentialID][0], "JTI=") {
+		t.Errorf("credential id: got %v, want JTI=...", extra[ExtraCredentialID])
+	}
+	var pod []string
+	if wantPod {
+		pod = []string{"web"}
+	}
+	if diff := cmp.Diff(pod, extra[ExtraPodName]); diff != "" {
+		t.Errorf("pod-name extra (-want +got):\n%s", diff)
 	}
 }
 

@@ -59,7 +59,9 @@ func userFacingRoles() []rbacv1.ClusterRole {
 			rule(write, "core", "configmaps endpoints services services/proxy secrets serviceaccounts"),
 			rule("create", "core", "serviceaccounts/token"),
 			rule("impersonate", "core", "serviceaccounts"),
-			rule(read, "core", "secrets"),
+			// Read on the escalating subresources, as upstream: kubectl
+			// opens exec, attach and port-forward WebSockets with GET.
+			rule(read, "core", "pods/attach pods/exec pods/portforward pods/proxy secrets services/proxy"),
 			rule(write, "apps", "daemonsets deployments deployments/rollback deployments/scale replicasets replicasets/scale statefulsets statefulsets/scale"),
 			rule(write, "networking.k8s.io", "ingresses"),
 			rule(write, "discovery.k8s.io", "endpointslices")),
