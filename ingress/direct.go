@@ -8,6 +8,7 @@ import (
 	"net/textproto"
 	"net/url"
 	"strings"
+	"syscall"
 
 	"golang.org/x/net/http/httpguts"
 
@@ -28,12 +29,12 @@ import (
 // for is refused; hop-by-hop headers go neither way; a request is retried
 // on a new connection when a reused one turns out closed by the endpoint
 // before answering (any method when nothing of it could be sent, else
-// only those safe to repeat), and on another endpoint when a dial fails;
-// a connection goes back to the pool only when its response was read to
-// the end, as announced, with nothing after it. Requests with a body,
-// upgrades and h2c endpoints take http.Transport's path: a body may
-// stream on while the response comes (gRPC), which needs a second
-// goroutine anyway.
+// only those safe to repeat; never after a timeout), and on another
+// endpoint when a dial fails; a connection goes back to the pool only
+// when its response was read to the end, as announced, with nothing
+// after it. Requests with a body, upgrades and h2c endpoints take
+// http.Transport's path: a body may stream on while the response comes
+// (gRPC), which needs a second goroutine anyway.
 
 // max1xxResponses is how many informational answers may precede the
 // final one, as http.Transport allows.
@@ -101,7 +102,8 @@ func (l *listenerHandler) exchange(w *recorder, r, out *http.Request, e *endpoin
 // roundTrip writes out on a connection to e, an idle one when there is
 // one, and reads the response head. A reused connection the endpoint
 // closed before answering is replaced by a new one when out can be sent
-// again; a dial that fails is a *dialError.
+// again (nothing of it was written, or it is replayable); a timeout is
+// never retried. A dial that fails is a *dialError.
 func (l *listenerHandler) roundTrip(w *recorder, r, out *http.Request, e *endpoint, a *attempt) (*backendConn, *http.Response, error) {
 	for {
 		c := e.getIdle(l.balancer.now())
@@ -124,10 +126,20 @@ func (l *listenerHandler) roundTrip(w *recorder, r, out *http.Request, e *endpoi
 			return c, resp, nil
 		}
 		c.close()
-		if !reused || c.answered || r.Context().Err() != nil || !(c.unsent() || replayable(out)) {
+		if !reused || c.answered || r.Context().Err() != nil || !(c.unsent() || replayable(out) && closedByEndpoint(err)) {
 			return nil, nil, err
 		}
 	}
+}
+
+// closedByEndpoint says whether err is how a read or write fails on a
+// connection the endpoint has closed: EOF or a reset. A timeout is not:
+// the endpoint may be working on the request, and sending it again would
+// make the client wait the timeout once more, which http.Transport never
+// does either.
+func closedByEndpoint(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // informational passes a 1xx answer of the endpoint on to the client.

@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"portal.dev/portal/ingress/route"
 )
@@ -205,4 +207,38 @@ func TestClientGoneClosesEndpointConnection(t *testing.T) {
 		t.Errorf("got an answer, want the request cancelled")
 	}
 	<-gone
+}
+
+// Regression: a GET that timed out on a pooled connection was sent again
+// on another one, pooled or new, and the client waited the read timeout
+// once more for each. As with http.Transport, only a connection the
+// endpoint closed before answering is a reason to send a request again:
+// the answer is 504 after one timeout.
+func TestNoRetryAfterReadTimeout(t *testing.T) {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	var mu sync.Mutex
+	requests := map[int]int{} // by connection
+	ln := keepAliveBackend(t, func(n int, c net.Conn, req *http.Request) bool {
+		mu.Lock()
+		requests[n]++
+		second := requests[n] == 2
+		mu.Unlock()
+		if second {
+			<-release // hangs on the second request of each connection
+			return false
+		}
+		body := fmt.Sprintf("conn %d", n)
+		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		return true
+	}, nil)
+	tb := newTestBed(t, DefaultOptions())
+	tb.backend("foo.com", route.Match{Options: &route.Options{ReadTimeout: 300 * time.Millisecond}}, ln)
+	if got := body(t, tb.get(t, "GET", "/")); got != "conn 1" {
+		t.Fatalf("first request: got %q, want %q", got, "conn 1")
+	}
+	resp := tb.get(t, "GET", "/")
+	if got := body(t, resp); resp.StatusCode != http.StatusGatewayTimeout {
+		t.Errorf("second request: got %d %q, want 504", resp.StatusCode, got)
+	}
 }
