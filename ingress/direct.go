@@ -103,15 +103,21 @@ func (l *listenerHandler) exchange(w *recorder, r, out *http.Request, e *endpoin
 // one, and reads the response head. A reused connection the endpoint
 // closed before answering is replaced by a new one when out can be sent
 // again (nothing of it was written, or it is replayable); a timeout is
-// never retried. A dial that fails is a *dialError.
+// never retried. A 408 on a reused connection is taken for the
+// endpoint's idle timeout, and a replayable out is sent once more on a
+// new connection. A dial that fails is a *dialError.
 func (l *listenerHandler) roundTrip(w *recorder, r, out *http.Request, e *endpoint, a *attempt) (*backendConn, *http.Response, error) {
+	fresh := false
 	for {
-		c := e.getIdle(l.balancer.now())
+		var c *backendConn
+		if !fresh {
+			c = e.getIdle(l.balancer.now())
+		}
 		reused := c != nil
-		if reused && !replayable(out) && !c.alive() {
-			// http.Transport learns of a connection closed while idle
-			// from the read it keeps posted; ask before a request that
-			// could not be sent again.
+		if reused && !c.alive() {
+			// http.Transport learns from the read it keeps posted of a
+			// connection closed while idle, and of bytes sent on it then
+			// (a 408, a stray response) that would be read as the answer.
 			c.close()
 			continue
 		}
@@ -122,6 +128,14 @@ func (l *listenerHandler) roundTrip(w *recorder, r, out *http.Request, e *endpoi
 			}
 		}
 		resp, err := c.roundTrip(r.Context(), out, a, w.informational)
+		if err == nil && reused && resp.StatusCode == http.StatusRequestTimeout && replayable(out) {
+			// The endpoint timed the connection out as the request came:
+			// it did not take it (RFC 9110, section 15.5.9). Send it once
+			// more, on a new connection.
+			c.close()
+			fresh = true
+			continue
+		}
 		if err == nil {
 			return c, resp, nil
 		}

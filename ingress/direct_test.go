@@ -242,3 +242,84 @@ func TestNoRetryAfterReadTimeout(t *testing.T) {
 		t.Errorf("second request: got %d %q, want 504", resp.StatusCode, got)
 	}
 }
+
+// Regression: what an endpoint sent on a keep-alive connection while it
+// was idle was read as the answer to the next GET: the 408 that HAProxy,
+// Tomcat and others send when they time out an idle connection, or a
+// stray response. As http.Transport does, the proxy drops such a
+// connection and sends the request on a new one.
+func TestBytesOnIdleConnection(t *testing.T) {
+	for _, tc := range []struct{ name, late string }{{
+		name: "408 on the endpoint's idle timeout",
+		late: "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
+	}, {
+		name: "unsolicited response",
+		late: "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nforged",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			send, closed := make(chan struct{}), make(chan int, 10)
+			ln := keepAliveBackend(t, func(n int, c net.Conn, req *http.Request) bool {
+				body := fmt.Sprintf("conn %d", n)
+				fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+				if n > 1 {
+					return true
+				}
+				<-send
+				io.WriteString(c, tc.late)
+				return false
+			}, closed)
+			tb := newTestBed(t, DefaultOptions())
+			tb.backend("foo.com", route.Match{}, ln)
+			if got := body(t, tb.get(t, "GET", "/")); got != "conn 1" {
+				t.Fatalf("first request: got %q, want %q", got, "conn 1")
+			}
+			close(send)
+			<-closed // the late bytes are on their way, the connection closed
+			resp := tb.get(t, "GET", "/")
+			if got := body(t, resp); resp.StatusCode != http.StatusOK || got != "conn 2" {
+				t.Errorf("second request: got %d %q, want 200 %q", resp.StatusCode, got, "conn 2")
+			}
+		})
+	}
+}
+
+// An endpoint that answers 408 on a reused connection timed it out just
+// as the request arrived: the request is sent again, once, on a new
+// connection, as http.Transport does with the 408s it catches. A 408 on
+// the new connection is the answer.
+func TestRequestTimeoutOnReusedConnection(t *testing.T) {
+	var mu sync.Mutex
+	requests := map[int]int{} // by connection
+	conns := 0
+	ln := keepAliveBackend(t, func(n int, c net.Conn, req *http.Request) bool {
+		mu.Lock()
+		requests[n]++
+		first := requests[n] == 1
+		conns = max(conns, n)
+		mu.Unlock()
+		if req.URL.Path == "/408" || !first {
+			io.WriteString(c, "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
+			return false
+		}
+		body := fmt.Sprintf("conn %d", n)
+		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		return true
+	}, nil)
+	tb := newTestBed(t, DefaultOptions())
+	tb.backend("foo.com", route.Match{}, ln)
+	for i, tc := range []struct {
+		path string
+		code int
+		body string
+	}{{"/", 200, "conn 1"}, {"/", 200, "conn 2"}, {"/408", 408, ""}} {
+		resp := tb.get(t, "GET", tc.path)
+		if got := body(t, resp); resp.StatusCode != tc.code || got != tc.body {
+			t.Errorf("request %d: got %d %q, want %d %q", i, resp.StatusCode, got, tc.code, tc.body)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if conns != 3 {
+		t.Errorf("got %d connections to the endpoint, want 3", conns)
+	}
+}
