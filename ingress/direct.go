@@ -156,8 +156,11 @@ func closedByEndpoint(err error) bool {
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
-// informational passes a 1xx answer of the endpoint on to the client.
+// informational passes a 1xx answer of the endpoint on to the client,
+// without its hop-by-hop fields, as the final answer. h is the 1xx's own
+// header, read for this call only.
 func (r *recorder) informational(code int, h http.Header) {
+	removeHopByHop(h)
 	dst := r.Header()
 	for k, vv := range h {
 		dst[k] = vv

@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
+	"net/textproto"
 	"strings"
 	"sync"
 	"testing"
@@ -321,5 +323,29 @@ func TestRequestTimeoutOnReusedConnection(t *testing.T) {
 	defer mu.Unlock()
 	if conns != 3 {
 		t.Errorf("got %d connections to the endpoint, want 3", conns)
+	}
+}
+
+// Regression: informational answers reached the client with their
+// hop-by-hop fields, which only the final answer lost.
+func TestHopByHopHeadersOf1xx(t *testing.T) {
+	ln := rawBackend(t, func(_ int, c net.Conn, req *http.Request) {
+		fmt.Fprint(c, "HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\nConnection: X-Hop\r\nX-Hop: 1\r\n"+
+			"Keep-Alive: timeout=5\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+	})
+	tb := newTestBed(t, DefaultOptions())
+	tb.backend("foo.com", route.Match{}, ln)
+	var hints []string
+	trace := &httptrace.ClientTrace{Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
+		hints = append(hints, fmt.Sprint(code, " ", h))
+		return nil
+	}}
+	req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "GET", "http://"+tb.http+"/", nil)
+	req.Host = "foo.com"
+	if got := body(t, tb.do(t, req)); got != "ok" {
+		t.Fatalf("got %q, want %q", got, "ok")
+	}
+	if got, want := strings.Join(hints, "; "), "103 map[Link:[</a.css>; rel=preload]]"; got != want {
+		t.Errorf("client got 1xx %q, want %q", got, want)
 	}
 }
