@@ -123,11 +123,16 @@ func (c *backendConn) unsent() bool { return c.written == 0 }
 // finish ends the exchange of resp, whose body was read to the end, and
 // says whether the connection may carry another request: not when
 // either side asked to close it, the client's request ended meanwhile,
-// or the endpoint sent more than the response.
+// or the endpoint sent more than the response. A connection kept has no
+// read deadline: one passed while it is idle would fail alive().
 func (c *backendConn) finish(resp *http.Response) bool {
 	resp.Body.Close()
 	if c.stop() && !resp.Close && c.br.Buffered() == 0 {
 		c.stop = nil
+		if c.deadline {
+			c.conn.SetReadDeadline(time.Time{})
+			c.deadline = false
+		}
 		return true
 	}
 	c.close()

@@ -9,8 +9,8 @@ import (
 
 // alive says whether c may carry a request as far as can be told without
 // waiting: the endpoint has neither closed it nor sent anything since its
-// last response. It costs a system call, so it is asked only before a
-// request that cannot be sent again when the connection turns out dead.
+// last response. It costs a system call, asked before each request on a
+// pooled connection.
 func (c *backendConn) alive() bool {
 	sc, ok := c.conn.(syscall.Conn)
 	if !ok {

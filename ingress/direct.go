@@ -8,6 +8,7 @@ import (
 	"net/textproto"
 	"net/url"
 	"strings"
+	"syscall"
 
 	"golang.org/x/net/http/httpguts"
 
@@ -28,12 +29,12 @@ import (
 // for is refused; hop-by-hop headers go neither way; a request is retried
 // on a new connection when a reused one turns out closed by the endpoint
 // before answering (any method when nothing of it could be sent, else
-// only those safe to repeat), and on another endpoint when a dial fails;
-// a connection goes back to the pool only when its response was read to
-// the end, as announced, with nothing after it. Requests with a body,
-// upgrades and h2c endpoints take http.Transport's path: a body may
-// stream on while the response comes (gRPC), which needs a second
-// goroutine anyway.
+// only those safe to repeat; never after a timeout), and on another
+// endpoint when a dial fails; a connection goes back to the pool only
+// when its response was read to the end, as announced, with nothing
+// after it. Requests with a body, upgrades and h2c endpoints take
+// http.Transport's path: a body may stream on while the response comes
+// (gRPC), which needs a second goroutine anyway.
 
 // max1xxResponses is how many informational answers may precede the
 // final one, as http.Transport allows.
@@ -101,15 +102,22 @@ func (l *listenerHandler) exchange(w *recorder, r, out *http.Request, e *endpoin
 // roundTrip writes out on a connection to e, an idle one when there is
 // one, and reads the response head. A reused connection the endpoint
 // closed before answering is replaced by a new one when out can be sent
-// again; a dial that fails is a *dialError.
+// again (nothing of it was written, or it is replayable); a timeout is
+// never retried. A 408 on a reused connection is taken for the
+// endpoint's idle timeout, and a replayable out is sent once more on a
+// new connection. A dial that fails is a *dialError.
 func (l *listenerHandler) roundTrip(w *recorder, r, out *http.Request, e *endpoint, a *attempt) (*backendConn, *http.Response, error) {
+	fresh := false
 	for {
-		c := e.getIdle(l.balancer.now())
+		var c *backendConn
+		if !fresh {
+			c = e.getIdle(l.balancer.now())
+		}
 		reused := c != nil
-		if reused && !replayable(out) && !c.alive() {
-			// http.Transport learns of a connection closed while idle
-			// from the read it keeps posted; ask before a request that
-			// could not be sent again.
+		if reused && !c.alive() {
+			// http.Transport learns from the read it keeps posted of a
+			// connection closed while idle, and of bytes sent on it then
+			// (a 408, a stray response) that would be read as the answer.
 			c.close()
 			continue
 		}
@@ -120,18 +128,39 @@ func (l *listenerHandler) roundTrip(w *recorder, r, out *http.Request, e *endpoi
 			}
 		}
 		resp, err := c.roundTrip(r.Context(), out, a, w.informational)
+		if err == nil && reused && resp.StatusCode == http.StatusRequestTimeout && replayable(out) {
+			// The endpoint timed the connection out as the request came:
+			// it did not take it (RFC 9110, section 15.5.9). Send it once
+			// more, on a new connection.
+			c.close()
+			fresh = true
+			continue
+		}
 		if err == nil {
 			return c, resp, nil
 		}
 		c.close()
-		if !reused || c.answered || r.Context().Err() != nil || !(c.unsent() || replayable(out)) {
+		if !reused || c.answered || r.Context().Err() != nil || !(c.unsent() || replayable(out) && closedByEndpoint(err)) {
 			return nil, nil, err
 		}
 	}
 }
 
-// informational passes a 1xx answer of the endpoint on to the client.
+// closedByEndpoint says whether err is how a read or write fails on a
+// connection the endpoint has closed: EOF or a reset. A timeout is not:
+// the endpoint may be working on the request, and sending it again would
+// make the client wait the timeout once more, which http.Transport never
+// does either.
+func closedByEndpoint(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// informational passes a 1xx answer of the endpoint on to the client,
+// without its hop-by-hop fields, as the final answer. h is the 1xx's own
+// header, read for this call only.
 func (r *recorder) informational(code int, h http.Header) {
+	removeHopByHop(h)
 	dst := r.Header()
 	for k, vv := range h {
 		dst[k] = vv

@@ -8,8 +8,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
+	"net/textproto"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"portal.dev/portal/ingress/route"
 )
@@ -205,4 +209,143 @@ func TestClientGoneClosesEndpointConnection(t *testing.T) {
 		t.Errorf("got an answer, want the request cancelled")
 	}
 	<-gone
+}
+
+// Regression: a GET that timed out on a pooled connection was sent again
+// on another one, pooled or new, and the client waited the read timeout
+// once more for each. As with http.Transport, only a connection the
+// endpoint closed before answering is a reason to send a request again:
+// the answer is 504 after one timeout.
+func TestNoRetryAfterReadTimeout(t *testing.T) {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	var mu sync.Mutex
+	requests := map[int]int{} // by connection
+	ln := keepAliveBackend(t, func(n int, c net.Conn, req *http.Request) bool {
+		mu.Lock()
+		requests[n]++
+		second := requests[n] == 2
+		mu.Unlock()
+		if second {
+			<-release // hangs on the second request of each connection
+			return false
+		}
+		body := fmt.Sprintf("conn %d", n)
+		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		return true
+	}, nil)
+	tb := newTestBed(t, DefaultOptions())
+	tb.backend("foo.com", route.Match{Options: &route.Options{ReadTimeout: 300 * time.Millisecond}}, ln)
+	if got := body(t, tb.get(t, "GET", "/")); got != "conn 1" {
+		t.Fatalf("first request: got %q, want %q", got, "conn 1")
+	}
+	resp := tb.get(t, "GET", "/")
+	if got := body(t, resp); resp.StatusCode != http.StatusGatewayTimeout {
+		t.Errorf("second request: got %d %q, want 504", resp.StatusCode, got)
+	}
+}
+
+// Regression: what an endpoint sent on a keep-alive connection while it
+// was idle was read as the answer to the next GET: the 408 that HAProxy,
+// Tomcat and others send when they time out an idle connection, or a
+// stray response. As http.Transport does, the proxy drops such a
+// connection and sends the request on a new one.
+func TestBytesOnIdleConnection(t *testing.T) {
+	for _, tc := range []struct{ name, late string }{{
+		name: "408 on the endpoint's idle timeout",
+		late: "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
+	}, {
+		name: "unsolicited response",
+		late: "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nforged",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			send, closed := make(chan struct{}), make(chan int, 10)
+			ln := keepAliveBackend(t, func(n int, c net.Conn, req *http.Request) bool {
+				body := fmt.Sprintf("conn %d", n)
+				fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+				if n > 1 {
+					return true
+				}
+				<-send
+				io.WriteString(c, tc.late)
+				return false
+			}, closed)
+			tb := newTestBed(t, DefaultOptions())
+			tb.backend("foo.com", route.Match{}, ln)
+			if got := body(t, tb.get(t, "GET", "/")); got != "conn 1" {
+				t.Fatalf("first request: got %q, want %q", got, "conn 1")
+			}
+			close(send)
+			<-closed // the late bytes are on their way, the connection closed
+			resp := tb.get(t, "GET", "/")
+			if got := body(t, resp); resp.StatusCode != http.StatusOK || got != "conn 2" {
+				t.Errorf("second request: got %d %q, want 200 %q", resp.StatusCode, got, "conn 2")
+			}
+		})
+	}
+}
+
+// An endpoint that answers 408 on a reused connection timed it out just
+// as the request arrived: the request is sent again, once, on a new
+// connection, as http.Transport does with the 408s it catches. A 408 on
+// the new connection is the answer.
+func TestRequestTimeoutOnReusedConnection(t *testing.T) {
+	var mu sync.Mutex
+	requests := map[int]int{} // by connection
+	conns := 0
+	ln := keepAliveBackend(t, func(n int, c net.Conn, req *http.Request) bool {
+		mu.Lock()
+		requests[n]++
+		first := requests[n] == 1
+		conns = max(conns, n)
+		mu.Unlock()
+		if req.URL.Path == "/408" || !first {
+			io.WriteString(c, "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
+			return false
+		}
+		body := fmt.Sprintf("conn %d", n)
+		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		return true
+	}, nil)
+	tb := newTestBed(t, DefaultOptions())
+	tb.backend("foo.com", route.Match{}, ln)
+	for i, tc := range []struct {
+		path string
+		code int
+		body string
+	}{{"/", 200, "conn 1"}, {"/", 200, "conn 2"}, {"/408", 408, ""}} {
+		resp := tb.get(t, "GET", tc.path)
+		if got := body(t, resp); resp.StatusCode != tc.code || got != tc.body {
+			t.Errorf("request %d: got %d %q, want %d %q", i, resp.StatusCode, got, tc.code, tc.body)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if conns != 3 {
+		t.Errorf("got %d connections to the endpoint, want 3", conns)
+	}
+}
+
+// Regression: informational answers reached the client with their
+// hop-by-hop fields, which only the final answer lost.
+func TestHopByHopHeadersOf1xx(t *testing.T) {
+	ln := rawBackend(t, func(_ int, c net.Conn, req *http.Request) {
+		fmt.Fprint(c, "HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\nConnection: X-Hop\r\nX-Hop: 1\r\n"+
+			"Keep-Alive: timeout=5\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+	})
+	tb := newTestBed(t, DefaultOptions())
+	tb.backend("foo.com", route.Match{}, ln)
+	var hints []string
+	trace := &httptrace.ClientTrace{Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
+		hints = append(hints, fmt.Sprint(code, " ", h))
+		return nil
+	}}
+	req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "GET", "http://"+tb.http+"/", nil)
+	req.Host = "foo.com"
+	if got := body(t, tb.do(t, req)); got != "ok" {
+		t.Fatalf("got %q, want %q", got, "ok")
+	}
+	if got, want := strings.Join(hints, "; "), "103 map[Link:[</a.css>; rel=preload]]"; got != want {
+		t.Errorf("client got 1xx %q, want %q", got, want)
+	}
 }

@@ -1,0 +1,66 @@
+package ingress
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// expiringConn lets a test make the read deadline last set on a
+// connection pass at once, as if the connection had stayed idle past it.
+type expiringConn struct {
+	*net.TCPConn
+	deadline time.Time
+}
+
+func (c *expiringConn) SetDeadline(t time.Time) error {
+	c.deadline = t
+	return c.TCPConn.SetDeadline(t)
+}
+
+func (c *expiringConn) SetReadDeadline(t time.Time) error {
+	c.deadline = t
+	return c.TCPConn.SetReadDeadline(t)
+}
+
+// expire makes the read deadline set, if one is, pass now.
+func (c *expiringConn) expire() {
+	if !c.deadline.IsZero() {
+		c.TCPConn.SetReadDeadline(aLongTimeAgo)
+	}
+}
+
+// Regression: the read deadline of a connection's last request stayed set
+// while the connection was pooled. Once it had passed, alive() failed,
+// and every request that cannot be sent twice (a POST) threw away the
+// pooled connections idle longer than the read timeout.
+func TestPooledConnectionOutlivesReadTimeout(t *testing.T) {
+	ln := keepAliveBackend(t, func(n int, c net.Conn, req *http.Request) bool {
+		fmt.Fprint(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		return true
+	}, nil)
+	raw, err := net.Dial("tcp", ln)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := &expiringConn{TCPConn: raw.(*net.TCPConn)}
+	c := newBackendConn(conn)
+	defer c.close()
+	out, _ := http.NewRequest("GET", "http://foo.com/", nil)
+	resp, err := c.roundTrip(context.Background(), out, &attempt{read: time.Minute}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	if !c.finish(resp) {
+		t.Fatal("connection not kept for another request")
+	}
+	conn.expire() // idle longer than the read timeout
+	if !c.alive() {
+		t.Errorf("pooled connection idle past the read timeout: alive() = false, want true")
+	}
+}
