@@ -10,11 +10,16 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"portal.dev/portal/agent/container"
 )
+
+// podClosedLinger is how long a forwarded connection that the pod has
+// closed waits for the client to close its side, as containerd waits.
+const podClosedLinger = time.Second
 
 // portForwardV1 is the port-forward protocol: per connection the client
 // opens an error stream and a data stream sharing a requestID and a port.
@@ -157,5 +162,19 @@ func (f *forwarder) forward(ctx context.Context, p *streamPair) {
 	} else {
 		p.data.Close()
 	}
+	// The pod has closed its side. A client that waits for the error
+	// stream before closing its own (kubectl before 1.31, a server that
+	// reads to EOF) would wait for ever; as containerd, give the client's
+	// side a moment to finish, then end the connection.
+	linger := time.NewTimer(podClosedLinger)
+	defer linger.Stop()
+	select {
+	case <-toPod:
+		return
+	case <-linger.C:
+	case <-ctx.Done():
+	}
+	conn.Close()
+	p.data.Reset()
 	<-toPod
 }
