@@ -44,7 +44,7 @@ func TestForwarder(t *testing.T) {
 	closed, _ := net.Listen("tcp", "127.0.0.1:0")
 	closedPort := closed.Addr().(*net.TCPAddr).Port
 	closed.Close()
-	conn := startForwarder(t)
+	conn := startForwarder(t, 0)
 
 	echoPort := echo.Addr().(*net.TCPAddr).Port
 	type result struct {
@@ -96,7 +96,7 @@ func TestForwarderEndsConnectionThePodClosed(t *testing.T) {
 			c.Close()
 		}
 	}()
-	conn := startForwarder(t)
+	conn := startForwarder(t, 0)
 	data, errs := openPair(t, conn, 1, srv.Addr().(*net.TCPAddr).Port)
 	ended := make(chan []byte)
 	go func() {
@@ -114,9 +114,69 @@ func TestForwarderEndsConnectionThePodClosed(t *testing.T) {
 	}
 }
 
+// TestForwarderDropsUnfitStreams pins half-open connections kept for the
+// life of the session and a data stream paired with an error stream of
+// another port: a stream whose partner does not come within the creation
+// timeout is reset, and a pair whose ports differ is reset, not
+// forwarded to the first stream's port.
+func TestForwarderDropsUnfitStreams(t *testing.T) {
+	echo, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer echo.Close()
+	go func() {
+		for {
+			c, err := echo.Accept()
+			if err != nil {
+				return
+			}
+			go func() { io.Copy(c, c); c.Close() }()
+		}
+	}()
+	echoPort := echo.Addr().(*net.TCPAddr).Port
+	conn := startForwarder(t, 100*time.Millisecond)
+	h := http.Header{}
+	h.Set(corev1.PortHeader, strconv.Itoa(echoPort))
+	h.Set(corev1.PortForwardRequestIDHeader, "lonely")
+	h.Set(corev1.StreamType, corev1.StreamTypeError)
+	lonely, err := conn.CreateStream(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan string, 2)
+	go func() { io.ReadAll(lonely); ended <- "lonely error stream" }()
+
+	h.Set(corev1.PortForwardRequestIDHeader, "mismatch")
+	errs, err := conn.CreateStream(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Set(corev1.PortHeader, strconv.Itoa(echoPort+1))
+	h.Set(corev1.StreamType, corev1.StreamTypeData)
+	data, err := conn.CreateStream(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data.Write([]byte("hello"))
+	data.Close()
+	if got, _ := io.ReadAll(data); len(got) > 0 {
+		t.Errorf("data stream for port %d paired with an error stream for port %d: got %q forwarded, want it reset", echoPort+1, echoPort, got)
+	}
+	go func() { io.ReadAll(errs); ended <- "mismatched error stream" }()
+	for range 2 {
+		select {
+		case what := <-ended:
+			t.Logf("%s reset", what)
+		case <-time.After(30 * time.Second):
+			t.Fatal("a stream that cannot be forwarded is still open")
+		}
+	}
+}
+
 // startForwarder serves one port-forward session of pod demo/web and
 // returns the client's connection to it.
-func startForwarder(t *testing.T) httpstream.Connection {
+func startForwarder(t *testing.T, creationTimeout time.Duration) httpstream.Connection {
 	t.Helper()
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "web", UID: "u1"}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -125,7 +185,7 @@ func startForwarder(t *testing.T) httpstream.Connection {
 			return
 		}
 		defer s.close()
-		(&forwarder{sess: s, pod: pod, pending: map[string]*streamPair{}}).run(r.Context())
+		(&forwarder{sess: s, pod: pod, pending: map[string]*streamPair{}, creationTimeout: creationTimeout}).run(r.Context())
 	}))
 	conn := dialForward(t, srv.URL)
 	t.Cleanup(func() { conn.Close(); srv.Close() })
