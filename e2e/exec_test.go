@@ -179,8 +179,8 @@ func TestExec(t *testing.T) {
 }
 
 // createExecPods creates the pods TestExec runs commands in and waits for
-// web. It returns the directory that the pod vol mounts a tmpfs over,
-// with run.sh in it, seen only inside vol's mount namespace.
+// web. It returns vol's workingDir, where vol mounts a tmpfs over
+// scripts/ with run.sh in it, seen only inside vol's mount namespace.
 func createExecPods(t *testing.T, ab *agentBed) string {
 	web := sh("web", "exec sleep 3600")
 	web.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "GREETING", Value: "from-env"}}
@@ -201,7 +201,7 @@ func createExecPods(t *testing.T, ab *agentBed) string {
 	term.Spec.Containers[0].Stdin, term.Spec.Containers[0].TTY = true, true
 	ab.create(term)
 	volDir := t.TempDir()
-	vol := sh("vol", `mount -t tmpfs none "$DIR" && printf '#!/bin/sh\necho from-the-mount\n' >"$DIR/run.sh" && chmod +x "$DIR/run.sh" && exec sleep 3600`)
+	vol := sh("vol", `S="$DIR/scripts" && mkdir -p "$S" && mount -t tmpfs none "$S" && printf '#!/bin/sh\necho from-the-mount\n' >"$S/run.sh" && chmod +x "$S/run.sh" && exec sleep 3600`)
 	vol.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "DIR", Value: volDir}}
 	vol.Spec.Containers[0].WorkingDir = volDir
 	ab.create(vol)
@@ -214,10 +214,10 @@ func createExecPods(t *testing.T, ab *agentBed) string {
 // system: a script on a mount that only the container's mount namespace
 // has runs, by its absolute path and relative to the workingDir.
 func execFromContainerMount(t *testing.T, ab *agentBed, dir string) {
-	if _, err := os.Stat(dir + "/run.sh"); err == nil {
-		t.Fatalf("%s/run.sh is visible on the node; the test needs a mount only the container has", dir)
+	if _, err := os.Stat(dir + "/scripts/run.sh"); err == nil {
+		t.Fatalf("%s/scripts/run.sh is visible on the node; the test needs a mount only the container has", dir)
 	}
-	for _, command := range []string{dir + "/run.sh", "./run.sh"} {
+	for _, command := range []string{dir + "/scripts/run.sh", "./scripts/run.sh"} {
 		out, errOut, code := ab.kubectlRun("", "exec", "vol", "--", command)
 		if out != "from-the-mount\n" || code != 0 {
 			t.Errorf("kubectl exec vol -- %s: got %q, exit %d (stderr %q); want %q", command, out, code, errOut, "from-the-mount\n")
