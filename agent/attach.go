@@ -71,6 +71,8 @@ func holdStdin(spec *container.Spec, tty, once bool, log *os.File) (*heldStdin, 
 	}, nil
 }
 
+// Write passes p to the container's stdin, as an attached client types
+// it; once the stdin is closed it fails with os.ErrClosed.
 func (h *heldStdin) Write(p []byte) (int, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

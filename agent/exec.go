@@ -194,7 +194,7 @@ func (a *Agent) runCommand(cs *commandStreams, t *execTarget, command []string, 
 // node without nsenter, through the init helper with the same
 // namespaces and mounts the container got.
 func (a *Agent) commandSpec(t *execTarget, command []string) (container.Spec, error) {
-	path, err := container.LookPath(command[0], lookupEnv(t.env, "PATH"), "")
+	path, err := lookPathIn(t.proc, command[0], t.env, t.dir)
 	if err != nil {
 		return container.Spec{}, err
 	}
@@ -211,6 +211,19 @@ func (a *Agent) commandSpec(t *execTarget, command []string) (container.Spec, er
 	}
 	return container.Spec{Path: path, Args: command, Env: t.env, Dir: t.dir, Namespaces: t.ns, Mounts: t.mounts,
 		Init: a.opts.InitPath, UID: t.uid, GID: t.gid}, nil
+}
+
+// lookPathIn finds command as the container's own execve would: through
+// the mounts and working directory of its running process (a script on a
+// volume, "./run.sh" in its workingDir), which the agent's file system
+// does not show; with no process to look through, from the node with dir
+// as the working directory.
+func lookPathIn(proc Process, command string, env []string, dir string) (string, error) {
+	if running(proc) {
+		pid, _ := proc.ID()
+		return container.LookPathIn(pid, command, lookupEnv(env, "PATH"))
+	}
+	return container.LookPath(command, lookupEnv(env, "PATH"), dir)
 }
 
 // waitSession waits for the command to end, or for the client to go away,

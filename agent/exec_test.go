@@ -10,12 +10,14 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
-	"k8s.io/client-go/util/exec"
+	utilexec "k8s.io/client-go/util/exec"
 )
 
 // TestRemoteCommand runs commands through the remote command protocol as
@@ -69,7 +71,7 @@ func TestRemoteCommand(t *testing.T) {
 			err = ex.StreamWithContext(context.Background(), remotecommand.StreamOptions{
 				Stdin: strings.NewReader(tc.stdin), Stdout: &out, Stderr: &errOut})
 			code := 0
-			var ce exec.CodeExitError
+			var ce utilexec.CodeExitError
 			if errors.As(err, &ce) {
 				code = ce.Code
 			} else if err != nil {
@@ -80,5 +82,29 @@ func TestRemoteCommand(t *testing.T) {
 					out.String(), errOut.String(), code, tc.wantOut, tc.wantErrOutContains, tc.wantCode)
 			}
 		})
+	}
+}
+
+// TestExecFindsCommandInContainersView pins exec looking the command up
+// on the agent's own file system: "./run.sh" must be found in the working
+// directory of the container's process, not the agent's.
+func TestExecFindsCommandInContainersView(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(dir+"/run.sh", []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sleep", "60")
+	cmd.Dir = dir
+	if err := cmd.Start(); err != nil {
+		t.Skip("no sleep binary")
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	target := &execTarget{proc: &fakeProc{pid: cmd.Process.Pid, done: make(chan struct{})}, env: []string{"PATH=/usr/bin:/bin"}}
+	spec, err := (&Agent{}).commandSpec(target, []string{"./run.sh", "arg"})
+	if err != nil {
+		t.Fatalf("exec ./run.sh in a container whose working dir is %s: %v", dir, err)
+	}
+	if !slices.Contains(spec.Args, "./run.sh") {
+		t.Errorf("got argv %q, want it to run ./run.sh", spec.Args)
 	}
 }

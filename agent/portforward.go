@@ -10,11 +10,16 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"portal.dev/portal/agent/container"
 )
+
+// podClosedLinger is how long a forwarded connection that the pod has
+// closed waits for the client to close its side, as containerd waits.
+const podClosedLinger = time.Second
 
 // portForwardV1 is the port-forward protocol: per connection the client
 // opens an error stream and a data stream sharing a requestID and a port.
@@ -48,15 +53,21 @@ type forwarder struct {
 	sess  *spdySession
 	netns string
 	pod   *corev1.Pod
+	// creationTimeout bounds how long a connection's first stream waits
+	// for its other one; 0 is streamCreationTimeout.
+	creationTimeout time.Duration
 
 	pending map[string]*streamPair // by requestID, until both streams are open
+	expired chan *streamPair
 	wg      sync.WaitGroup
 }
 
 // streamPair is one forwarded connection's streams.
 type streamPair struct {
+	id          string
 	port        int
 	data, error newStream
+	timer       *time.Timer
 }
 
 // run pairs the streams as they arrive and forwards each complete pair,
@@ -68,41 +79,71 @@ func (f *forwarder) run(ctx context.Context) {
 	// then waited for.
 	defer f.wg.Wait()
 	defer cancel()
+	f.expired = make(chan *streamPair)
+	defer func() {
+		for _, p := range f.pending {
+			p.timer.Stop()
+		}
+	}()
 	for {
 		select {
 		case st := <-f.sess.streams:
 			f.add(ctx, st)
+		case p := <-f.expired:
+			// A pair still half open after the creation timeout is
+			// dropped, as kubelet drops it, so a client cannot pin
+			// streams for the life of the session.
+			if f.pending[p.id] == p {
+				f.dropPair(p)
+			}
 		case <-f.sess.conn.CloseChan():
 			return
 		}
 	}
 }
 
+// add files st under its connection's requestID and starts forwarding
+// once the connection has both its streams. A stream that does not fit
+// (bad port, another port than its partner's, a second stream of a kind)
+// is reset, and so is its partner.
 func (f *forwarder) add(ctx context.Context, st newStream) {
 	h := st.Headers()
 	id := h.Get(corev1.PortForwardRequestIDHeader)
 	port, err := strconv.Atoi(h.Get(corev1.PortHeader))
-	if err != nil || port <= 0 || port > 65535 {
-		go func() { <-st.replySent; st.Reset() }()
+	kind := streamType(st)
+	if err != nil || port <= 0 || port > 65535 || (kind != corev1.StreamTypeError && kind != corev1.StreamTypeData) {
+		f.drop(st)
 		return
 	}
 	p := f.pending[id]
 	if p == nil {
-		p = &streamPair{port: port}
+		p = &streamPair{id: id, port: port}
+		timeout := f.creationTimeout
+		if timeout == 0 {
+			timeout = streamCreationTimeout
+		}
+		p.timer = time.AfterFunc(timeout, func() {
+			select {
+			case f.expired <- p:
+			case <-ctx.Done():
+			}
+		})
 		f.pending[id] = p
 	}
-	switch streamType(st) {
-	case corev1.StreamTypeError:
-		p.error = st
-	case corev1.StreamTypeData:
-		p.data = st
-	default:
-		go func() { <-st.replySent; st.Reset() }()
+	slot := &p.data
+	if kind == corev1.StreamTypeError {
+		slot = &p.error
+	}
+	if p.port != port || slot.Stream != nil {
+		f.drop(st)
+		f.dropPair(p)
 		return
 	}
+	*slot = st
 	if p.error.Stream == nil || p.data.Stream == nil {
 		return
 	}
+	p.timer.Stop()
 	delete(f.pending, id)
 	f.wg.Add(1)
 	go func() {
@@ -116,6 +157,27 @@ func (f *forwarder) add(ctx context.Context, st newStream) {
 		}
 		f.forward(ctx, p)
 		f.sess.conn.RemoveStreams(p.data, p.error)
+	}()
+}
+
+// dropPair forgets a connection that will not be forwarded and resets
+// the streams it has.
+func (f *forwarder) dropPair(p *streamPair) {
+	p.timer.Stop()
+	delete(f.pending, p.id)
+	for _, st := range []newStream{p.data, p.error} {
+		if st.Stream != nil {
+			f.drop(st)
+		}
+	}
+}
+
+// drop resets st once the client knows it exists.
+func (f *forwarder) drop(st newStream) {
+	go func() {
+		<-st.replySent
+		st.Reset()
+		f.sess.conn.RemoveStreams(st)
 	}()
 }
 
@@ -157,5 +219,19 @@ func (f *forwarder) forward(ctx context.Context, p *streamPair) {
 	} else {
 		p.data.Close()
 	}
+	// The pod has closed its side. A client that waits for the error
+	// stream before closing its own (kubectl before 1.31, a server that
+	// reads to EOF) would wait for ever; as containerd, give the client's
+	// side a moment to finish, then end the connection.
+	linger := time.NewTimer(podClosedLinger)
+	defer linger.Stop()
+	select {
+	case <-toPod:
+		return
+	case <-linger.C:
+	case <-ctx.Done():
+	}
+	conn.Close()
+	p.data.Reset()
 	<-toPod
 }

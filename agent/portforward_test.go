@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,18 +44,7 @@ func TestForwarder(t *testing.T) {
 	closed, _ := net.Listen("tcp", "127.0.0.1:0")
 	closedPort := closed.Addr().(*net.TCPAddr).Port
 	closed.Close()
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "web", UID: "u1"}}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s := upgradeSPDY(w, r, []string{portForwardV1})
-		if s == nil {
-			return
-		}
-		defer s.close()
-		(&forwarder{sess: s, pod: pod, pending: map[string]*streamPair{}}).run(r.Context())
-	}))
-	defer srv.Close()
-	conn := dialForward(t, srv.URL)
-	defer conn.Close()
+	conn := startForwarder(t, 0)
 
 	echoPort := echo.Addr().(*net.TCPAddr).Port
 	type result struct {
@@ -84,6 +74,122 @@ func TestForwarder(t *testing.T) {
 	if want := fmt.Sprintf("error forwarding port %d to pod web, uid u1: ", closedPort); !strings.HasPrefix(string(e), want) || !strings.Contains(string(e), "connection refused") {
 		t.Errorf("closed port: error stream %q, want %q ... connection refused", e, want)
 	}
+}
+
+// TestForwarderEndsConnectionThePodClosed pins a connection that the pod
+// closed staying open until the client closed its side: a client that
+// waits for the error stream first (kubectl before 1.31) hung. The
+// forwarder ends it shortly after, as containerd does.
+func TestForwarderEndsConnectionThePodClosed(t *testing.T) {
+	srv, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	go func() {
+		for {
+			c, err := srv.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("bye"))
+			c.Close()
+		}
+	}()
+	conn := startForwarder(t, 0)
+	data, errs := openPair(t, conn, 1, srv.Addr().(*net.TCPAddr).Port)
+	ended := make(chan []byte)
+	go func() {
+		got, _ := io.ReadAll(data)
+		io.ReadAll(errs) // the client's data stream stays open
+		ended <- got
+	}()
+	select {
+	case got := <-ended:
+		if string(got) != "bye" {
+			t.Errorf("got %q, want %q", got, "bye")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the error stream is still open: the connection the pod closed never ended")
+	}
+}
+
+// TestForwarderDropsUnfitStreams pins half-open connections kept for the
+// life of the session and a data stream paired with an error stream of
+// another port: a stream whose partner does not come within the creation
+// timeout is reset, and a pair whose ports differ is reset, not
+// forwarded to the first stream's port.
+func TestForwarderDropsUnfitStreams(t *testing.T) {
+	echo, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer echo.Close()
+	go func() {
+		for {
+			c, err := echo.Accept()
+			if err != nil {
+				return
+			}
+			go func() { io.Copy(c, c); c.Close() }()
+		}
+	}()
+	echoPort := echo.Addr().(*net.TCPAddr).Port
+	conn := startForwarder(t, 100*time.Millisecond)
+	h := http.Header{}
+	h.Set(corev1.PortHeader, strconv.Itoa(echoPort))
+	h.Set(corev1.PortForwardRequestIDHeader, "lonely")
+	h.Set(corev1.StreamType, corev1.StreamTypeError)
+	lonely, err := conn.CreateStream(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan string, 2)
+	go func() { io.ReadAll(lonely); ended <- "lonely error stream" }()
+
+	h.Set(corev1.PortForwardRequestIDHeader, "mismatch")
+	errs, err := conn.CreateStream(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Set(corev1.PortHeader, strconv.Itoa(echoPort+1))
+	h.Set(corev1.StreamType, corev1.StreamTypeData)
+	data, err := conn.CreateStream(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data.Write([]byte("hello"))
+	data.Close()
+	if got, _ := io.ReadAll(data); len(got) > 0 {
+		t.Errorf("data stream for port %d paired with an error stream for port %d: got %q forwarded, want it reset", echoPort+1, echoPort, got)
+	}
+	go func() { io.ReadAll(errs); ended <- "mismatched error stream" }()
+	for range 2 {
+		select {
+		case what := <-ended:
+			t.Logf("%s reset", what)
+		case <-time.After(30 * time.Second):
+			t.Fatal("a stream that cannot be forwarded is still open")
+		}
+	}
+}
+
+// startForwarder serves one port-forward session of pod demo/web and
+// returns the client's connection to it.
+func startForwarder(t *testing.T, creationTimeout time.Duration) httpstream.Connection {
+	t.Helper()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "web", UID: "u1"}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s := upgradeSPDY(w, r, []string{portForwardV1})
+		if s == nil {
+			return
+		}
+		defer s.close()
+		(&forwarder{sess: s, pod: pod, pending: map[string]*streamPair{}, creationTimeout: creationTimeout}).run(r.Context())
+	}))
+	conn := dialForward(t, srv.URL)
+	t.Cleanup(func() { conn.Close(); srv.Close() })
+	return conn
 }
 
 func dialForward(t *testing.T, base string) httpstream.Connection {

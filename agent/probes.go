@@ -87,7 +87,7 @@ func (a *Agent) execIn(ctx context.Context, proc Process, env []string, ns conta
 	if len(cmd) == 0 {
 		return 0, nil, fmt.Errorf("empty command")
 	}
-	path, err := container.LookPath(cmd[0], lookupEnv(env, "PATH"), "")
+	path, err := lookPathIn(proc, cmd[0], env, "")
 	if err != nil {
 		return 0, nil, err
 	}

@@ -113,25 +113,7 @@ func runningReady(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunni
 // descriptor or goroutine of a session.
 func TestExec(t *testing.T) {
 	ab := newAgentBed(t)
-	web := sh("web", "exec sleep 3600")
-	web.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "GREETING", Value: "from-env"}}
-	web.Spec.Containers[0].WorkingDir = "/tmp"
-	ab.create(web)
-	done := sh("done", "true")
-	done.Spec.RestartPolicy = corev1.RestartPolicyNever
-	ab.create(done)
-	broken := sh("broken", "")
-	broken.Spec.Containers[0].Command = []string{"/nonexistent/server"}
-	ab.create(broken)
-	reader := sh("reader", `while read l; do echo "got $l"; done; echo bye`)
-	reader.Spec.Containers[0].Stdin, reader.Spec.Containers[0].StdinOnce = true, true
-	reader.Spec.RestartPolicy = corev1.RestartPolicyNever
-	ab.create(reader)
-	ab.create(sh("ticker", "while true; do echo tick; sleep 0.2; done"))
-	term := sh("term", "exec sh")
-	term.Spec.Containers[0].Stdin, term.Spec.Containers[0].TTY = true, true
-	ab.create(term)
-	ab.waitPod("web", 30*time.Second, "Running", runningReady)
+	volDir := createExecPods(t, ab)
 	fds0, g0 := ab.agentUsage()
 
 	t.Run("environment, working dir, host name", func(t *testing.T) {
@@ -170,6 +152,7 @@ func TestExec(t *testing.T) {
 			}
 		})
 	}
+	t.Run("command on a mount only the container has", func(t *testing.T) { execFromContainerMount(t, ab, volDir) })
 	t.Run("tty", func(t *testing.T) { execTTY(t, ab) })
 	t.Run("attach", func(t *testing.T) { attach(t, ab) })
 	t.Run("kubectl cp both ways", func(t *testing.T) { copyBothWays(t, ab) })
@@ -182,21 +165,7 @@ func TestExec(t *testing.T) {
 	})
 	t.Run("bad input", func(t *testing.T) { execBadInput(t, ab) })
 	t.Run("RBAC", func(t *testing.T) { execRBAC(t, ab) })
-	t.Run("client gone mid-stream", func(t *testing.T) {
-		cmd := ab.kubectlCmd("exec", "web", "--", "sh", "-c", "echo started; exec sleep 4242")
-		stdout, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		buf := make([]byte, 8)
-		io.ReadFull(stdout, buf)
-		if sessionProcesses("4242") == 0 {
-			t.Fatalf("the exec'd sleep is not running (read %q)", buf)
-		}
-		cmd.Process.Kill()
-		cmd.Wait()
-		waitFor(t, 15*time.Second, func() bool { return sessionProcesses("4242") == 0 })
-	})
+	t.Run("client gone mid-stream", func(t *testing.T) { execClientGone(t, ab) })
 	t.Run("anonymous gets 401", func(t *testing.T) {
 		for _, sub := range []string{"exec?command=true&stdout=true", "attach?stdout=true", "portforward?ports=80"} {
 			code := anonymousPost(t, ab, "/api/v1/namespaces/default/pods/web/"+sub)
@@ -205,31 +174,106 @@ func TestExec(t *testing.T) {
 			}
 		}
 	})
-	t.Run("the agent's port serves the API server only", func(t *testing.T) {
-		admin, err := clientcmd.BuildConfigFromFlags("", ab.server.Kubeconfig())
-		if err != nil {
-			t.Fatal(err)
+	t.Run("the agent's port serves the API server only", func(t *testing.T) { agentPortServesAPIServerOnly(t, ab) })
+	logExecRoundTrip(t, ab)
+	ab.checkNoLeak(fds0, g0, "after exec sessions")
+}
+
+// createExecPods creates the pods TestExec runs commands in and waits for
+// web. It returns vol's workingDir, where vol mounts a tmpfs over
+// scripts/ with run.sh in it, seen only inside vol's mount namespace.
+func createExecPods(t *testing.T, ab *agentBed) string {
+	web := sh("web", "exec sleep 3600")
+	web.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "GREETING", Value: "from-env"}}
+	web.Spec.Containers[0].WorkingDir = "/tmp"
+	ab.create(web)
+	done := sh("done", "true")
+	done.Spec.RestartPolicy = corev1.RestartPolicyNever
+	ab.create(done)
+	broken := sh("broken", "")
+	broken.Spec.Containers[0].Command = []string{"/nonexistent/server"}
+	ab.create(broken)
+	reader := sh("reader", `while read l; do echo "got $l"; done; echo bye`)
+	reader.Spec.Containers[0].Stdin, reader.Spec.Containers[0].StdinOnce = true, true
+	reader.Spec.RestartPolicy = corev1.RestartPolicyNever
+	ab.create(reader)
+	ab.create(sh("ticker", "while true; do echo tick; sleep 0.2; done"))
+	term := sh("term", "exec sh")
+	term.Spec.Containers[0].Stdin, term.Spec.Containers[0].TTY = true, true
+	ab.create(term)
+	volDir := t.TempDir()
+	vol := sh("vol", `S="$DIR/scripts" && mkdir -p "$S" && mount -t tmpfs none "$S" && printf '#!/bin/sh\necho from-the-mount\n' >"$S/run.sh" && chmod +x "$S/run.sh" && exec sleep 3600`)
+	vol.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "DIR", Value: volDir}}
+	vol.Spec.Containers[0].WorkingDir = volDir
+	ab.create(vol)
+	ab.waitPod("web", 30*time.Second, "Running", runningReady)
+	ab.waitPod("vol", 30*time.Second, "Running", runningReady)
+	return volDir
+}
+
+// execFromContainerMount pins exec looking commands up on the agent's file
+// system: a script on a mount that only the container's mount namespace
+// has runs, by its absolute path and relative to the workingDir.
+func execFromContainerMount(t *testing.T, ab *agentBed, dir string) {
+	if _, err := os.Stat(dir + "/scripts/run.sh"); err == nil {
+		t.Fatalf("%s/scripts/run.sh is visible on the node; the test needs a mount only the container has", dir)
+	}
+	for _, command := range []string{dir + "/scripts/run.sh", "./scripts/run.sh"} {
+		out, errOut, code := ab.kubectlRun("", "exec", "vol", "--", command)
+		if out != "from-the-mount\n" || code != 0 {
+			t.Errorf("kubectl exec vol -- %s: got %q, exit %d (stderr %q); want %q", command, out, code, errOut, "from-the-mount\n")
 		}
-		adminCert, err := tls.X509KeyPair(admin.TLSClientConfig.CertData, admin.TLSClientConfig.KeyData)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, path := range []string{"/exec/default/web/main?command=true&output=1", "/attach/default/web/main?output=1", "/portForward/default/web"} {
-			for _, certs := range [][]tls.Certificate{{adminCert}, nil} {
-				c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: ab.node.DialContext,
-					TLSClientConfig: &tls.Config{Certificates: certs, InsecureSkipVerify: true}}}
-				resp, err := c.Post("https://"+agentNodeIP+":10250"+path, "", nil)
-				if err == nil {
-					resp.Body.Close()
-					if resp.StatusCode != http.StatusForbidden {
-						t.Errorf("POST %s with %d client certificates: got %d, want 403 or no TLS session", path, len(certs), resp.StatusCode)
-					}
-				} else if len(certs) > 0 {
-					t.Errorf("POST %s with the admin certificate: %v, want 403", path, err)
+	}
+}
+
+// execClientGone: a kubectl exec killed mid-session leaves no process of
+// the session in the pod.
+func execClientGone(t *testing.T, ab *agentBed) {
+	cmd := ab.kubectlCmd("exec", "web", "--", "sh", "-c", "echo started; exec sleep 4242")
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 8)
+	io.ReadFull(stdout, buf)
+	if sessionProcesses("4242") == 0 {
+		t.Fatalf("the exec'd sleep is not running (read %q)", buf)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	waitFor(t, 15*time.Second, func() bool { return sessionProcesses("4242") == 0 })
+}
+
+// agentPortServesAPIServerOnly: the agent's stream endpoints refuse a
+// client certificate other than the API server's, and clients without one.
+func agentPortServesAPIServerOnly(t *testing.T, ab *agentBed) {
+	admin, err := clientcmd.BuildConfigFromFlags("", ab.server.Kubeconfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	adminCert, err := tls.X509KeyPair(admin.TLSClientConfig.CertData, admin.TLSClientConfig.KeyData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/exec/default/web/main?command=true&output=1", "/attach/default/web/main?output=1", "/portForward/default/web"} {
+		for _, certs := range [][]tls.Certificate{{adminCert}, nil} {
+			c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: ab.node.DialContext,
+				TLSClientConfig: &tls.Config{Certificates: certs, InsecureSkipVerify: true}}}
+			resp, err := c.Post("https://"+agentNodeIP+":10250"+path, "", nil)
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusForbidden {
+					t.Errorf("POST %s with %d client certificates: got %d, want 403 or no TLS session", path, len(certs), resp.StatusCode)
 				}
+			} else if len(certs) > 0 {
+				t.Errorf("POST %s with the admin certificate: %v, want 403", path, err)
 			}
 		}
-	})
+	}
+}
+
+// logExecRoundTrip logs how long `kubectl exec -- true` takes.
+func logExecRoundTrip(t *testing.T, ab *agentBed) {
 	var times []time.Duration
 	for range 15 {
 		start := time.Now()
@@ -240,7 +284,6 @@ func TestExec(t *testing.T) {
 	}
 	slices.Sort(times)
 	t.Logf("kubectl exec -- true: p50 %v (min %v, max %v, %d runs, kubectl start included)", times[len(times)/2], times[0], times[len(times)-1], len(times))
-	ab.checkNoLeak(fds0, g0, "after exec sessions")
 }
 
 // anonymousPost posts to the API without credentials and returns the

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -234,6 +235,7 @@ func portForwardBadInput(t *testing.T, ab *agentBed) {
 		_, stop := ab.startPortForward(t, "pod/web", 18093, 8080)
 		defer stop()
 		var wg sync.WaitGroup
+		var opened atomic.Int64
 		for range 20 {
 			wg.Go(func() {
 				for range 50 {
@@ -241,6 +243,7 @@ func portForwardBadInput(t *testing.T, ab *agentBed) {
 					if err != nil {
 						continue
 					}
+					opened.Add(1)
 					conn.Write([]byte("GET /big HTTP/1.1\r\nHost: web\r\n\r\n"))
 					conn.(*net.TCPConn).SetLinger(0)
 					conn.Close()
@@ -248,6 +251,9 @@ func portForwardBadInput(t *testing.T, ab *agentBed) {
 			})
 		}
 		wg.Wait()
+		if n := opened.Load(); n < 1000 {
+			t.Errorf("opened %d of 1,000 connections through kubectl port-forward, want all", n)
+		}
 		if failed := parallelGets(ab.nodeHTTP(), "http://127.0.0.1:18093/", 50); len(failed) > 0 {
 			t.Errorf("after 1,000 dropped connections, 50 requests: %d failed: %v", len(failed), failed)
 		}

@@ -111,12 +111,35 @@ var ErrNotFound = errors.New("executable file not found in $PATH")
 // LookPath finds file in path (a PATH value) as execve would for a
 // container, without the agent's own PATH.
 func LookPath(file, path, dir string) (string, error) {
+	return lookPath(file, path, dir, isExecutable)
+}
+
+// LookPathIn is LookPath as process pid sees the file system: through its
+// mounts (a pod's volumes, or what the container mounted itself), which
+// the agent's mount namespace does not have, with a relative name taken
+// from the process's working directory. Absolute symbolic links resolve
+// inside that view too.
+func LookPathIn(pid int, file, path string) (string, error) {
+	proc := "/proc/" + strconv.Itoa(pid)
+	root, err := os.OpenFile(proc+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", fmt.Errorf("exec: %q: %w", file, err)
+	}
+	defer root.Close()
+	cwd, err := os.Readlink(proc + "/cwd")
+	if err != nil {
+		return "", fmt.Errorf("exec: %q: %w", file, err)
+	}
+	return lookPath(file, path, cwd, func(p string) bool { return executableIn(root, proc+"/root", p) })
+}
+
+func lookPath(file, path, dir string, executable func(string) bool) (string, error) {
 	if strings.Contains(file, "/") {
 		p := file
 		if !strings.HasPrefix(p, "/") && dir != "" {
 			p = dir + "/" + p
 		}
-		if isExecutable(p) {
+		if executable(p) {
 			return file, nil
 		}
 		return "", fmt.Errorf("exec: %q: no such file or executable", file)
@@ -125,7 +148,10 @@ func LookPath(file, path, dir string) (string, error) {
 		if d == "" {
 			d = "."
 		}
-		if p := d + "/" + file; isExecutable(p) {
+		if !strings.HasPrefix(d, "/") && dir != "" {
+			d = dir + "/" + d
+		}
+		if p := d + "/" + file; executable(p) {
 			return p, nil
 		}
 	}
@@ -135,6 +161,28 @@ func LookPath(file, path, dir string) (string, error) {
 func isExecutable(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
+}
+
+// executableIn says whether p (an absolute path in the process's view) is
+// an executable file under root, the process's /proc/PID/root opened as
+// rootPath. openat2's RESOLVE_IN_ROOT keeps ".." and absolute links
+// inside root; a kernel without openat2 (before 5.6) falls back to a
+// plain stat through rootPath.
+func executableIn(root *os.File, rootPath, p string) bool {
+	fd, err := unix.Openat2(int(root.Fd()), strings.TrimLeft(p, "/"), &unix.OpenHow{
+		Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS})
+	if errors.Is(err, unix.ENOSYS) {
+		return isExecutable(rootPath + "/" + strings.TrimLeft(p, "/"))
+	}
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil {
+		return false
+	}
+	return st.Mode&unix.S_IFMT != unix.S_IFDIR && st.Mode&0o111 != 0
 }
 
 // Start starts the process described by spec.

@@ -3,9 +3,11 @@
 package container
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -52,6 +54,61 @@ func TestLookPath(t *testing.T) {
 			t.Errorf("LookPath(%q, %q): got %q, %v, want %q (error %v)", tc.file, tc.path, got, err, tc.want, tc.wantErr)
 		}
 	}
+}
+
+// TestLookPathIn finds commands as a container's process sees the file
+// system: a relative name from the process's working directory, not the
+// agent's, and a script on a mount that exists only in the process's
+// mount namespace (a pod's volume).
+func TestLookPathIn(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(dir+"/run.sh", []byte("#!/bin/sh\n"), 0o755)
+	os.Symlink("/"+strings.TrimLeft(dir, "/")+"/run.sh", dir+"/link")
+	child := startChild(t, exec.Command("sh", "-c", "echo ready && exec sleep 60"), dir)
+	for _, file := range []string{"./run.sh", "run.sh", dir + "/link"} {
+		path := ""
+		if file == "run.sh" {
+			path = "/nonexistent:."
+		}
+		if _, err := LookPathIn(child, file, path); err != nil {
+			t.Errorf("LookPathIn(%q, %q) with the process in %s: %v, want found", file, path, dir, err)
+		}
+	}
+
+	// A tmpfs mounted in a mount namespace of the process's own.
+	vol := t.TempDir()
+	script := vol + "/only-inside.sh"
+	cmd := exec.Command("unshare", "--user", "--map-root-user", "--mount", "--propagation", "private", "sh", "-c",
+		`mount -t tmpfs none "$1" && printf '#!/bin/sh\n' >"$2" && chmod +x "$2" && echo ready && exec sleep 60`, "sh", vol, script)
+	inside := startChild(t, cmd, "/")
+	if inside == 0 {
+		t.Skip("cannot make a mount namespace here (unshare)")
+	}
+	if _, err := LookPath(script, "", ""); err == nil {
+		t.Fatalf("%s is visible outside the mount namespace", script)
+	}
+	if got, err := LookPathIn(inside, script, ""); err != nil || got != script {
+		t.Errorf("LookPathIn(%q) inside the mount namespace: got %q, %v; want %q", script, got, err, script)
+	}
+}
+
+// startChild starts cmd in dir and returns its PID once it has printed
+// a line, or 0 if it failed before.
+func startChild(t *testing.T, cmd *exec.Cmd, dir string) int {
+	t.Helper()
+	cmd.Dir = dir
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		return 0
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		return 0
+	}
+	return cmd.Process.Pid
 }
 
 // TestProcessesInNewNamespaces starts a sandbox-like process in a new
