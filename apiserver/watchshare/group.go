@@ -94,8 +94,15 @@ func (g *group) dispatch(versioner storage.Versioner) {
 		g.up = w
 		g.mu.Unlock()
 	}
-	// Still holding g.mu.
+	// Still holding g.mu. Stop the upstream watch before the members end
+	// (Stop is idempotent): an etcd watcher that sent an error keeps its
+	// etcd watch open until it is stopped, and once done is set no
+	// leaving member would stop it.
 	g.done = true
+	up := g.up
+	g.mu.Unlock()
+	up.Stop()
+	g.mu.Lock()
 	for m := range g.members {
 		m.end()
 	}

@@ -265,3 +265,22 @@ func TestNotShared(t *testing.T) {
 		})
 	}
 }
+
+// An upstream watch that ends the group with an error is stopped, not left
+// to the members, which no longer stop a finished group's watch: the etcd
+// watcher keeps its etcd watch open after an error until it is stopped
+// (review finding 3 of #23).
+func TestErrorStopsTheStorageWatch(t *testing.T) {
+	f := newFakeStorage()
+	s := Share(f, DefaultLimit)
+	w := watchFrom(t, s, "100")
+	src := <-f.opens
+	src.send(101, 101)
+	src.fail()
+	readAll(t, w)
+	select {
+	case <-src.stopped:
+	default:
+		t.Error("the storage watch that sent the error was not stopped, want stopped")
+	}
+}
