@@ -21,16 +21,22 @@ type group struct {
 	// group has passed on, at first the one it started from: a watch from
 	// a version at or after it misses nothing by joining.
 	last uint64
+	// started: the current upstream watch has passed on an event or a
+	// bookmark, so the storage accepted the version it was opened from.
+	started bool
 	// done: the upstream watch ended or is being stopped; no one joins.
 	done bool
 }
 
 // join adds a member watching from since, if the group has passed on
-// nothing after since; nil otherwise.
+// nothing after since; nil otherwise. A watch from a newer version than
+// the group's joins only once the storage accepted the group's start:
+// until then the storage may still answer the group's older version with
+// an error (410 Gone) that the newer watch must not get.
 func (g *group) join(since uint64, bookmarks bool) *member {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.done || since < g.last {
+	if g.done || since < g.last || since > g.last && !g.started {
 		return nil
 	}
 	m := newMember(g, since, bookmarks, g.s.limit)
@@ -91,7 +97,7 @@ func (g *group) dispatch(versioner storage.Versioner) {
 			}
 			break
 		}
-		g.up = w
+		g.up, g.started = w, false
 		g.mu.Unlock()
 	}
 	// Still holding g.mu. Stop the upstream watch before the members end
@@ -130,10 +136,12 @@ func (g *group) pass(up watch.Interface, versioner storage.Versioner) (int, bool
 			}
 		}
 		g.last = max(g.last, rv)
-		g.mu.Unlock()
 		if ev.Type == watch.Error {
+			g.mu.Unlock()
 			return n, true
 		}
+		g.started = true
+		g.mu.Unlock()
 		n++
 	}
 	return n, false

@@ -284,3 +284,35 @@ func TestErrorStopsTheStorageWatch(t *testing.T) {
 		t.Error("the storage watch that sent the error was not stopped, want stopped")
 	}
 }
+
+// A watch from a newer version does not join a group whose start the
+// storage has not accepted yet: when the storage answers the group's older
+// version with 410 Gone, only the older watch gets it (review finding 2
+// of #23, where both did and the newer client relisted for nothing).
+func TestNewerWatchDoesNotShareAnUnconfirmedStart(t *testing.T) {
+	f := newFakeStorage()
+	s := Share(f, DefaultLimit)
+	old := watchFrom(t, s, "5")
+	newer := watchFrom(t, s, "100")
+	if n := len(f.opened()); n != 2 {
+		t.Fatalf("storage watches = %d, want 2 (the watch from 100 must not join the unconfirmed start at 5)", n)
+	}
+	first, second := <-f.opens, <-f.opens
+	first.fail()
+	if got := readTypes(old); len(got) != 1 || got[0] != watch.Error {
+		t.Errorf("watch from 5 got %v, want [ERROR]", got)
+	}
+	second.send(101, 102)
+	second.fail()
+	checkRange(t, "watch from 100", readAll(t, newer), 101, 102)
+}
+
+// readTypes reads w until its result channel closes and returns the event
+// types in the order they came.
+func readTypes(w watch.Interface) []watch.EventType {
+	var got []watch.EventType
+	for ev := range w.ResultChan() {
+		got = append(got, ev.Type)
+	}
+	return got
+}
