@@ -3,6 +3,7 @@ package watchshare
 import (
 	"sync"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/storage"
 )
@@ -24,6 +25,9 @@ type group struct {
 	// started: the current upstream watch has passed on an event or a
 	// bookmark, so the storage accepted the version it was opened from.
 	started bool
+	// to is pass's list of the members an event goes to, kept between
+	// events so that passing one allocates nothing.
+	to []*member
 	// done: the upstream watch ended or is being stopped; no one joins.
 	done bool
 }
@@ -125,16 +129,27 @@ func (g *group) pass(up watch.Interface, versioner storage.Versioner) (int, bool
 			rv, _ = versioner.ObjectResourceVersion(ev.Object)
 		}
 		g.mu.Lock()
+		to := g.to[:0]
 		for m := range g.members {
-			if !wants(m, ev, rv) {
-				continue
+			if wants(m, ev, rv) {
+				to = append(to, m)
 			}
-			if !m.push(ev) {
+		}
+		for i, m := range to {
+			// The last member gets ev itself, once every copy of it
+			// is made: a member's handler may write to it at once.
+			mev := ev
+			if i < len(to)-1 {
+				mev = ownCopy(ev)
+			}
+			if !m.push(mev) {
 				// Fallen too far behind: the member ends as the
 				// cacher would have ended its watch.
 				delete(g.members, m)
 			}
 		}
+		clear(to)
+		g.to = to
 		g.last = max(g.last, rv)
 		if ev.Type == watch.Error {
 			g.mu.Unlock()
@@ -145,6 +160,23 @@ func (g *group) pass(up watch.Interface, versioner storage.Versioner) (int, bool
 		n++
 	}
 	return n, false
+}
+
+// ownCopy is ev with an object of its own, as the cacher gives each of
+// its watchers: the request handler's encoder sets the type meta of a plain
+// object while it converts it, so members must not share one. An object
+// with cached serializations (runtime.CacheableObject) is encoded without
+// being written to and is shared; the others (events the cacher replays
+// from its window, bookmarks, all events of a resource without a watch
+// cache) are few or cheap next to their encoding.
+func ownCopy(ev watch.Event) watch.Event {
+	if ev.Object == nil {
+		return ev
+	}
+	if _, ok := ev.Object.(runtime.CacheableObject); ok {
+		return ev
+	}
+	return watch.Event{Type: ev.Type, Object: ev.Object.DeepCopyObject()}
 }
 
 // wants says whether member m gets ev, of resource version rv.

@@ -2,12 +2,14 @@ package watchshare
 
 import (
 	"context"
+	"io"
 	"strconv"
 	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/storage"
 )
@@ -315,4 +317,54 @@ func readTypes(w watch.Interface) []watch.EventType {
 		got = append(got, ev.Type)
 	}
 	return got
+}
+
+// cacheable is an object with cached serializations, as the cacher's
+// cachingObject: its encoding does not write to it.
+type cacheable struct{ *corev1.ConfigMap }
+
+func (c cacheable) CacheEncode(_ runtime.Identifier, encode func(runtime.Object, io.Writer) error, w io.Writer) error {
+	return encode(c.ConfigMap, w)
+}
+func (c cacheable) GetObject() runtime.Object { return c.ConfigMap }
+
+// Each member owns the plain objects it gets, which its request handler's
+// encoder writes to (the type meta), and shares only objects with cached
+// serializations: review finding 1 of #23, a data race under -race when
+// two clients watched from one version.
+func TestMembersOwnPlainObjects(t *testing.T) {
+	f := newFakeStorage()
+	s := Share(f, DefaultLimit)
+	a, b := watchFrom(t, s, "100"), watchFrom(t, s, "100")
+	src := <-f.opens
+	plain := event(101)
+	cached := watch.Event{Type: watch.Modified, Object: cacheable{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "102"}}}}
+	go func() {
+		src.ch <- plain
+		src.ch <- cached
+		src.fail()
+	}()
+	var got [2][]runtime.Object
+	var wg sync.WaitGroup
+	for i, w := range []watch.Interface{a, b} {
+		wg.Go(func() {
+			for ev := range w.ResultChan() {
+				if _, ok := ev.Object.(runtime.CacheableObject); !ok {
+					// What the watch encoder does to a plain object.
+					ev.Object.GetObjectKind().SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+				}
+				got[i] = append(got[i], ev.Object)
+			}
+		})
+	}
+	wg.Wait()
+	if len(got[0]) != 3 || len(got[1]) != 3 {
+		t.Fatalf("got %d and %d events, want 3 each", len(got[0]), len(got[1]))
+	}
+	if got[0][0] == got[1][0] {
+		t.Error("both members got the same plain object, want one each")
+	}
+	if got[0][1] != got[1][1] {
+		t.Error("members got copies of the cacheable object, want it shared")
+	}
 }
