@@ -41,10 +41,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/apiserver/pkg/storage/storagebackend/factory"
+	utilflowcontrol "k8s.io/apiserver/pkg/util/flowcontrol"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -112,6 +114,10 @@ func (s *sharedStorage) Watch(ctx context.Context, key string, opts storage.List
 		return s.Interface.Watch(ctx, key, opts)
 	}
 	bookmarks := opts.Predicate.AllowWatchBookmarks
+	// The storage signals priority and fairness that the watch is set up
+	// only on the context of the request that opened the group's watch,
+	// which does not carry it.
+	defer utilflowcontrol.WatchInitialized(ctx)
 	s.mu.Lock()
 	for _, g := range s.groups[gk] {
 		if m := g.join(since, bookmarks); m != nil {
@@ -121,9 +127,7 @@ func (s *sharedStorage) Watch(ctx context.Context, key string, opts storage.List
 	}
 	s.mu.Unlock()
 
-	// The group's watch outlives this request: it keeps the request's
-	// values (for the cacher's logs) but not its deadline.
-	upCtx, upOpts := context.WithoutCancel(ctx), opts
+	upCtx, upOpts := upstreamContext(ctx), opts
 	upOpts.Predicate.AllowWatchBookmarks = true
 	open := func(rv uint64) (watch.Interface, error) {
 		o := upOpts
@@ -141,6 +145,24 @@ func (s *sharedStorage) Watch(ctx context.Context, key string, opts storage.List
 	s.mu.Unlock()
 	go g.dispatch(s.Versioner())
 	return m, nil
+}
+
+// upstreamContext is the context of a group's watch, which outlives the
+// request that opened it: none of the request's deadline, audit, tracing or
+// user, only what scopes the cacher's watch (the namespace, and the name in
+// the request info). The group's key makes these the same for every
+// member.
+func upstreamContext(ctx context.Context) context.Context {
+	up := context.Background()
+	if ns, ok := request.NamespaceFrom(ctx); ok {
+		up = request.WithNamespace(up, ns)
+	}
+	if info, ok := request.RequestInfoFrom(ctx); ok && info != nil {
+		own := *info
+		own.Parts = nil
+		up = request.WithRequestInfo(up, &own)
+	}
+	return up
 }
 
 // remove forgets g: no watch joins it any more.

@@ -5,13 +5,16 @@ import (
 	"io"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/storage"
+	utilflowcontrol "k8s.io/apiserver/pkg/util/flowcontrol"
 )
 
 // source is an upstream watch with an unbuffered channel: a send completes
@@ -49,6 +52,7 @@ type fakeStorage struct {
 	mu      sync.Mutex
 	sources []*source
 	rvs     []string // the version each watch started from
+	ctxs    []context.Context
 	opens   chan *source
 }
 
@@ -62,6 +66,7 @@ func (f *fakeStorage) Watch(ctx context.Context, key string, opts storage.ListOp
 	s := &source{ch: make(chan watch.Event), stopped: make(chan struct{})}
 	f.sources = append(f.sources, s)
 	f.rvs = append(f.rvs, opts.ResourceVersion)
+	f.ctxs = append(f.ctxs, ctx)
 	f.opens <- s
 	return s, nil
 }
@@ -366,5 +371,57 @@ func TestMembersOwnPlainObjects(t *testing.T) {
 	}
 	if got[0][1] != got[1][1] {
 		t.Error("members got copies of the cacheable object, want it shared")
+	}
+}
+
+type ctxKey struct{}
+
+// signal counts the priority and fairness "watch initialized" signals.
+type signal struct{ n atomic.Int32 }
+
+func (s *signal) Signal() { s.n.Add(1) }
+func (s *signal) Wait()   {}
+
+// The group's watch keeps nothing of the request that opened it (audit,
+// tracing, user, deadline) but the namespace and request info that scope
+// the cacher's watch, and every member's request is told it is set up
+// (review finding 5 of #23).
+func TestGroupKeepsOnlyTheScopeOfTheFirstRequest(t *testing.T) {
+	f := newFakeStorage()
+	s := Share(f, DefaultLimit)
+	info := &request.RequestInfo{IsResourceRequest: true, Verb: "watch", Namespace: "ns", Resource: "configmaps"}
+	var sigs [2]signal
+	for i := range sigs {
+		ctx := request.WithRequestInfo(request.WithNamespace(context.Background(), "ns"), info)
+		ctx = utilflowcontrol.WithInitializationSignal(context.WithValue(ctx, ctxKey{}, "first user's"), &sigs[i])
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		if _, err := s.Watch(ctx, "/configmaps/ns", storage.ListOptions{ResourceVersion: "100", Recursive: true, Predicate: storage.Everything}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.mu.Lock()
+	ctxs := f.ctxs
+	f.mu.Unlock()
+	if len(ctxs) != 1 {
+		t.Fatalf("storage watches = %d, want 1", len(ctxs))
+	}
+	up := ctxs[0]
+	if v := up.Value(ctxKey{}); v != nil {
+		t.Errorf("the group's context holds the request's value %v, want none", v)
+	}
+	if up.Done() != nil {
+		t.Error("the group's context ends with the request, want never")
+	}
+	if ns, _ := request.NamespaceFrom(up); ns != "ns" {
+		t.Errorf("the group's namespace = %q, want ns", ns)
+	}
+	if got, ok := request.RequestInfoFrom(up); !ok || got.Resource != "configmaps" || got.Namespace != "ns" {
+		t.Errorf("the group's request info = %+v, want the request's", got)
+	}
+	for i := range sigs {
+		if n := sigs[i].n.Load(); n == 0 {
+			t.Errorf("request %d was not told its watch is set up", i)
+		}
 	}
 }
