@@ -2,6 +2,7 @@ package watchshare
 
 import (
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -37,13 +38,13 @@ type group struct {
 // the group's joins only once the storage accepted the group's start:
 // until then the storage may still answer the group's older version with
 // an error (410 Gone) that the newer watch must not get.
-func (g *group) join(since uint64, bookmarks bool) *member {
+func (g *group) join(since uint64, bookmarks bool, bookmarkAt time.Time) *member {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.done || since < g.last || since > g.last && !g.started {
 		return nil
 	}
-	m := newMember(g, since, bookmarks, g.s.limit)
+	m := newMember(g, since, bookmarks, bookmarkAt, g.s.limit)
 	g.members[m] = struct{}{}
 	go m.run()
 	return m
@@ -63,6 +64,22 @@ func (g *group) leave(m *member) {
 		g.s.remove(g)
 		up.Stop()
 	}
+}
+
+// bookmark queues for m a bookmark of the newest version the group has
+// passed on, if that is after m's start. Holding g.mu while queueing keeps
+// it after every event up to that version and before any later one.
+func (g *group) bookmark(m *member) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.last <= m.since {
+		return
+	}
+	obj := g.s.newFunc()
+	if err := g.s.Versioner().UpdateObject(obj, g.last); err != nil {
+		return
+	}
+	m.push(watch.Event{Type: watch.Bookmark, Object: obj})
 }
 
 // maxEmptyReopens is how many watches of the storage in a row may end

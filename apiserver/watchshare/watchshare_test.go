@@ -4,9 +4,12 @@ import (
 	"context"
 	"io"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -129,7 +132,7 @@ func checkRange(t *testing.T, name string, got []int, from, to int) {
 // They share one watch of the storage.
 func TestSlowReadersGetEveryEvent(t *testing.T) {
 	f := newFakeStorage()
-	s := Share(f, 5000)
+	s := Share(f, nil, 5000)
 	var ws []watch.Interface
 	for range 20 {
 		ws = append(ws, watchFrom(t, s, "100"))
@@ -152,7 +155,7 @@ func TestSlowReadersGetEveryEvent(t *testing.T) {
 // events up to its version.
 func TestJoinOnlyWithoutGap(t *testing.T) {
 	f := newFakeStorage()
-	s := Share(f, DefaultLimit)
+	s := Share(f, nil, DefaultLimit)
 	first := watchFrom(t, s, "100")
 	src := f.opened()[0]
 	src.send(101, 110)
@@ -177,7 +180,7 @@ func TestJoinOnlyWithoutGap(t *testing.T) {
 func TestOverflowEndsOnlyThatWatch(t *testing.T) {
 	const limit = 50
 	f := newFakeStorage()
-	s := Share(f, limit)
+	s := Share(f, nil, limit)
 	stuck := watchFrom(t, s, "1")
 	reader := watchFrom(t, s, "1")
 	src := f.opened()[0]
@@ -207,7 +210,7 @@ func TestOverflowEndsOnlyThatWatch(t *testing.T) {
 // passed on: its members see every event, once, in order, and stay open.
 func TestStorageEndingTheWatchIsInvisible(t *testing.T) {
 	f := newFakeStorage()
-	s := Share(f, DefaultLimit)
+	s := Share(f, nil, DefaultLimit)
 	a, b := watchFrom(t, s, "100"), watchFrom(t, s, "100")
 	src := <-f.opens
 	src.send(101, 110)
@@ -229,7 +232,7 @@ func TestStorageEndingTheWatchIsInvisible(t *testing.T) {
 // starts a new one.
 func TestStop(t *testing.T) {
 	f := newFakeStorage()
-	s := Share(f, DefaultLimit)
+	s := Share(f, nil, DefaultLimit)
 	a, b := watchFrom(t, s, "1"), watchFrom(t, s, "1")
 	src := f.opened()[0]
 	src.send(2, 5)
@@ -263,7 +266,7 @@ func TestNotShared(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakeStorage()
-			s := Share(f, DefaultLimit)
+			s := Share(f, nil, DefaultLimit)
 			w1, _ := s.Watch(context.Background(), "/configmaps", tc.opts)
 			w2, _ := s.Watch(context.Background(), "/configmaps", tc.opts)
 			if w1 != watch.Interface(f.opened()[0]) || w2 != watch.Interface(f.opened()[1]) {
@@ -279,7 +282,7 @@ func TestNotShared(t *testing.T) {
 // (review finding 3 of #23).
 func TestErrorStopsTheStorageWatch(t *testing.T) {
 	f := newFakeStorage()
-	s := Share(f, DefaultLimit)
+	s := Share(f, nil, DefaultLimit)
 	w := watchFrom(t, s, "100")
 	src := <-f.opens
 	src.send(101, 101)
@@ -298,7 +301,7 @@ func TestErrorStopsTheStorageWatch(t *testing.T) {
 // of #23, where both did and the newer client relisted for nothing).
 func TestNewerWatchDoesNotShareAnUnconfirmedStart(t *testing.T) {
 	f := newFakeStorage()
-	s := Share(f, DefaultLimit)
+	s := Share(f, nil, DefaultLimit)
 	old := watchFrom(t, s, "5")
 	newer := watchFrom(t, s, "100")
 	if n := len(f.opened()); n != 2 {
@@ -339,7 +342,7 @@ func (c cacheable) GetObject() runtime.Object { return c.ConfigMap }
 // two clients watched from one version.
 func TestMembersOwnPlainObjects(t *testing.T) {
 	f := newFakeStorage()
-	s := Share(f, DefaultLimit)
+	s := Share(f, nil, DefaultLimit)
 	a, b := watchFrom(t, s, "100"), watchFrom(t, s, "100")
 	src := <-f.opens
 	plain := event(101)
@@ -388,7 +391,7 @@ func (s *signal) Wait()   {}
 // (review finding 5 of #23).
 func TestGroupKeepsOnlyTheScopeOfTheFirstRequest(t *testing.T) {
 	f := newFakeStorage()
-	s := Share(f, DefaultLimit)
+	s := Share(f, nil, DefaultLimit)
 	info := &request.RequestInfo{IsResourceRequest: true, Verb: "watch", Namespace: "ns", Resource: "configmaps"}
 	var sigs [2]signal
 	for i := range sigs {
@@ -422,6 +425,59 @@ func TestGroupKeepsOnlyTheScopeOfTheFirstRequest(t *testing.T) {
 	for i := range sigs {
 		if n := sigs[i].n.Load(); n == 0 {
 			t.Errorf("request %d was not told its watch is set up", i)
+		}
+	}
+}
+
+func newConfigMap() runtime.Object { return &corev1.ConfigMap{} }
+
+// A member whose client asked for bookmarks sends one of the group's
+// newest version 2 s before its request's deadline, as the cacher does, so
+// the client resumes from a recent version when its watch times out; a
+// member whose client did not ask sends none (review finding 4 of #23).
+func TestBookmarkBeforeTheDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeStorage()
+		s := Share(f, newConfigMap, DefaultLimit)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		watchWith := func(bookmarks bool) watch.Interface {
+			p := storage.Everything
+			p.AllowWatchBookmarks = bookmarks
+			w, err := s.Watch(ctx, "/configmaps", storage.ListOptions{ResourceVersion: "100", Recursive: true, Predicate: p})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return w
+		}
+		with, without := watchWith(true), watchWith(false)
+		src := <-f.opens
+		src.send(101, 105)
+		time.Sleep(10*time.Minute - 2*time.Second)
+		synctest.Wait()
+		if got, want := drain(with), "ADDED 101,ADDED 102,ADDED 103,ADDED 104,ADDED 105,BOOKMARK 105"; got != want {
+			t.Errorf("watch with bookmarks got %s, want %s", got, want)
+		}
+		if got, want := drain(without), "ADDED 101,ADDED 102,ADDED 103,ADDED 104,ADDED 105"; got != want {
+			t.Errorf("watch without bookmarks got %s, want %s", got, want)
+		}
+		with.Stop()
+		without.Stop()
+		synctest.Wait() // the last member to leave stops the group
+		close(src.ch)
+	})
+}
+
+// drain returns the events w has ready, as "TYPE version" joined by commas.
+func drain(w watch.Interface) string {
+	var got []string
+	for {
+		select {
+		case ev := <-w.ResultChan():
+			rv := ev.Object.(*corev1.ConfigMap).ResourceVersion
+			got = append(got, string(ev.Type)+" "+rv)
+		default:
+			return strings.Join(got, ",")
 		}
 	}
 }
