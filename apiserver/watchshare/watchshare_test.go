@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/endpoints/request"
@@ -480,4 +481,161 @@ func drain(w watch.Interface) string {
 			return strings.Join(got, ",")
 		}
 	}
+}
+
+// opener is a watch a client opens: from a version, with a label selector,
+// asking for bookmarks or not.
+type opener struct {
+	rv        string
+	label     string
+	bookmarks bool
+}
+
+// step is one thing that happens: a client opens a watch, or the storage
+// watch opened up-th (from 0) sends events.
+type step struct {
+	open   *opener
+	up     int
+	events []watch.Event
+}
+
+func added(rv int) watch.Event { return event(rv) }
+func bookmarkAt(rv int) watch.Event {
+	return watch.Event{Type: watch.Bookmark, Object: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{ResourceVersion: strconv.Itoa(rv)}}}
+}
+
+var gone = watch.Event{Type: watch.Error, Object: &metav1.Status{Status: metav1.StatusFailure, Code: 410}}
+
+// Clients at different versions, with different selectors and bookmark
+// choices, each get exactly their events, and share a storage watch only
+// when they may (review finding 8 of #23). Every case ends with an error
+// from every storage watch, which ends every watch.
+func TestWhatEachClientGets(t *testing.T) {
+	tests := []struct {
+		name  string
+		steps []step
+		want  []string // per watch, in the order opened
+		opens int      // storage watches
+	}{{
+		name: "same version and selector: shared",
+		steps: []step{
+			{open: &opener{rv: "100"}}, {open: &opener{rv: "100"}},
+			{up: 0, events: []watch.Event{added(101), added(102), gone}},
+		},
+		want:  []string{"ADDED 101,ADDED 102,ERROR", "ADDED 101,ADDED 102,ERROR"},
+		opens: 1,
+	}, {
+		name: "different label selectors: not shared",
+		steps: []step{
+			{open: &opener{rv: "100", label: "app=a"}}, {open: &opener{rv: "100", label: "app=b"}},
+			{up: 0, events: []watch.Event{added(101), gone}},
+			{up: 1, events: []watch.Event{added(102), gone}},
+		},
+		want:  []string{"ADDED 101,ERROR", "ADDED 102,ERROR"},
+		opens: 2,
+	}, {
+		name: "older version than the group's start: a group of its own",
+		steps: []step{
+			{open: &opener{rv: "100"}}, {open: &opener{rv: "50"}}, {open: &opener{rv: "100"}},
+			{up: 0, events: []watch.Event{added(101), gone}},
+			{up: 1, events: []watch.Event{added(60), added(101), gone}},
+		},
+		want:  []string{"ADDED 101,ERROR", "ADDED 60,ADDED 101,ERROR", "ADDED 101,ERROR"},
+		opens: 2,
+	}, {
+		name: "bookmarks only to clients that asked, and only after their version",
+		steps: []step{
+			{open: &opener{rv: "100", bookmarks: true}}, {open: &opener{rv: "100"}},
+			{up: 0, events: []watch.Event{added(101), bookmarkAt(105)}},
+			{open: &opener{rv: "105", bookmarks: true}},
+			{up: 0, events: []watch.Event{bookmarkAt(105), added(106), bookmarkAt(110), gone}},
+		},
+		want: []string{
+			"ADDED 101,BOOKMARK 105,BOOKMARK 105,ADDED 106,BOOKMARK 110,ERROR",
+			"ADDED 101,ADDED 106,ERROR",
+			"ADDED 106,BOOKMARK 110,ERROR",
+		},
+		opens: 1,
+	}, {
+		name: "error after a newer client joined a started group: both get it",
+		steps: []step{
+			{open: &opener{rv: "100"}},
+			{up: 0, events: []watch.Event{added(101), added(105)}},
+			{open: &opener{rv: "105"}},
+			{up: 0, events: []watch.Event{added(106), gone}},
+		},
+		want:  []string{"ADDED 101,ADDED 105,ADDED 106,ERROR", "ADDED 106,ERROR"},
+		opens: 1,
+	}, {
+		name: "error at the start of a group: not given to a newer client",
+		steps: []step{
+			{open: &opener{rv: "5"}}, {open: &opener{rv: "100"}},
+			{up: 0, events: []watch.Event{gone}},
+			{up: 1, events: []watch.Event{added(101), gone}},
+		},
+		want:  []string{"ERROR", "ADDED 101,ERROR"},
+		opens: 2,
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeStorage()
+			s := Share(f, nil, DefaultLimit)
+			var ws []watch.Interface
+			var ups []*source
+			for _, st := range tc.steps {
+				if o := st.open; o != nil {
+					p := storage.Everything
+					p.AllowWatchBookmarks = o.bookmarks
+					if o.label != "" {
+						sel, err := labels.Parse(o.label)
+						if err != nil {
+							t.Fatal(err)
+						}
+						p.Label = sel
+					}
+					w, err := s.Watch(context.Background(), "/configmaps", storage.ListOptions{ResourceVersion: o.rv, Recursive: true, Predicate: p})
+					if err != nil {
+						t.Fatal(err)
+					}
+					ws = append(ws, w)
+					continue
+				}
+				for len(ups) <= st.up {
+					select {
+					case up := <-f.opens:
+						ups = append(ups, up)
+					default:
+						// Watch opens the storage's watch before it
+						// returns.
+						t.Fatalf("storage watches = %d, want at least %d", len(ups), st.up+1)
+					}
+				}
+				for _, ev := range st.events {
+					ups[st.up].ch <- ev
+				}
+			}
+			if n := len(f.opened()); n != tc.opens {
+				t.Errorf("storage watches = %d, want %d", n, tc.opens)
+			}
+			for i, w := range ws {
+				if got := describe(w); got != tc.want[i] {
+					t.Errorf("watch %d got %s, want %s", i, got, tc.want[i])
+				}
+			}
+		})
+	}
+}
+
+// describe reads w until its result channel closes and returns its events
+// as "TYPE version" joined by commas ("ERROR" for an error).
+func describe(w watch.Interface) string {
+	var got []string
+	for ev := range w.ResultChan() {
+		if ev.Type == watch.Error {
+			got = append(got, string(ev.Type))
+			continue
+		}
+		got = append(got, string(ev.Type)+" "+ev.Object.(*corev1.ConfigMap).ResourceVersion)
+	}
+	return strings.Join(got, ",")
 }
