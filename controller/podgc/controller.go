@@ -31,7 +31,7 @@ const (
 	// cache before the API is asked whether it exists.
 	DefaultQuarantineTime = 40 * time.Second
 	// DefaultTerminatedPodThreshold is how many terminated Pods are kept
-	// (--terminated-pod-gc-threshold).
+	// (--terminated-pod-gc-threshold of portal controller-manager and server).
 	DefaultTerminatedPodThreshold = 12500
 )
 
