@@ -2,7 +2,9 @@ package watchshare
 
 import (
 	"sync"
+	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/storage"
 )
@@ -21,19 +23,28 @@ type group struct {
 	// group has passed on, at first the one it started from: a watch from
 	// a version at or after it misses nothing by joining.
 	last uint64
+	// started: the current upstream watch has passed on an event or a
+	// bookmark, so the storage accepted the version it was opened from.
+	started bool
+	// to is pass's list of the members an event goes to, kept between
+	// events so that passing one allocates nothing.
+	to []*member
 	// done: the upstream watch ended or is being stopped; no one joins.
 	done bool
 }
 
 // join adds a member watching from since, if the group has passed on
-// nothing after since; nil otherwise.
-func (g *group) join(since uint64, bookmarks bool) *member {
+// nothing after since; nil otherwise. A watch from a newer version than
+// the group's joins only once the storage accepted the group's start:
+// until then the storage may still answer the group's older version with
+// an error (410 Gone) that the newer watch must not get.
+func (g *group) join(since uint64, bookmarks bool, bookmarkAt time.Time) *member {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.done || since < g.last {
+	if g.done || since < g.last || since > g.last && !g.started {
 		return nil
 	}
-	m := newMember(g, since, bookmarks, g.s.limit)
+	m := newMember(g, since, bookmarks, bookmarkAt, g.s.limit)
 	g.members[m] = struct{}{}
 	go m.run()
 	return m
@@ -53,6 +64,22 @@ func (g *group) leave(m *member) {
 		g.s.remove(g)
 		up.Stop()
 	}
+}
+
+// bookmark queues for m a bookmark of the newest version the group has
+// passed on, if that is after m's start. Holding g.mu while queueing keeps
+// it after every event up to that version and before any later one.
+func (g *group) bookmark(m *member) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.last <= m.since {
+		return
+	}
+	obj := g.s.newFunc()
+	if err := g.s.Versioner().UpdateObject(obj, g.last); err != nil {
+		return
+	}
+	m.push(watch.Event{Type: watch.Bookmark, Object: obj})
 }
 
 // maxEmptyReopens is how many watches of the storage in a row may end
@@ -91,11 +118,18 @@ func (g *group) dispatch(versioner storage.Versioner) {
 			}
 			break
 		}
-		g.up = w
+		g.up, g.started = w, false
 		g.mu.Unlock()
 	}
-	// Still holding g.mu.
+	// Still holding g.mu. Stop the upstream watch before the members end
+	// (Stop is idempotent): an etcd watcher that sent an error keeps its
+	// etcd watch open until it is stopped, and once done is set no
+	// leaving member would stop it.
 	g.done = true
+	up := g.up
+	g.mu.Unlock()
+	up.Stop()
+	g.mu.Lock()
 	for m := range g.members {
 		m.end()
 	}
@@ -112,24 +146,54 @@ func (g *group) pass(up watch.Interface, versioner storage.Versioner) (int, bool
 			rv, _ = versioner.ObjectResourceVersion(ev.Object)
 		}
 		g.mu.Lock()
+		to := g.to[:0]
 		for m := range g.members {
-			if !wants(m, ev, rv) {
-				continue
+			if wants(m, ev, rv) {
+				to = append(to, m)
 			}
-			if !m.push(ev) {
+		}
+		for i, m := range to {
+			// The last member gets ev itself, once every copy of it
+			// is made: a member's handler may write to it at once.
+			mev := ev
+			if i < len(to)-1 {
+				mev = ownCopy(ev)
+			}
+			if !m.push(mev) {
 				// Fallen too far behind: the member ends as the
 				// cacher would have ended its watch.
 				delete(g.members, m)
 			}
 		}
+		clear(to)
+		g.to = to
 		g.last = max(g.last, rv)
-		g.mu.Unlock()
 		if ev.Type == watch.Error {
+			g.mu.Unlock()
 			return n, true
 		}
+		g.started = true
+		g.mu.Unlock()
 		n++
 	}
 	return n, false
+}
+
+// ownCopy is ev with an object of its own, as the cacher gives each of
+// its watchers: the request handler's encoder sets the type meta of a plain
+// object while it converts it, so members must not share one. An object
+// with cached serializations (runtime.CacheableObject) is encoded without
+// being written to and is shared; the others (events the cacher replays
+// from its window, bookmarks, all events of a resource without a watch
+// cache) are few or cheap next to their encoding.
+func ownCopy(ev watch.Event) watch.Event {
+	if ev.Object == nil {
+		return ev
+	}
+	if _, ok := ev.Object.(runtime.CacheableObject); ok {
+		return ev
+	}
+	return watch.Event{Type: ev.Type, Object: ev.Object.DeepCopyObject()}
 }
 
 // wants says whether member m gets ev, of resource version rv.

@@ -2,6 +2,7 @@ package watchshare
 
 import (
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/watch"
 )
@@ -20,7 +21,10 @@ type member struct {
 	// events after it.
 	since     uint64
 	bookmarks bool
-	limit     int
+	// bookmarkAt is when to send a bookmark of the member's own, just
+	// before its request's deadline; zero for none.
+	bookmarkAt time.Time
+	limit      int
 
 	out      chan watch.Event
 	notify   chan struct{} // one pending wake-up
@@ -35,8 +39,8 @@ type member struct {
 	overflowed bool
 }
 
-func newMember(g *group, since uint64, bookmarks bool, limit int) *member {
-	return &member{g: g, since: since, bookmarks: bookmarks, limit: limit,
+func newMember(g *group, since uint64, bookmarks bool, bookmarkAt time.Time, limit int) *member {
+	return &member{g: g, since: since, bookmarks: bookmarks, bookmarkAt: bookmarkAt, limit: limit,
 		out: make(chan watch.Event, outSize), notify: make(chan struct{}, 1), stop: make(chan struct{})}
 }
 
@@ -78,7 +82,8 @@ func (m *member) wake() {
 }
 
 // next returns the next event to deliver; false when the member is done.
-func (m *member) next() (watch.Event, bool) {
+// A value on bookmark queues the member's deadline bookmark.
+func (m *member) next(bookmark <-chan time.Time) (watch.Event, bool) {
 	for {
 		m.mu.Lock()
 		switch {
@@ -103,6 +108,8 @@ func (m *member) next() (watch.Event, bool) {
 		m.mu.Unlock()
 		select {
 		case <-m.notify:
+		case <-bookmark:
+			m.g.bookmark(m)
 		case <-m.stop:
 			return watch.Event{}, false
 		}
@@ -115,8 +122,14 @@ func (m *member) next() (watch.Event, bool) {
 func (m *member) run() {
 	defer close(m.out)
 	defer m.g.leave(m)
+	var bookmark <-chan time.Time
+	if !m.bookmarkAt.IsZero() {
+		t := time.NewTimer(time.Until(m.bookmarkAt))
+		defer t.Stop()
+		bookmark = t.C
+	}
 	for {
-		ev, ok := m.next()
+		ev, ok := m.next(bookmark)
 		if !ok {
 			return
 		}

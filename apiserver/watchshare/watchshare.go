@@ -37,14 +37,17 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/apiserver/pkg/storage/storagebackend/factory"
+	utilflowcontrol "k8s.io/apiserver/pkg/util/flowcontrol"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -83,20 +86,22 @@ func (g Getter) GetRESTOptions(resource schema.GroupResource, example runtime.Ob
 		if err != nil {
 			return s, destroy, err
 		}
-		return Share(s, limit), destroy, nil
+		return Share(s, newFunc, limit), destroy, nil
 	}
 	return opts, nil
 }
 
 // Share returns s with its watches shared, each member queueing at most
-// limit events.
-func Share(s storage.Interface, limit int) storage.Interface {
-	return &sharedStorage{Interface: s, limit: limit, groups: map[string][]*group{}}
+// limit events. newFunc returns an empty object of s's resource, for the
+// bookmarks a member sends at its request's deadline; nil sends none.
+func Share(s storage.Interface, newFunc func() runtime.Object, limit int) storage.Interface {
+	return &sharedStorage{Interface: s, newFunc: newFunc, limit: limit, groups: map[string][]*group{}}
 }
 
 type sharedStorage struct {
 	storage.Interface
-	limit int
+	newFunc func() runtime.Object
+	limit   int
 
 	mu     sync.Mutex
 	groups map[string][]*group
@@ -112,18 +117,21 @@ func (s *sharedStorage) Watch(ctx context.Context, key string, opts storage.List
 		return s.Interface.Watch(ctx, key, opts)
 	}
 	bookmarks := opts.Predicate.AllowWatchBookmarks
+	at := s.bookmarkTime(ctx, bookmarks)
+	// The storage signals priority and fairness that the watch is set up
+	// only on the context of the request that opened the group's watch,
+	// which does not carry it.
+	defer utilflowcontrol.WatchInitialized(ctx)
 	s.mu.Lock()
 	for _, g := range s.groups[gk] {
-		if m := g.join(since, bookmarks); m != nil {
+		if m := g.join(since, bookmarks, at); m != nil {
 			s.mu.Unlock()
 			return m, nil
 		}
 	}
 	s.mu.Unlock()
 
-	// The group's watch outlives this request: it keeps the request's
-	// values (for the cacher's logs) but not its deadline.
-	upCtx, upOpts := context.WithoutCancel(ctx), opts
+	upCtx, upOpts := upstreamContext(ctx), opts
 	upOpts.Predicate.AllowWatchBookmarks = true
 	open := func(rv uint64) (watch.Interface, error) {
 		o := upOpts
@@ -135,12 +143,48 @@ func (s *sharedStorage) Watch(ctx context.Context, key string, opts storage.List
 		return nil, err
 	}
 	g := &group{s: s, key: gk, open: open, up: w, members: map[*member]struct{}{}, last: since}
-	m := g.join(since, bookmarks)
+	m := g.join(since, bookmarks, at)
 	s.mu.Lock()
 	s.groups[gk] = append(s.groups[gk], g)
 	s.mu.Unlock()
 	go g.dispatch(s.Versioner())
 	return m, nil
+}
+
+// bookmarkTime is when a member whose client asked for bookmarks
+// (bookmarks) sends one of its own: 2 s before its request's deadline, as
+// the cacher does, so that a client whose watch times out resumes from a
+// recent version rather than from the group's last periodic bookmark, up
+// to a minute old, which on a busy resource may be out of the window by
+// then. Zero for none.
+func (s *sharedStorage) bookmarkTime(ctx context.Context, bookmarks bool) time.Time {
+	deadline, ok := ctx.Deadline()
+	if !bookmarks || !ok || s.newFunc == nil {
+		return time.Time{}
+	}
+	at := deadline.Add(-2 * time.Second)
+	if !at.After(time.Now()) {
+		return time.Time{}
+	}
+	return at
+}
+
+// upstreamContext is the context of a group's watch, which outlives the
+// request that opened it: none of the request's deadline, audit, tracing or
+// user, only what scopes the cacher's watch (the namespace, and the name in
+// the request info). The group's key makes these the same for every
+// member.
+func upstreamContext(ctx context.Context) context.Context {
+	up := context.Background()
+	if ns, ok := request.NamespaceFrom(ctx); ok {
+		up = request.WithNamespace(up, ns)
+	}
+	if info, ok := request.RequestInfoFrom(ctx); ok && info != nil {
+		own := *info
+		own.Parts = nil
+		up = request.WithRequestInfo(up, &own)
+	}
+	return up
 }
 
 // remove forgets g: no watch joins it any more.

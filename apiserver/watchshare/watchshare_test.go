@@ -2,14 +2,23 @@ package watchshare
 
 import (
 	"context"
+	"io"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/storage"
+	utilflowcontrol "k8s.io/apiserver/pkg/util/flowcontrol"
 )
 
 // source is an upstream watch with an unbuffered channel: a send completes
@@ -47,6 +56,7 @@ type fakeStorage struct {
 	mu      sync.Mutex
 	sources []*source
 	rvs     []string // the version each watch started from
+	ctxs    []context.Context
 	opens   chan *source
 }
 
@@ -60,6 +70,7 @@ func (f *fakeStorage) Watch(ctx context.Context, key string, opts storage.ListOp
 	s := &source{ch: make(chan watch.Event), stopped: make(chan struct{})}
 	f.sources = append(f.sources, s)
 	f.rvs = append(f.rvs, opts.ResourceVersion)
+	f.ctxs = append(f.ctxs, ctx)
 	f.opens <- s
 	return s, nil
 }
@@ -122,7 +133,7 @@ func checkRange(t *testing.T, name string, got []int, from, to int) {
 // They share one watch of the storage.
 func TestSlowReadersGetEveryEvent(t *testing.T) {
 	f := newFakeStorage()
-	s := Share(f, 5000)
+	s := Share(f, nil, 5000)
 	var ws []watch.Interface
 	for range 20 {
 		ws = append(ws, watchFrom(t, s, "100"))
@@ -145,7 +156,7 @@ func TestSlowReadersGetEveryEvent(t *testing.T) {
 // events up to its version.
 func TestJoinOnlyWithoutGap(t *testing.T) {
 	f := newFakeStorage()
-	s := Share(f, DefaultLimit)
+	s := Share(f, nil, DefaultLimit)
 	first := watchFrom(t, s, "100")
 	src := f.opened()[0]
 	src.send(101, 110)
@@ -170,7 +181,7 @@ func TestJoinOnlyWithoutGap(t *testing.T) {
 func TestOverflowEndsOnlyThatWatch(t *testing.T) {
 	const limit = 50
 	f := newFakeStorage()
-	s := Share(f, limit)
+	s := Share(f, nil, limit)
 	stuck := watchFrom(t, s, "1")
 	reader := watchFrom(t, s, "1")
 	src := f.opened()[0]
@@ -200,7 +211,7 @@ func TestOverflowEndsOnlyThatWatch(t *testing.T) {
 // passed on: its members see every event, once, in order, and stay open.
 func TestStorageEndingTheWatchIsInvisible(t *testing.T) {
 	f := newFakeStorage()
-	s := Share(f, DefaultLimit)
+	s := Share(f, nil, DefaultLimit)
 	a, b := watchFrom(t, s, "100"), watchFrom(t, s, "100")
 	src := <-f.opens
 	src.send(101, 110)
@@ -222,7 +233,7 @@ func TestStorageEndingTheWatchIsInvisible(t *testing.T) {
 // starts a new one.
 func TestStop(t *testing.T) {
 	f := newFakeStorage()
-	s := Share(f, DefaultLimit)
+	s := Share(f, nil, DefaultLimit)
 	a, b := watchFrom(t, s, "1"), watchFrom(t, s, "1")
 	src := f.opened()[0]
 	src.send(2, 5)
@@ -256,7 +267,7 @@ func TestNotShared(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakeStorage()
-			s := Share(f, DefaultLimit)
+			s := Share(f, nil, DefaultLimit)
 			w1, _ := s.Watch(context.Background(), "/configmaps", tc.opts)
 			w2, _ := s.Watch(context.Background(), "/configmaps", tc.opts)
 			if w1 != watch.Interface(f.opened()[0]) || w2 != watch.Interface(f.opened()[1]) {
@@ -264,4 +275,367 @@ func TestNotShared(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An upstream watch that ends the group with an error is stopped, not left
+// to the members, which no longer stop a finished group's watch: the etcd
+// watcher keeps its etcd watch open after an error until it is stopped
+// (review finding 3 of #23).
+func TestErrorStopsTheStorageWatch(t *testing.T) {
+	f := newFakeStorage()
+	s := Share(f, nil, DefaultLimit)
+	w := watchFrom(t, s, "100")
+	src := <-f.opens
+	src.send(101, 101)
+	src.fail()
+	readAll(t, w)
+	select {
+	case <-src.stopped:
+	default:
+		t.Error("the storage watch that sent the error was not stopped, want stopped")
+	}
+}
+
+// A watch from a newer version does not join a group whose start the
+// storage has not accepted yet: when the storage answers the group's older
+// version with 410 Gone, only the older watch gets it (review finding 2
+// of #23, where both did and the newer client relisted for nothing).
+func TestNewerWatchDoesNotShareAnUnconfirmedStart(t *testing.T) {
+	f := newFakeStorage()
+	s := Share(f, nil, DefaultLimit)
+	old := watchFrom(t, s, "5")
+	newer := watchFrom(t, s, "100")
+	if n := len(f.opened()); n != 2 {
+		t.Fatalf("storage watches = %d, want 2 (the watch from 100 must not join the unconfirmed start at 5)", n)
+	}
+	first, second := <-f.opens, <-f.opens
+	first.fail()
+	if got := readTypes(old); len(got) != 1 || got[0] != watch.Error {
+		t.Errorf("watch from 5 got %v, want [ERROR]", got)
+	}
+	second.send(101, 102)
+	second.fail()
+	checkRange(t, "watch from 100", readAll(t, newer), 101, 102)
+}
+
+// readTypes reads w until its result channel closes and returns the event
+// types in the order they came.
+func readTypes(w watch.Interface) []watch.EventType {
+	var got []watch.EventType
+	for ev := range w.ResultChan() {
+		got = append(got, ev.Type)
+	}
+	return got
+}
+
+// cacheable is an object with cached serializations, as the cacher's
+// cachingObject: its encoding does not write to it.
+type cacheable struct{ *corev1.ConfigMap }
+
+func (c cacheable) CacheEncode(_ runtime.Identifier, encode func(runtime.Object, io.Writer) error, w io.Writer) error {
+	return encode(c.ConfigMap, w)
+}
+func (c cacheable) GetObject() runtime.Object { return c.ConfigMap }
+
+// Each member owns the plain objects it gets, which its request handler's
+// encoder writes to (the type meta), and shares only objects with cached
+// serializations: review finding 1 of #23, a data race under -race when
+// two clients watched from one version.
+func TestMembersOwnPlainObjects(t *testing.T) {
+	f := newFakeStorage()
+	s := Share(f, nil, DefaultLimit)
+	a, b := watchFrom(t, s, "100"), watchFrom(t, s, "100")
+	src := <-f.opens
+	plain := event(101)
+	cached := watch.Event{Type: watch.Modified, Object: cacheable{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "102"}}}}
+	go func() {
+		src.ch <- plain
+		src.ch <- cached
+		src.fail()
+	}()
+	var got [2][]runtime.Object
+	var wg sync.WaitGroup
+	for i, w := range []watch.Interface{a, b} {
+		wg.Go(func() {
+			for ev := range w.ResultChan() {
+				if _, ok := ev.Object.(runtime.CacheableObject); !ok {
+					// What the watch encoder does to a plain object.
+					ev.Object.GetObjectKind().SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+				}
+				got[i] = append(got[i], ev.Object)
+			}
+		})
+	}
+	wg.Wait()
+	if len(got[0]) != 3 || len(got[1]) != 3 {
+		t.Fatalf("got %d and %d events, want 3 each", len(got[0]), len(got[1]))
+	}
+	if got[0][0] == got[1][0] {
+		t.Error("both members got the same plain object, want one each")
+	}
+	if got[0][1] != got[1][1] {
+		t.Error("members got copies of the cacheable object, want it shared")
+	}
+}
+
+type ctxKey struct{}
+
+// signal counts the priority and fairness "watch initialized" signals.
+type signal struct{ n atomic.Int32 }
+
+func (s *signal) Signal() { s.n.Add(1) }
+func (s *signal) Wait()   {}
+
+// The group's watch keeps nothing of the request that opened it (audit,
+// tracing, user, deadline) but the namespace and request info that scope
+// the cacher's watch, and every member's request is told it is set up
+// (review finding 5 of #23).
+func TestGroupKeepsOnlyTheScopeOfTheFirstRequest(t *testing.T) {
+	f := newFakeStorage()
+	s := Share(f, nil, DefaultLimit)
+	info := &request.RequestInfo{IsResourceRequest: true, Verb: "watch", Namespace: "ns", Resource: "configmaps"}
+	var sigs [2]signal
+	for i := range sigs {
+		ctx := request.WithRequestInfo(request.WithNamespace(context.Background(), "ns"), info)
+		ctx = utilflowcontrol.WithInitializationSignal(context.WithValue(ctx, ctxKey{}, "first user's"), &sigs[i])
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		if _, err := s.Watch(ctx, "/configmaps/ns", storage.ListOptions{ResourceVersion: "100", Recursive: true, Predicate: storage.Everything}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.mu.Lock()
+	ctxs := f.ctxs
+	f.mu.Unlock()
+	if len(ctxs) != 1 {
+		t.Fatalf("storage watches = %d, want 1", len(ctxs))
+	}
+	up := ctxs[0]
+	if v := up.Value(ctxKey{}); v != nil {
+		t.Errorf("the group's context holds the request's value %v, want none", v)
+	}
+	if up.Done() != nil {
+		t.Error("the group's context ends with the request, want never")
+	}
+	if ns, _ := request.NamespaceFrom(up); ns != "ns" {
+		t.Errorf("the group's namespace = %q, want ns", ns)
+	}
+	if got, ok := request.RequestInfoFrom(up); !ok || got.Resource != "configmaps" || got.Namespace != "ns" {
+		t.Errorf("the group's request info = %+v, want the request's", got)
+	}
+	for i := range sigs {
+		if n := sigs[i].n.Load(); n == 0 {
+			t.Errorf("request %d was not told its watch is set up", i)
+		}
+	}
+}
+
+func newConfigMap() runtime.Object { return &corev1.ConfigMap{} }
+
+// A member whose client asked for bookmarks sends one of the group's
+// newest version 2 s before its request's deadline, as the cacher does, so
+// the client resumes from a recent version when its watch times out; a
+// member whose client did not ask sends none (review finding 4 of #23).
+func TestBookmarkBeforeTheDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeStorage()
+		s := Share(f, newConfigMap, DefaultLimit)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		watchWith := func(bookmarks bool) watch.Interface {
+			p := storage.Everything
+			p.AllowWatchBookmarks = bookmarks
+			w, err := s.Watch(ctx, "/configmaps", storage.ListOptions{ResourceVersion: "100", Recursive: true, Predicate: p})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return w
+		}
+		with, without := watchWith(true), watchWith(false)
+		src := <-f.opens
+		src.send(101, 105)
+		time.Sleep(10*time.Minute - 2*time.Second)
+		synctest.Wait()
+		if got, want := drain(with), "ADDED 101,ADDED 102,ADDED 103,ADDED 104,ADDED 105,BOOKMARK 105"; got != want {
+			t.Errorf("watch with bookmarks got %s, want %s", got, want)
+		}
+		if got, want := drain(without), "ADDED 101,ADDED 102,ADDED 103,ADDED 104,ADDED 105"; got != want {
+			t.Errorf("watch without bookmarks got %s, want %s", got, want)
+		}
+		with.Stop()
+		without.Stop()
+		synctest.Wait() // the last member to leave stops the group
+		close(src.ch)
+	})
+}
+
+// drain returns the events w has ready, as "TYPE version" joined by commas.
+func drain(w watch.Interface) string {
+	var got []string
+	for {
+		select {
+		case ev := <-w.ResultChan():
+			rv := ev.Object.(*corev1.ConfigMap).ResourceVersion
+			got = append(got, string(ev.Type)+" "+rv)
+		default:
+			return strings.Join(got, ",")
+		}
+	}
+}
+
+// opener is a watch a client opens: from a version, with a label selector,
+// asking for bookmarks or not.
+type opener struct {
+	rv        string
+	label     string
+	bookmarks bool
+}
+
+// step is one thing that happens: a client opens a watch, or the storage
+// watch opened up-th (from 0) sends events.
+type step struct {
+	open   *opener
+	up     int
+	events []watch.Event
+}
+
+func added(rv int) watch.Event { return event(rv) }
+func bookmarkAt(rv int) watch.Event {
+	return watch.Event{Type: watch.Bookmark, Object: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{ResourceVersion: strconv.Itoa(rv)}}}
+}
+
+var gone = watch.Event{Type: watch.Error, Object: &metav1.Status{Status: metav1.StatusFailure, Code: 410}}
+
+// Clients at different versions, with different selectors and bookmark
+// choices, each get exactly their events, and share a storage watch only
+// when they may (review finding 8 of #23). Every case ends with an error
+// from every storage watch, which ends every watch.
+func TestWhatEachClientGets(t *testing.T) {
+	tests := []struct {
+		name  string
+		steps []step
+		want  []string // per watch, in the order opened
+		opens int      // storage watches
+	}{{
+		name: "same version and selector: shared",
+		steps: []step{
+			{open: &opener{rv: "100"}}, {open: &opener{rv: "100"}},
+			{up: 0, events: []watch.Event{added(101), added(102), gone}},
+		},
+		want:  []string{"ADDED 101,ADDED 102,ERROR", "ADDED 101,ADDED 102,ERROR"},
+		opens: 1,
+	}, {
+		name: "different label selectors: not shared",
+		steps: []step{
+			{open: &opener{rv: "100", label: "app=a"}}, {open: &opener{rv: "100", label: "app=b"}},
+			{up: 0, events: []watch.Event{added(101), gone}},
+			{up: 1, events: []watch.Event{added(102), gone}},
+		},
+		want:  []string{"ADDED 101,ERROR", "ADDED 102,ERROR"},
+		opens: 2,
+	}, {
+		name: "older version than the group's start: a group of its own",
+		steps: []step{
+			{open: &opener{rv: "100"}}, {open: &opener{rv: "50"}}, {open: &opener{rv: "100"}},
+			{up: 0, events: []watch.Event{added(101), gone}},
+			{up: 1, events: []watch.Event{added(60), added(101), gone}},
+		},
+		want:  []string{"ADDED 101,ERROR", "ADDED 60,ADDED 101,ERROR", "ADDED 101,ERROR"},
+		opens: 2,
+	}, {
+		name: "bookmarks only to clients that asked, and only after their version",
+		steps: []step{
+			{open: &opener{rv: "100", bookmarks: true}}, {open: &opener{rv: "100"}},
+			{up: 0, events: []watch.Event{added(101), bookmarkAt(105)}},
+			{open: &opener{rv: "105", bookmarks: true}},
+			{up: 0, events: []watch.Event{bookmarkAt(105), added(106), bookmarkAt(110), gone}},
+		},
+		want: []string{
+			"ADDED 101,BOOKMARK 105,BOOKMARK 105,ADDED 106,BOOKMARK 110,ERROR",
+			"ADDED 101,ADDED 106,ERROR",
+			"ADDED 106,BOOKMARK 110,ERROR",
+		},
+		opens: 1,
+	}, {
+		name: "error after a newer client joined a started group: both get it",
+		steps: []step{
+			{open: &opener{rv: "100"}},
+			{up: 0, events: []watch.Event{added(101), added(105)}},
+			{open: &opener{rv: "105"}},
+			{up: 0, events: []watch.Event{added(106), gone}},
+		},
+		want:  []string{"ADDED 101,ADDED 105,ADDED 106,ERROR", "ADDED 106,ERROR"},
+		opens: 1,
+	}, {
+		name: "error at the start of a group: not given to a newer client",
+		steps: []step{
+			{open: &opener{rv: "5"}}, {open: &opener{rv: "100"}},
+			{up: 0, events: []watch.Event{gone}},
+			{up: 1, events: []watch.Event{added(101), gone}},
+		},
+		want:  []string{"ERROR", "ADDED 101,ERROR"},
+		opens: 2,
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeStorage()
+			s := Share(f, nil, DefaultLimit)
+			var ws []watch.Interface
+			var ups []*source
+			for _, st := range tc.steps {
+				if o := st.open; o != nil {
+					p := storage.Everything
+					p.AllowWatchBookmarks = o.bookmarks
+					if o.label != "" {
+						sel, err := labels.Parse(o.label)
+						if err != nil {
+							t.Fatal(err)
+						}
+						p.Label = sel
+					}
+					w, err := s.Watch(context.Background(), "/configmaps", storage.ListOptions{ResourceVersion: o.rv, Recursive: true, Predicate: p})
+					if err != nil {
+						t.Fatal(err)
+					}
+					ws = append(ws, w)
+					continue
+				}
+				for len(ups) <= st.up {
+					select {
+					case up := <-f.opens:
+						ups = append(ups, up)
+					default:
+						// Watch opens the storage's watch before it
+						// returns.
+						t.Fatalf("storage watches = %d, want at least %d", len(ups), st.up+1)
+					}
+				}
+				for _, ev := range st.events {
+					ups[st.up].ch <- ev
+				}
+			}
+			if n := len(f.opened()); n != tc.opens {
+				t.Errorf("storage watches = %d, want %d", n, tc.opens)
+			}
+			for i, w := range ws {
+				if got := describe(w); got != tc.want[i] {
+					t.Errorf("watch %d got %s, want %s", i, got, tc.want[i])
+				}
+			}
+		})
+	}
+}
+
+// describe reads w until its result channel closes and returns its events
+// as "TYPE version" joined by commas ("ERROR" for an error).
+func describe(w watch.Interface) string {
+	var got []string
+	for ev := range w.ResultChan() {
+		if ev.Type == watch.Error {
+			got = append(got, string(ev.Type))
+			continue
+		}
+		got = append(got, string(ev.Type)+" "+ev.Object.(*corev1.ConfigMap).ResourceVersion)
+	}
+	return strings.Join(got, ",")
 }

@@ -28,6 +28,7 @@ func addControllerFlags(fs *pflag.FlagSet, o *manager.Options) {
 	fs.StringVar(&o.ClusterCIDR, "cluster-cidr", o.ClusterCIDR, "pod address ranges (v4,v6) node IPAM gives each Node a podCIDR from; empty turns node IPAM off")
 	fs.IntVar(&o.NodeCIDRMaskSizeIPv4, "node-cidr-mask-size-ipv4", o.NodeCIDRMaskSizeIPv4, "prefix length of a node's IPv4 podCIDR")
 	fs.IntVar(&o.NodeCIDRMaskSizeIPv6, "node-cidr-mask-size-ipv6", o.NodeCIDRMaskSizeIPv6, "prefix length of a node's IPv6 podCIDR")
+	fs.IntVar(&o.TerminatedPodGCThreshold, "terminated-pod-gc-threshold", o.TerminatedPodGCThreshold, "how many terminated pods to keep before the pod garbage collector deletes the oldest; 0 or less keeps them all")
 	fs.IntVar(&o.Workers, "concurrent-syncs", o.Workers, "workers per controller")
 }
 

@@ -114,7 +114,11 @@ var starters = []starter{
 		}), nil
 	}},
 	{"podgc", func(c controllerContext) (runner, error) {
-		return podgc.New(c.client, c.informers, podgc.Options{Registerer: c.registerer}), nil
+		threshold := c.opts.TerminatedPodGCThreshold
+		if threshold <= 0 {
+			threshold = -1 // keep them all
+		}
+		return podgc.New(c.client, c.informers, podgc.Options{TerminatedPodThreshold: threshold, Registerer: c.registerer}), nil
 	}},
 	{"nodeipam", func(c controllerContext) (runner, error) {
 		cidrs, err := ParseClusterCIDRs(c.opts.ClusterCIDR)

@@ -27,6 +27,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"portal.dev/portal/controller/nodeipam"
+	"portal.dev/portal/controller/podgc"
 	"portal.dev/portal/controller/servicelb"
 	"portal.dev/portal/internal/cidrflag"
 )
@@ -62,7 +63,11 @@ type Options struct {
 	ClusterCIDR string
 	// NodeCIDRMaskSizeIPv4 and IPv6 are the sizes of a node's podCIDR.
 	NodeCIDRMaskSizeIPv4, NodeCIDRMaskSizeIPv6 int
-	Workers                                    int
+	// TerminatedPodGCThreshold is --terminated-pod-gc-threshold: how many
+	// terminated Pods the pod garbage collector keeps; 0 or less keeps
+	// them all, as upstream.
+	TerminatedPodGCThreshold int
+	Workers                  int
 	// Registerer receives the controllers' metrics while they run; nil
 	// means component-base's legacyregistry, which the controller
 	// manager's /metrics serves.
@@ -75,17 +80,18 @@ type Options struct {
 // it last saw was a RetryPeriod old, so 1 + 8 + 2.2 s, about 11 s.
 func DefaultOptions() Options {
 	return Options{
-		LeaderElect:            true,
-		LeaseName:              "portal-controller-manager",
-		LeaseDuration:          8 * time.Second,
-		RenewDeadline:          5 * time.Second,
-		RetryPeriod:            1 * time.Second,
-		MaxEndpointsPerSlice:   100,
-		NodeMonitorGracePeriod: 40 * time.Second,
-		ClusterCIDR:            "10.244.0.0/16",
-		NodeCIDRMaskSizeIPv4:   24,
-		NodeCIDRMaskSizeIPv6:   64,
-		Workers:                4,
+		LeaderElect:              true,
+		LeaseName:                "portal-controller-manager",
+		LeaseDuration:            8 * time.Second,
+		RenewDeadline:            5 * time.Second,
+		RetryPeriod:              1 * time.Second,
+		MaxEndpointsPerSlice:     100,
+		NodeMonitorGracePeriod:   40 * time.Second,
+		ClusterCIDR:              "10.244.0.0/16",
+		NodeCIDRMaskSizeIPv4:     24,
+		NodeCIDRMaskSizeIPv6:     64,
+		TerminatedPodGCThreshold: podgc.DefaultTerminatedPodThreshold,
+		Workers:                  4,
 	}
 }
 

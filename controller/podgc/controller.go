@@ -31,7 +31,7 @@ const (
 	// cache before the API is asked whether it exists.
 	DefaultQuarantineTime = 40 * time.Second
 	// DefaultTerminatedPodThreshold is how many terminated Pods are kept
-	// (--terminated-pod-gc-threshold).
+	// (--terminated-pod-gc-threshold of portal controller-manager and server).
 	DefaultTerminatedPodThreshold = 12500
 )
 
@@ -57,8 +57,10 @@ type key struct {
 	node string
 	pod  types.NamespacedName
 	// terminated: the Pod is one of the terminated Pods over the
-	// threshold.
+	// threshold; uid is that Pod's, so that a newer Pod of the same name
+	// (a StatefulSet's, recreated since) is not deleted in its place.
 	terminated bool
+	uid        types.UID
 }
 
 // Controller force-deletes Pods no node agent will finish (see the package
@@ -151,7 +153,7 @@ func (c *Controller) check() {
 		return
 	}
 	for _, pod := range overThreshold(pods, c.threshold) {
-		c.loop.Add(key{pod: types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, terminated: true})
+		c.loop.Add(key{pod: types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, terminated: true, uid: pod.UID})
 	}
 	for _, pod := range pods {
 		switch decide(pod, c.node(pod.Spec.NodeName), c.clock.Now()) {
@@ -188,8 +190,8 @@ func (c *Controller) sync(ctx context.Context, k key) error {
 	}
 	if k.terminated {
 		// Terminated Pods stay terminated; the count over the
-		// threshold was the check's.
-		if !isTerminated(pod) {
+		// threshold was the check's, and for the Pod it counted.
+		if pod.UID != k.uid || !isTerminated(pod) {
 			return nil
 		}
 		return c.delete(ctx, pod, terminated, nil)

@@ -175,3 +175,27 @@ func TestTerminatedOverThreshold(t *testing.T) {
 		}
 	})
 }
+
+// A terminated Pod queued as over the threshold is not deleted when a
+// newer Pod of the same name has taken its place, even a terminated one:
+// the count was of the old Pod (review finding 7 of #23).
+func TestTerminatedKeyIsForOnePod(t *testing.T) {
+	recreated := finished("web-0", corev1.PodSucceeded, 9, false)
+	recreated.UID = "new-uid"
+	client := fake.NewClientset(node("n", true), recreated)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	c := New(client, factory, Options{Registerer: prometheus.NewRegistry()})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer factory.Shutdown()
+	defer cancel()
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+
+	k := key{pod: types.NamespacedName{Namespace: "ns", Name: "web-0"}, terminated: true, uid: "old-uid"}
+	if err := c.sync(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoreV1().Pods("ns").Get(ctx, "web-0", metav1.GetOptions{}); err != nil {
+		t.Errorf("the recreated pod: got %v, want it left", err)
+	}
+}

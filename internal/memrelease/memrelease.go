@@ -19,7 +19,9 @@
 // quiet process. While the process stays quiet after that, the little it
 // allocates grows the heap again towards the goal the burst left, and the
 // runtime keeps the pages its next collection frees; so it releases again
-// when the excess is back, at most once a minute. A process that never had
+// when the excess has grown by MinExcess over what the last release left,
+// at most once a minute. What a release leaves is mostly free space inside
+// spans still in use, which no release returns. A process that never had
 // a burst is left to the runtime. It owns nothing but that decision.
 package memrelease
 
@@ -82,6 +84,10 @@ type decider struct {
 	// the intervals after the last one.
 	released bool
 	since    int
+	// base is the excess just after the last release: what a release
+	// could not return (free space inside in-use spans), which another
+	// release would not return either.
+	base uint64
 }
 
 // observe takes the sample at the end of an interval and says whether to
@@ -103,12 +109,15 @@ func (d *decider) observe(s Sample) bool {
 			d.busy = false
 		}
 		return false
-	case !d.busy && !(d.released && d.since >= d.policy.Again):
+	case !d.busy && !(d.released && d.since >= d.policy.Again && s.Excess >= d.base+d.policy.MinExcess):
 		return false
 	}
 	d.busy, d.released, d.since = false, true, 0
 	return true
 }
+
+// releasedTo records the excess just after a release.
+func (d *decider) releasedTo(excess uint64) { d.base = excess }
 
 // Run releases memory as the policy says until ctx ends.
 func Run(ctx context.Context, p Policy) {
@@ -132,7 +141,9 @@ func run(ctx context.Context, p Policy, read func() Sample, release func()) {
 		}
 		start := time.Now()
 		release()
-		klog.V(2).InfoS("Returned memory to the system after load", "excessMiB", s.Excess>>20, "took", time.Since(start))
+		after := read().Excess
+		d.releasedTo(after)
+		klog.V(2).InfoS("Returned memory to the system after load", "excessMiB", s.Excess>>20, "leftMiB", after>>20, "took", time.Since(start))
 	}
 }
 

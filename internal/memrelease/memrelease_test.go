@@ -25,6 +25,9 @@ func TestDecide(t *testing.T) {
 		name  string
 		steps []step
 		want  []bool // release after each step
+		// after is the excess (MiB) just after the release at a step;
+		// 0 when not given.
+		after map[int]uint64
 	}{
 		{
 			name:  "idle process: never",
@@ -62,6 +65,12 @@ func TestDecide(t *testing.T) {
 			want:  []bool{false, true, false, false, true, false, false, true},
 		},
 		{
+			name:  "fragmentation a release cannot return: not again until the excess grows past it",
+			steps: []step{{50, 200}, {0, 200}, {1, 40}, {1, 40}, {1, 40}, {1, 40}, {1, 60}, {1, 72}},
+			want:  []bool{false, true, false, false, false, false, false, true},
+			after: map[int]uint64{1: 40},
+		},
+		{
 			name:  "idle process with excess but no burst: never",
 			steps: []step{{1, 100}, {1, 100}, {1, 100}, {1, 100}, {1, 100}},
 			want:  []bool{false, false, false, false, false},
@@ -75,8 +84,12 @@ func TestDecide(t *testing.T) {
 			for i, st := range tc.steps {
 				s.Allocated += st.rate * mib * uint64(testPolicy.Interval.Seconds())
 				s.Excess = st.excess * mib
-				if got := d.observe(s); got != tc.want[i] {
+				got := d.observe(s)
+				if got != tc.want[i] {
 					t.Errorf("step %d (%d MiB/s, %d MiB excess): release %v, want %v", i, st.rate, st.excess, got, tc.want[i])
+				}
+				if got {
+					d.releasedTo(tc.after[i] * mib)
 				}
 			}
 		})
