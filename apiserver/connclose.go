@@ -3,6 +3,8 @@ package apiserver
 import (
 	"net"
 	"sync"
+
+	"k8s.io/klog/v2"
 )
 
 // closingListener is the API server's listener. It remembers the
@@ -62,7 +64,9 @@ func (l *closingListener) Close() error {
 		go func() {
 			select {
 			case <-l.drained:
-				l.closeConns()
+				if n := l.closeConns(); n > 0 {
+					klog.V(2).InfoS("Closed connections still open after the API server drained its requests", "count", n)
+				}
 			case <-l.done:
 			}
 		}()
@@ -77,7 +81,8 @@ func (l *closingListener) stop() {
 	l.closeConns()
 }
 
-func (l *closingListener) closeConns() {
+// closeConns closes the connections still open and returns how many.
+func (l *closingListener) closeConns() int {
 	l.mu.Lock()
 	conns := make([]net.Conn, 0, len(l.conns))
 	for c := range l.conns {
@@ -87,6 +92,7 @@ func (l *closingListener) closeConns() {
 	for _, c := range conns {
 		c.Close()
 	}
+	return len(conns)
 }
 
 func (l *closingListener) forget(c net.Conn) {
