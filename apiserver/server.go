@@ -199,6 +199,9 @@ func Run(ctx context.Context, o Options) error {
 	// A burst of requests leaves the heap at twice its size for minutes
 	// after; give it back once the server is quiet (see memrelease).
 	go memrelease.Run(ctx, memrelease.DefaultPolicy)
+	if l, ok := s.SecureServingInfo.Listener.(*closingListener); ok {
+		defer l.stop()
+	}
 	return s.PrepareRun().RunWithContext(ctx)
 }
 
@@ -322,6 +325,7 @@ func applyServing(o Options, ca *pki.CA, cidrs []netip.Prefix, c *genericapiserv
 	if err := serving.WithLoopback().ApplyTo(&c.SecureServing, &c.LoopbackClientConfig); err != nil {
 		return err
 	}
+	c.SecureServing.Listener = newClosingListener(c.SecureServing.Listener, c.DrainedNotify())
 	// The loopback client must not share the connection limits of users.
 	c.LoopbackClientConfig.QPS, c.LoopbackClientConfig.Burst = 200, 400
 
