@@ -7,7 +7,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"portal.dev/portal/apiserver/auth/rbac/policy"
@@ -19,14 +18,7 @@ import (
 // ok only then: a component started on readiness finds its role bound.
 func addRBACBootstrapHook(s *genericapiserver.GenericAPIServer) error {
 	return s.AddPostStartHook("rbac/bootstrap-roles", unlessStopped(func(hc genericapiserver.PostStartHookContext) error {
-		httpClient, err := rest.HTTPClientFor(hc.LoopbackClientConfig)
-		if err != nil {
-			return err
-		}
-		// The hook may end with the server stopping under it: leave no
-		// connection of its client open behind it.
-		defer httpClient.CloseIdleConnections()
-		client, err := kubernetes.NewForConfigAndClient(hc.LoopbackClientConfig, httpClient)
+		client, err := kubernetes.NewForConfig(hc.LoopbackClientConfig)
 		if err != nil {
 			return err
 		}
