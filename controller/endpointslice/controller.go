@@ -156,10 +156,15 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 // controller's own write, the Service is looked at again soon, not after
 // the failure backoff (a second), which would show up as programming
 // latency. The tracker gives up on a write it never sees, so this cannot
-// loop for ever.
+// loop for ever. Slice events that arrive during the sync are judged after
+// it, once its own writes are known.
 func (c *Controller) syncKey(ctx context.Context, key string) error {
 	c.pace.Started(key)
+	c.tracker.begin(key)
 	err := c.sync(ctx, key)
+	if c.tracker.end(key) {
+		c.enqueue(key, c.sliceEventDelay)
+	}
 	if errors.Is(err, errStale) {
 		return loop.RetryAfter(staleRetryDelay, err)
 	}

@@ -226,7 +226,7 @@ func (c *Controller) onSlice(oldObj, curObj any) {
 			return
 		}
 	}
-	if ok && managedByUs(cur) && c.tracker.shouldSync(key, cur) {
+	if ok && managedByUs(cur) && !c.tracker.hold(key, cur, false) && c.tracker.shouldSync(key, cur) {
 		c.enqueue(key, c.sliceEventDelay)
 	}
 }
@@ -238,7 +238,7 @@ func (c *Controller) onSliceDelete(obj any) {
 	if !ok || !managedByUs(s) {
 		return
 	}
-	if key, ok := serviceKey(s); ok && !c.tracker.observeDeletion(key, s) {
+	if key, ok := serviceKey(s); ok && !c.tracker.hold(key, s, true) && !c.tracker.observeDeletion(key, s) {
 		c.enqueue(key, c.sliceEventDelay)
 	}
 }

@@ -27,6 +27,16 @@ type sliceTracker struct {
 	mu    sync.Mutex
 	now   func() time.Time
 	bySvc map[string]map[types.UID]writeRecord
+	// held keeps, by Service being synced, the slice events that arrived
+	// during its sync. A write is recorded only once the API server has
+	// answered, and the watch may deliver its event before that; judged
+	// at once, our own write would look like news and cost another sync.
+	held map[string][]heldEvent
+}
+
+type heldEvent struct {
+	slice   *discovery.EndpointSlice
+	deleted bool
 }
 
 // writeRecord is our last write of one slice.
@@ -63,6 +73,47 @@ func (t *sliceTracker) set(svcKey string, uid types.UID, r writeRecord) {
 		t.bySvc[svcKey] = map[types.UID]writeRecord{}
 	}
 	t.bySvc[svcKey][uid] = r
+}
+
+// begin starts holding svcKey's slice events until end; a Service is
+// synced by one worker at a time.
+func (t *sliceTracker) begin(svcKey string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.held == nil {
+		t.held = map[string][]heldEvent{}
+	}
+	t.held[svcKey] = []heldEvent{}
+}
+
+// hold keeps an event about s, deleted or not, when svcKey is being
+// synced, and reports whether it did; end judges it then.
+func (t *sliceTracker) hold(svcKey string, s *discovery.EndpointSlice, deleted bool) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	evs, ok := t.held[svcKey]
+	if ok {
+		t.held[svcKey] = append(evs, heldEvent{s, deleted})
+	}
+	return ok
+}
+
+// end stops holding svcKey's events and reports whether any of those held
+// is news now that the sync's writes are recorded.
+func (t *sliceTracker) end(svcKey string) bool {
+	t.mu.Lock()
+	evs := t.held[svcKey]
+	delete(t.held, svcKey)
+	t.mu.Unlock()
+	news := false
+	for _, ev := range evs {
+		if ev.deleted {
+			news = !t.observeDeletion(svcKey, ev.slice) || news
+		} else {
+			news = t.shouldSync(svcKey, ev.slice) || news
+		}
+	}
+	return news
 }
 
 // shouldSync reports whether an event about s is news: a slice we never

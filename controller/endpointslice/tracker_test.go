@@ -193,3 +193,51 @@ func TestPodChangeMapping(t *testing.T) {
 		})
 	}
 }
+
+// TestSliceTrackerHoldsEventsDuringSync: the watch may deliver our own
+// write before the API server's answer is recorded; held until the sync
+// ends, such an event is not news, while someone else's write still is.
+func TestSliceTrackerHoldsEventsDuringSync(t *testing.T) {
+	const key = "ns/web"
+	cases := []struct {
+		name   string
+		during func(tr *sliceTracker)
+		want   bool
+	}{
+		{"our update seen before it is recorded", func(tr *sliceTracker) {
+			tr.hold(key, sliceAt("u1", "6"), false)
+			tr.wrote(key, sliceAt("u1", "6"))
+		}, false},
+		{"our create seen before it is recorded", func(tr *sliceTracker) {
+			tr.hold(key, sliceAt("u2", "7"), false)
+			tr.wrote(key, sliceAt("u2", "7"))
+		}, false},
+		{"our delete seen before it is recorded", func(tr *sliceTracker) {
+			tr.hold(key, sliceAt("u1", "5"), true)
+			tr.deleted(key, sliceAt("u1", "5"))
+		}, false},
+		{"someone else's write during the sync", func(tr *sliceTracker) {
+			tr.hold(key, sliceAt("u1", "8"), false)
+		}, true},
+		{"someone else's delete during the sync", func(tr *sliceTracker) {
+			tr.hold(key, sliceAt("u1", "5"), true)
+		}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := &sliceTracker{now: func() time.Time { return t0 }}
+			tr.wrote(key, sliceAt("u1", "5"))
+			if tr.hold(key, sliceAt("u1", "9"), false) {
+				t.Fatal("hold kept an event outside a sync")
+			}
+			tr.begin(key)
+			tc.during(tr)
+			if got := tr.end(key); got != tc.want {
+				t.Errorf("end: got news=%v, want %v", got, tc.want)
+			}
+			if tr.hold(key, sliceAt("u1", "9"), false) {
+				t.Error("hold kept an event after the sync ended")
+			}
+		})
+	}
+}
