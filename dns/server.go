@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/miekg/dns"
@@ -179,9 +180,21 @@ func (s *Server) setupForwarder() error {
 }
 
 // listen opens the UDP sockets (several per address with SO_REUSEPORT,
-// one per CPU, where the platform has it) and the TCP listeners.
+// one per CPU, where the platform has it) and the TCP listeners. Port 0
+// takes the port the kernel gives the first UDP socket; when another
+// process holds that port for TCP, another port is tried.
 func (s *Server) listen() error {
-	port := s.o.Port
+	for range 10 {
+		err := s.listenOn(s.o.Port)
+		if s.o.Port != 0 || !errors.Is(err, syscall.EADDRINUSE) {
+			return err
+		}
+	}
+	return s.listenOn(s.o.Port)
+}
+
+func (s *Server) listenOn(port int) error {
+	s.udpConns, s.tcpLns = nil, nil
 	n := runtime.GOMAXPROCS(0)
 	for _, a := range s.o.BindAddresses {
 		for i := range n {
