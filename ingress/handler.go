@@ -98,12 +98,9 @@ func (h *Handler) closeIdle() {
 	h.balancer.closeIdle(time.Now().Add(time.Hour))
 }
 
-// Listener returns the handler of one listener: overTLS tells requests
-// that came over TLS, port is the listener's own (X-Forwarded-Port).
-func (h *Handler) Listener(overTLS bool, port int) http.Handler {
-	return &listenerHandler{Handler: h, overTLS: overTLS, port: strconv.Itoa(port)}
-}
-
+// listenerHandler is the Handler of one listener: overTLS tells
+// requests that came over TLS, port is the listener's own
+// (X-Forwarded-Port).
 type listenerHandler struct {
 	*Handler
 	overTLS bool
@@ -128,7 +125,12 @@ type requestKey struct{}
 func (l *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	host := hostname(r.Host)
-	m := l.routes().Route(host, r.URL.Path, l.overTLS)
+	l.serveMatch(w, r, host, l.routes().Route(host, r.URL.Path, l.overTLS), start)
+}
+
+// serveMatch answers r, for host, which arrived at start and was routed
+// to m.
+func (l *listenerHandler) serveMatch(w http.ResponseWriter, r *http.Request, host string, m route.Match, start time.Time) {
 	req := &request{id: r.Header.Get("X-Request-ID"), port: l.port, overTLS: l.overTLS}
 	req.w.ResponseWriter = w
 	rw := &req.w
