@@ -47,7 +47,7 @@ func (s *Servers) serveConn(l *servedListener, conn net.Conn) {
 			return
 		}
 		if tc.ConnectionState().NegotiatedProtocol == "h2" {
-			l.handoff.handOff(tc)
+			l.handOff(tc)
 			return
 		}
 		c.conn = tc
@@ -116,4 +116,7 @@ func (s *Servers) eachConn(f func(*h1Conn)) {
 }
 
 // handOff gives conn to the listener's net/http server.
-func (l *servedListener) handOff(conn net.Conn) { l.handoff.handOff(conn) }
+func (l *servedListener) handOff(conn net.Conn) {
+	l.handedOff.Add(1)
+	l.handoff.handOff(conn)
+}

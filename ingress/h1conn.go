@@ -145,7 +145,6 @@ func (c *h1Conn) readRequest() (*http.Request, error) {
 	if !c.serves(r) {
 		return nil, errHandOff
 	}
-	delete(r.Header, "Host")
 	r.RemoteAddr = c.remote
 	r.TLS = c.tlsState
 	return r.WithContext(c.ctx), nil
@@ -233,9 +232,10 @@ func (c *h1Conn) serves(r *http.Request) bool {
 	if len(r.Header["Upgrade"]) > 0 || len(r.Header["Expect"]) > 0 {
 		return false
 	}
-	// What net/http's server refuses, it answers itself.
-	hosts := r.Header["Host"]
-	if len(hosts) != 1 || !httpguts.ValidHostHeader(hosts[0]) {
+	// What net/http's server refuses, it answers itself. ReadRequest
+	// took the Host field out of the header: a request without one has
+	// no Host, unless its target is absolute (rare; handed over too).
+	if r.Host == "" || r.URL.Host != "" || !httpguts.ValidHostHeader(r.Host) {
 		return false
 	}
 	for k, vv := range r.Header {

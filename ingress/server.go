@@ -81,6 +81,8 @@ type servedListener struct {
 	handler *listenerHandler
 	srv     *http.Server
 	handoff *handOffListener
+	// handedOff counts the connections given to srv.
+	handedOff atomic.Int64
 }
 
 // Listen binds --http-port and --https-port (a zero port is not served)
