@@ -235,10 +235,30 @@ func rewrite(pr *httputil.ProxyRequest, trust bool) {
 	forwarded(pr.In, pr.Out.Header, req, trust)
 }
 
+// forwardedFields are the fields that tell the endpoint about the
+// client, in the order of forwardedValues.
+var forwardedFields = [...]string{"X-Forwarded-For", "X-Real-Ip", "X-Forwarded-Proto",
+	"X-Forwarded-Host", "X-Forwarded-Port", "X-Request-Id"}
+
 // forwarded sets the headers that tell the endpoint about the client in
 // out, the request to the endpoint, from in, the client's request, as
 // rewrite says.
 func forwarded(in *http.Request, out http.Header, req *request, trust bool) {
+	// One array holds every value: a header is set per request.
+	values := forwardedValues(in, req, trust)
+	vs := values[:]
+	for i, name := range forwardedFields {
+		if vs[i] == "" {
+			delete(out, name)
+		} else {
+			out[name] = vs[i : i+1 : i+1]
+		}
+	}
+}
+
+// forwardedValues are the values of forwardedFields for in; an empty one
+// is a field not sent.
+func forwardedValues(in *http.Request, req *request, trust bool) [len(forwardedFields)]string {
 	ip, _, err := net.SplitHostPort(in.RemoteAddr)
 	if err != nil {
 		ip = ""
@@ -258,17 +278,7 @@ func forwarded(in *http.Request, out http.Header, req *request, trust bool) {
 		host = firstOr(in.Header.Get("X-Forwarded-Host"), host)
 		port = firstOr(in.Header.Get("X-Forwarded-Port"), port)
 	}
-	// One array holds every value: a header is set per request.
-	values := [...]string{xff, realIP, proto, host, port, req.id}
-	vs := values[:]
-	for i, name := range [...]string{"X-Forwarded-For", "X-Real-Ip", "X-Forwarded-Proto",
-		"X-Forwarded-Host", "X-Forwarded-Port", "X-Request-Id"} {
-		if vs[i] == "" {
-			delete(out, name)
-		} else {
-			out[name] = vs[i : i+1 : i+1]
-		}
-	}
+	return [...]string{xff, realIP, proto, host, port, req.id}
 }
 
 // firstOr returns v, or def when v is empty.
