@@ -46,11 +46,12 @@ func (s *Servers) serveConn(l *servedListener, conn net.Conn) {
 		if tc == nil {
 			return
 		}
-		if tc.ConnectionState().NegotiatedProtocol == "h2" {
+		st := tc.ConnectionState()
+		if st.NegotiatedProtocol == "h2" {
 			l.handOff(tc)
 			return
 		}
-		c.conn = tc
+		c.conn, c.tlsState = tc, &st
 	}
 	c.serve()
 }

@@ -61,7 +61,8 @@ type h1Conn struct {
 	// net/http's server on a hand-off.
 	head []byte
 	resp h1Response
-	// tlsState is the connection's, for the requests' TLS.
+	// tlsState is the connection's when it is over TLS, for the
+	// requests' TLS.
 	tlsState *tls.ConnectionState
 
 	// The watch on the client during a request: a read for the next
@@ -84,10 +85,6 @@ func (c *h1Conn) serve() {
 	defer c.cancel()
 	c.watched = make(chan struct{}, 1)
 	c.remote = c.conn.RemoteAddr().String()
-	if tc, ok := c.conn.(*tls.Conn); ok {
-		st := tc.ConnectionState()
-		c.tlsState = &st
-	}
 	for {
 		keep, err := c.next()
 		switch {
