@@ -2,6 +2,7 @@ package ingress
 
 import (
 	"bufio"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -130,5 +131,55 @@ func TestConnectionLoop(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// HTTP/1.1 over TLS is served on the loop as plain HTTP is, with the
+// forwarded fields of TLS, and a request with a body after it is handed
+// over on the same connection; plain HTTP to the TLS port is told so, as
+// net/http's server tells it.
+func TestConnectionLoopOverTLS(t *testing.T) {
+	tb := newTestBed(t, DefaultOptions())
+	tb.backend("foo.com", route.Match{}, addr(echo(t, "foo")))
+	c, err := tls.Dial("tcp", tb.https, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c)
+	for i, tc := range []struct {
+		send      string
+		want      string
+		handedOff int64
+	}{
+		{send: "GET /a HTTP/1.1\r\nHost: foo.com\r\n\r\n", want: "foo GET /a  host=foo.com"},
+		{send: "POST /b HTTP/1.1\r\nHost: foo.com\r\nContent-Length: 2\r\n\r\nhi", want: "foo POST /b hi host=foo.com", handedOff: 1},
+		{send: "GET /c HTTP/1.1\r\nHost: foo.com\r\n\r\n", want: "foo GET /c  host=foo.com", handedOff: 1},
+	} {
+		io.WriteString(c, tc.send)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		if !strings.HasPrefix(string(got), tc.want) || !strings.Contains(string(got), "proto=https") {
+			t.Errorf("request %d: got %q, want %q... with proto=https", i, got, tc.want)
+		}
+		if n := tb.handedOff(); n != tc.handedOff {
+			t.Errorf("request %d: got %d connections handed over, want %d", i, n, tc.handedOff)
+		}
+	}
+
+	plain, err := net.Dial("tcp", tb.https)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	plain.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(plain, "GET / HTTP/1.1\r\nHost: foo.com\r\n\r\n")
+	got, _ := io.ReadAll(plain)
+	if want := "HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n"; string(got) != want {
+		t.Errorf("plain HTTP to the TLS port: got %q, want %q", got, want)
 	}
 }
