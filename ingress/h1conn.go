@@ -21,12 +21,14 @@ import (
 // Portal's HTTP/1.1 connection loop serves the requests that make most
 // of an Ingress's traffic, bodiless ones proxied to an HTTP/1.1 endpoint
 // and the answers the controller gives itself (404, 503, redirects),
-// without net/http's server: that one makes a header map, a context, a
-// response writer with two buffers and a goroutine watching the client
-// for every request, and its per-request cost was most of the proxy's.
-// The loop reads a request head into the connection's buffer, parses
-// it with http.ReadRequest and hands it to the same handler, with a
-// response writer of its own (h1Response).
+// without net/http's server, which spends per request a context, a
+// response with its writers, two or three deadline changes, a goroutine
+// watching the client that is stopped through a deadline, and a sort of
+// the response's header keys: for a small request, more than the
+// proxying. The loop reads a request head into the connection's buffer,
+// parses it with http.ReadRequest and hands it to the same handler, with
+// a response writer of its own (h1Response); its watch on the client is
+// the read of the next request, started early.
 //
 // Everything else is handed to net/http's server with the bytes read so
 // far replayed, and the connection stays there: requests with a body or
