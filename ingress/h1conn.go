@@ -66,6 +66,8 @@ type h1Conn struct {
 	// tlsState is the connection's when it is over TLS, for the
 	// requests' TLS.
 	tlsState *tls.ConnectionState
+	// served says a request was read before.
+	served bool
 
 	// The watch on the client during a request: a read for the next
 	// request, into br, which notices a client that went away.
@@ -129,7 +131,15 @@ func (c *h1Conn) next() (bool, error) {
 // long is another error.
 func (c *h1Conn) readRequest() (*http.Request, error) {
 	c.head = c.head[:0]
-	if !c.setReadDeadline(time.Now().Add(idleTimeout)) {
+	// A new connection's first request has the head's time from the
+	// start, as with net/http's server: a client that connects and says
+	// nothing is not an idle keep-alive one.
+	wait := readHeaderTimeout
+	if c.served {
+		wait = idleTimeout
+	}
+	c.served = true
+	if !c.setReadDeadline(time.Now().Add(wait)) {
 		return nil, errServerClosing
 	}
 	end, err := c.readHead()
@@ -157,8 +167,8 @@ func (c *h1Conn) readRequest() (*http.Request, error) {
 var errServerClosing = errors.New("server closing")
 
 // readHead waits until a whole request head is buffered, and returns its
-// length. The first bytes may wait idleTimeout (set by the caller), the
-// rest of the head readHeaderTimeout. A head that does not fit the
+// length. The first bytes may wait as long as the caller set, the rest
+// of the head readHeaderTimeout. A head that does not fit the
 // buffer is errHandOff.
 func (c *h1Conn) readHead() (int, error) {
 	timed := false
