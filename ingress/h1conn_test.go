@@ -183,3 +183,30 @@ func TestConnectionLoopOverTLS(t *testing.T) {
 		t.Errorf("plain HTTP to the TLS port: got %q, want %q", got, want)
 	}
 }
+
+// The answer to HEAD the controller gives itself announces the length
+// of the body a GET would get, as net/http's server announces it, and
+// has none.
+func TestHeadOfLocalAnswer(t *testing.T) {
+	tb := newTestBed(t, DefaultOptions())
+	c, err := net.Dial("tcp", tb.http)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(c, "HEAD / HTTP/1.1\r\nHost: nothing.com\r\n\r\nGET / HTTP/1.1\r\nHost: nothing.com\r\n\r\n")
+	br := bufio.NewReader(c)
+	head, err := http.ReadResponse(br, &http.Request{Method: "HEAD"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get, err := http.ReadResponse(br, &http.Request{Method: "GET"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(get.Body)
+	if head.StatusCode != 404 || head.ContentLength != int64(len(b)) || len(b) == 0 {
+		t.Errorf("HEAD: got %d with Content-Length %d, want 404 with %d, the GET's", head.StatusCode, head.ContentLength, len(b))
+	}
+}

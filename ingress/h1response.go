@@ -96,6 +96,8 @@ func (w *h1Response) Write(p []byte) (int, error) {
 	}
 	if w.noBody {
 		if w.req.Method == http.MethodHead {
+			// Counted for the Content-Length of the answer to HEAD.
+			w.written += int64(len(p))
 			return len(p), nil
 		}
 		return 0, http.ErrBodyNotAllowed
@@ -157,9 +159,16 @@ func (w *h1Response) finish() bool {
 		w.WriteHeader(http.StatusOK)
 	}
 	if !w.headSent {
-		if w.length < 0 && !w.noBody && !w.hasTrailers() && (w.req.Method != http.MethodHead || len(w.pending) > 0) {
-			w.length = int64(len(w.pending))
-			w.h["Content-Length"] = []string{strconv.Itoa(len(w.pending))}
+		// A body that ended held back gets its length, as net/http's
+		// server gives it; for HEAD, the length of what the handler
+		// wrote, unless it wrote nothing.
+		n := int64(len(w.pending))
+		if w.req.Method == http.MethodHead {
+			n = w.written
+		}
+		if w.length < 0 && w.bodyAllowed() && !w.hasTrailers() && (w.req.Method != http.MethodHead || n > 0) {
+			w.length = n
+			w.h["Content-Length"] = []string{strconv.FormatInt(n, 10)}
 		}
 		if w.length < 0 && !w.noBody {
 			w.startChunked()
@@ -176,6 +185,11 @@ func (w *h1Response) finish() bool {
 	// rest: only closing the connection tells it.
 	short := !w.noBody && w.length >= 0 && w.written != w.length
 	return w.writeErr == nil && !w.closing && !short
+}
+
+// bodyAllowed says whether the status allows a body.
+func (w *h1Response) bodyAllowed() bool {
+	return w.code >= 200 && w.code != http.StatusNoContent && w.code != http.StatusNotModified
 }
 
 // hasTrailers says whether the handler announced or set trailers.
