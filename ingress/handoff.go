@@ -54,6 +54,7 @@ type replayConn struct {
 	replay []byte
 }
 
+// Read returns the bytes to replay, then the connection's.
 func (c *replayConn) Read(p []byte) (int, error) {
 	if len(c.replay) > 0 {
 		n := copy(p, c.replay)
