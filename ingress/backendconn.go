@@ -90,10 +90,10 @@ func (c *backendConn) Write(p []byte) (int, error) {
 // ends. A request head (at most maxHeaderBytes) fits the sockets'
 // buffers, so its write is not timed: the send timeout is for bodies,
 // which take http.Transport's path.
-func (c *backendConn) roundTrip(ctx context.Context, out *http.Request, a *attempt, info func(int, http.Header)) (*http.Response, error) {
+func (c *backendConn) roundTrip(ctx context.Context, out *upstreamRequest, a *attempt, info func(int, http.Header)) (*http.Response, error) {
 	c.written, c.answered, c.read = 0, false, a.read
 	c.stop = context.AfterFunc(ctx, func() { c.conn.SetDeadline(aLongTimeAgo) })
-	if err := out.Write(c.bw); err != nil {
+	if _, err := c.bw.Write(out.appendHead(c.bw.AvailableBuffer())); err != nil {
 		return nil, err
 	}
 	if err := c.bw.Flush(); err != nil {
@@ -102,7 +102,7 @@ func (c *backendConn) roundTrip(ctx context.Context, out *http.Request, a *attem
 	defer func() { c.headLeft = -1 }()
 	for n := 0; ; n++ {
 		c.headLeft = maxResponseHeaderBytes
-		resp, err := http.ReadResponse(c.br, out)
+		resp, err := http.ReadResponse(c.br, out.r)
 		switch {
 		case err != nil:
 			return nil, err

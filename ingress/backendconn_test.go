@@ -50,8 +50,8 @@ func TestPooledConnectionOutlivesReadTimeout(t *testing.T) {
 	conn := &expiringConn{TCPConn: raw.(*net.TCPConn)}
 	c := newBackendConn(conn)
 	defer c.close()
-	out, _ := http.NewRequest("GET", "http://foo.com/", nil)
-	resp, err := c.roundTrip(context.Background(), out, &attempt{read: time.Minute}, nil)
+	r, _ := http.NewRequest("GET", "http://foo.com/", nil)
+	resp, err := c.roundTrip(context.Background(), &upstreamRequest{r: r, target: "/"}, &attempt{read: time.Minute}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/textproto"
 	"net/url"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -40,6 +41,9 @@ import (
 // final one, as http.Transport allows.
 const max1xxResponses = 5
 
+// errInvalidHost is a client's Host that cannot be sent on.
+var errInvalidHost = errors.New("invalid Host header")
+
 // errTooMany1xx is an endpoint's answer that never ends in a final one.
 var errTooMany1xx = errors.New("too many 1xx informational responses")
 
@@ -52,6 +56,11 @@ func takesDirectPath(r *http.Request, b *route.Backend) bool {
 // serveDirect answers r from an endpoint of req's backend over the
 // direct path.
 func (l *listenerHandler) serveDirect(w *recorder, r *http.Request, req *request) {
+	if !httpguts.ValidHostHeader(r.Host) {
+		// Request.Write refuses such a Host, as the head would break.
+		proxyError(w, r, errInvalidHost)
+		return
+	}
 	out := l.outgoing(r, req)
 	a := &req.attempt
 	var tried []*endpoint
@@ -81,7 +90,7 @@ func (l *listenerHandler) serveDirect(w *recorder, r *http.Request, req *request
 // returned only while nothing was written to w; a failure after that
 // aborts the client's response (http.ErrAbortHandler), as ReverseProxy
 // does.
-func (l *listenerHandler) exchange(w *recorder, r, out *http.Request, e *endpoint, a *attempt) error {
+func (l *listenerHandler) exchange(w *recorder, r *http.Request, out *upstreamRequest, e *endpoint, a *attempt) error {
 	e.inFlight.Add(1)
 	defer e.inFlight.Add(-1)
 	c, resp, err := l.roundTrip(w, r, out, e, a)
@@ -106,7 +115,7 @@ func (l *listenerHandler) exchange(w *recorder, r, out *http.Request, e *endpoin
 // never retried. A 408 on a reused connection is taken for the
 // endpoint's idle timeout, and a replayable out is sent once more on a
 // new connection. A dial that fails is a *dialError.
-func (l *listenerHandler) roundTrip(w *recorder, r, out *http.Request, e *endpoint, a *attempt) (*backendConn, *http.Response, error) {
+func (l *listenerHandler) roundTrip(w *recorder, r *http.Request, out *upstreamRequest, e *endpoint, a *attempt) (*backendConn, *http.Response, error) {
 	fresh := false
 	for {
 		var c *backendConn
@@ -173,39 +182,91 @@ func (r *recorder) informational(code int, h http.Header) {
 // replayable says whether out may be sent again after the endpoint may
 // have seen it: methods that change nothing, or a request the client
 // marked idempotent, as http.Transport decides.
-func replayable(out *http.Request) bool {
-	switch out.Method {
+func replayable(out *upstreamRequest) bool {
+	switch out.r.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
 		return true
 	}
-	return len(out.Header["Idempotency-Key"]) > 0 || len(out.Header["X-Idempotency-Key"]) > 0
+	return len(out.r.Header["Idempotency-Key"]) > 0 || len(out.r.Header["X-Idempotency-Key"]) > 0
 }
 
-// outgoing is the request to the endpoint: r's method, target and Host,
-// its header without hop-by-hop fields and with the forwarded ones.
-func (l *listenerHandler) outgoing(r *http.Request, req *request) *http.Request {
-	h := make(http.Header, len(r.Header)+6)
-	for k, vv := range r.Header {
-		h[k] = vv
-	}
-	removeHopByHop(h)
-	for _, k := range [...]string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {
-		delete(h, k)
-	}
-	if httpguts.HeaderValuesContainsToken(r.Header["Te"], "trailers") {
-		h["Te"] = []string{"trailers"}
-	}
-	forwarded(r, h, req, l.opts.TrustForwardedHeaders)
-	if _, ok := h["User-Agent"]; !ok {
-		// Request.Write would send Go's own.
-		h["User-Agent"] = []string{""}
-	}
+// upstreamRequest is the request to the endpoint for the client's r: r's
+// method, target and Host, its header without hop-by-hop fields nor the
+// client's forwarded ones, and the forwarded fields of the proxy, as
+// Request.Write would send them, but written straight into the
+// connection's buffer (appendHead): copying the header into a new
+// http.Request cost more than the rest of the request's way.
+type upstreamRequest struct {
+	r      *http.Request
+	target string
+	fwd    [len(forwardedFields)]string
+	// dropped are the fields the client's Connection field names.
+	dropped []string
+}
+
+// outgoing makes the request to the endpoint for r.
+func (l *listenerHandler) outgoing(r *http.Request, req *request) *upstreamRequest {
+	out := &upstreamRequest{r: r, fwd: forwardedValues(r, req, l.opts.TrustForwardedHeaders)}
 	u := r.URL
 	if q := cleanQuery(u.RawQuery); q != u.RawQuery || u.Scheme != "" || u.Host != "" {
 		u = &url.URL{Path: u.Path, RawPath: u.RawPath, RawQuery: q}
 	}
-	return &http.Request{Method: r.Method, URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: h, Host: r.Host, Body: http.NoBody}
+	out.target = u.RequestURI()
+	for _, v := range r.Header["Connection"] {
+		for name := range strings.SplitSeq(v, ",") {
+			name = textproto.TrimString(name)
+			if name != "" && !strings.EqualFold(name, "keep-alive") && !strings.EqualFold(name, "close") {
+				out.dropped = append(out.dropped, textproto.CanonicalMIMEHeaderKey(name))
+			}
+		}
+	}
+	return out
+}
+
+// notForwarded are the client's fields the endpoint does not get as they
+// came: hop-by-hop ones, those the proxy sets, and those Request.Write
+// writes itself.
+var notForwarded = func() map[string]bool {
+	m := map[string]bool{"Forwarded": true, "Host": true, "Content-Length": true, "User-Agent": true}
+	for _, k := range hopByHop {
+		m[k] = true
+	}
+	for _, k := range forwardedFields {
+		m[k] = true
+	}
+	return m
+}()
+
+// appendHead appends the request's head to b.
+func (o *upstreamRequest) appendHead(b []byte) []byte {
+	r := o.r
+	b = append(b, r.Method...)
+	b = append(b, ' ')
+	b = append(b, o.target...)
+	b = append(b, " HTTP/1.1\r\nHost: "...)
+	b = append(b, r.Host...)
+	b = append(b, "\r\n"...)
+	if ua := r.Header["User-Agent"]; len(ua) > 0 && ua[0] != "" {
+		b = appendField(b, "User-Agent", ua[:1])
+	}
+	for k, vv := range r.Header {
+		if !notForwarded[k] && !slices.Contains(o.dropped, k) {
+			b = appendField(b, k, vv)
+		}
+	}
+	if httpguts.HeaderValuesContainsToken(r.Header["Te"], "trailers") {
+		b = append(b, "Te: trailers\r\n"...)
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		// As Request.Write: many servers expect a length with these.
+		b = append(b, "Content-Length: 0\r\n"...)
+	}
+	for i, v := range o.fwd {
+		if v != "" {
+			b = appendField(b, forwardedFields[i], o.fwd[i:i+1])
+		}
+	}
+	return append(b, "\r\n"...)
 }
 
 // hopByHop are the fields of one connection, never forwarded (RFC 9110,

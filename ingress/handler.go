@@ -98,12 +98,9 @@ func (h *Handler) closeIdle() {
 	h.balancer.closeIdle(time.Now().Add(time.Hour))
 }
 
-// Listener returns the handler of one listener: overTLS tells requests
-// that came over TLS, port is the listener's own (X-Forwarded-Port).
-func (h *Handler) Listener(overTLS bool, port int) http.Handler {
-	return &listenerHandler{Handler: h, overTLS: overTLS, port: strconv.Itoa(port)}
-}
-
+// listenerHandler is the Handler of one listener: overTLS tells
+// requests that came over TLS, port is the listener's own
+// (X-Forwarded-Port).
 type listenerHandler struct {
 	*Handler
 	overTLS bool
@@ -128,7 +125,12 @@ type requestKey struct{}
 func (l *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	host := hostname(r.Host)
-	m := l.routes().Route(host, r.URL.Path, l.overTLS)
+	l.serveMatch(w, r, host, l.routes().Route(host, r.URL.Path, l.overTLS), start)
+}
+
+// serveMatch answers r, for host, which arrived at start and was routed
+// to m.
+func (l *listenerHandler) serveMatch(w http.ResponseWriter, r *http.Request, host string, m route.Match, start time.Time) {
 	req := &request{id: r.Header.Get("X-Request-ID"), port: l.port, overTLS: l.overTLS}
 	req.w.ResponseWriter = w
 	rw := &req.w
@@ -233,10 +235,30 @@ func rewrite(pr *httputil.ProxyRequest, trust bool) {
 	forwarded(pr.In, pr.Out.Header, req, trust)
 }
 
+// forwardedFields are the fields that tell the endpoint about the
+// client, in the order of forwardedValues.
+var forwardedFields = [...]string{"X-Forwarded-For", "X-Real-Ip", "X-Forwarded-Proto",
+	"X-Forwarded-Host", "X-Forwarded-Port", "X-Request-Id"}
+
 // forwarded sets the headers that tell the endpoint about the client in
 // out, the request to the endpoint, from in, the client's request, as
 // rewrite says.
 func forwarded(in *http.Request, out http.Header, req *request, trust bool) {
+	// One array holds every value: a header is set per request.
+	values := forwardedValues(in, req, trust)
+	vs := values[:]
+	for i, name := range forwardedFields {
+		if vs[i] == "" {
+			delete(out, name)
+		} else {
+			out[name] = vs[i : i+1 : i+1]
+		}
+	}
+}
+
+// forwardedValues are the values of forwardedFields for in; an empty one
+// is a field not sent.
+func forwardedValues(in *http.Request, req *request, trust bool) [len(forwardedFields)]string {
 	ip, _, err := net.SplitHostPort(in.RemoteAddr)
 	if err != nil {
 		ip = ""
@@ -256,17 +278,7 @@ func forwarded(in *http.Request, out http.Header, req *request, trust bool) {
 		host = firstOr(in.Header.Get("X-Forwarded-Host"), host)
 		port = firstOr(in.Header.Get("X-Forwarded-Port"), port)
 	}
-	// One array holds every value: a header is set per request.
-	values := [...]string{xff, realIP, proto, host, port, req.id}
-	vs := values[:]
-	for i, name := range [...]string{"X-Forwarded-For", "X-Real-Ip", "X-Forwarded-Proto",
-		"X-Forwarded-Host", "X-Forwarded-Port", "X-Request-Id"} {
-		if vs[i] == "" {
-			delete(out, name)
-		} else {
-			out[name] = vs[i : i+1 : i+1]
-		}
-	}
+	return [...]string{xff, realIP, proto, host, port, req.id}
 }
 
 // firstOr returns v, or def when v is empty.

@@ -38,6 +38,16 @@ type testBed struct {
 	https   string // address of the TLS listener
 	// accessLog has the access log's lines, under the log's lock.
 	accessLog strings.Builder
+	servers   *Servers
+}
+
+// handedOff is how many connections the loop gave to net/http's servers.
+func (tb *testBed) handedOff() int64 {
+	var n int64
+	for _, l := range tb.servers.listeners {
+		n += l.handedOff.Load()
+	}
+	return n
 }
 
 func newTestBed(t testing.TB, o Options) *testBed {
@@ -53,6 +63,7 @@ func newTestBed(t testing.TB, o Options) *testBed {
 		t.Fatal(err)
 	}
 	s := &Servers{}
+	tb.servers = s
 	for _, overTLS := range []bool{false, true} {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {

@@ -48,9 +48,11 @@ func (e *BindError) Unwrap() error { return e.Err }
 const shutdownGrace = 5 * time.Second
 
 // Servers are the plain-HTTP and TLS servers of the handler, bound.
+// Connections are served by Portal's own HTTP/1.1 loop (h1Conn) and
+// handed to each listener's net/http server for what the loop does not
+// serve.
 type Servers struct {
-	listeners []net.Listener
-	servers   []*http.Server
+	listeners []*servedListener
 	// grace is shutdownGrace, shorter in tests.
 	grace time.Duration
 
@@ -59,10 +61,28 @@ type Servers struct {
 	// know them once hijacked.
 	base       context.Context
 	cancelBase context.CancelFunc
-	// handlers counts the handlers running, so that Serve returns only
-	// after the last. Not a WaitGroup: a request may still begin on an
-	// HTTP/2 connection while Serve waits.
+	// handlers counts the handlers running and the loop's connections,
+	// so that Serve returns only after the last. Not a WaitGroup: a
+	// request may still begin on an HTTP/2 connection while Serve waits.
 	handlers running
+
+	// closing is set once the servers are told to stop.
+	closing atomic.Bool
+	mu      sync.Mutex
+	// conns are the loop's connections, by the connection accepted.
+	conns map[*h1Conn]struct{}
+}
+
+// servedListener is one bound port: its listener, the handler of its
+// requests, and the net/http server of the connections handed over.
+type servedListener struct {
+	ln      net.Listener
+	tlsConf *tls.Config // nil for plain HTTP
+	handler *listenerHandler
+	srv     *http.Server
+	handoff *handOffListener
+	// handedOff counts the connections given to srv.
+	handedOff atomic.Int64
 }
 
 // Listen binds --http-port and --https-port (a zero port is not served)
@@ -110,7 +130,7 @@ func (s *Servers) add(ln net.Listener, h *Handler, tlsConf *tls.Config) {
 	if s.base == nil {
 		s.base, s.cancelBase = context.WithCancel(context.Background())
 	}
-	handler := h.Listener(tlsConf != nil, ln.Addr().(*net.TCPAddr).Port)
+	handler := &listenerHandler{Handler: h, overTLS: tlsConf != nil, port: strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)}
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s.handlers.add(1)
@@ -133,40 +153,45 @@ func (s *Servers) add(ln net.Listener, h *Handler, tlsConf *tls.Config) {
 	if tlsConf != nil {
 		srv.TLSConfig = tlsConf
 		srv.Protocols.SetHTTP2(true)
-		ln = tls.NewListener(ln, tlsConf)
 	} else {
 		// gRPC clients without TLS speak HTTP/2 from the first byte.
 		srv.Protocols.SetUnencryptedHTTP2(true)
 	}
-	s.listeners = append(s.listeners, ln)
-	s.servers = append(s.servers, srv)
+	s.listeners = append(s.listeners, &servedListener{ln: ln, tlsConf: tlsConf, handler: handler,
+		srv: srv, handoff: newHandOffListener(ln.Addr())})
 }
 
 // Addrs are the bound addresses, HTTP first.
 func (s *Servers) Addrs() []string {
 	var a []string
 	for _, l := range s.listeners {
-		a = append(a, l.Addr().String())
+		a = append(a, l.ln.Addr().String())
 	}
 	return a
 }
 
 func (s *Servers) close() {
 	for _, l := range s.listeners {
-		l.Close()
+		l.ln.Close()
 	}
 }
 
 // Serve serves until ctx ends, then lets requests in flight finish for a
 // few seconds before closing what is left.
 func (s *Servers) Serve(ctx context.Context) error {
-	errs := make(chan error, len(s.servers))
+	errs := make(chan error, 2*len(s.listeners))
 	var wg sync.WaitGroup
-	for i, srv := range s.servers {
-		wg.Add(1)
+	for _, l := range s.listeners {
+		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			if err := srv.Serve(s.listeners[i]); !errors.Is(err, http.ErrServerClosed) {
+			if err := l.srv.Serve(l.handoff); !errors.Is(err, http.ErrServerClosed) {
+				errs <- err
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			if err := s.accept(l); err != nil {
 				errs <- err
 			}
 		}()
@@ -194,10 +219,14 @@ func (s *Servers) shutdown(ctx context.Context) {
 	}
 	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
 	defer cancel()
-	for _, srv := range s.servers {
-		if srv.Shutdown(shutdown) != nil {
-			srv.Close()
+	s.closing.Store(true)
+	s.close()
+	s.eachConn(func(c *h1Conn) { c.raw.SetReadDeadline(aLongTimeAgo) })
+	for _, l := range s.listeners {
+		if l.srv.Shutdown(shutdown) != nil {
+			l.srv.Close()
 		}
+		l.handoff.Close()
 	}
 	select {
 	case <-s.handlers.none():
@@ -206,6 +235,7 @@ func (s *Servers) shutdown(ctx context.Context) {
 	if s.cancelBase != nil {
 		s.cancelBase()
 	}
+	s.eachConn(func(c *h1Conn) { c.raw.Close() })
 	<-s.handlers.none()
 }
 
@@ -266,8 +296,14 @@ func probe(r *http.Request) {
 		return
 	}
 	conn := c.conn
-	if tc, ok := conn.(*tls.Conn); ok {
-		conn = tc.NetConn()
+	// Under TLS, and under the replay of a connection the loop handed
+	// over.
+	for {
+		u, ok := conn.(interface{ NetConn() net.Conn })
+		if !ok {
+			break
+		}
+		conn = u.NetConn()
 	}
 	if tcp, ok := conn.(*net.TCPConn); ok {
 		tcp.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true})

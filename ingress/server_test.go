@@ -1,9 +1,12 @@
 package ingress
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"io"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"testing"
@@ -63,5 +66,43 @@ func TestUpgradedConnectionEndsWithServe(t *testing.T) {
 	raw.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if err := websocket.Message.Receive(c, &got); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Errorf("after Serve returned, the WebSocket read got %q (%v), want the connection closed", got, err)
+	}
+}
+
+// An idle keep-alive connection does not hold the servers after they are
+// told to stop: it is closed at once, not after the grace.
+func TestIdleConnectionEndsWithServe(t *testing.T) {
+	routes := &fakeRoutes{hosts: map[string]route.Match{}}
+	h := NewHandler(func() Routes { return routes }, DefaultOptions(), NewMetrics())
+	tb := &testBed{routes: routes}
+	tb.backend("foo.com", route.Match{}, addr(echo(t, "foo")))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Servers{grace: time.Hour}
+	s.add(ln, h, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() { s.Serve(ctx); close(served) }()
+
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: foo.com\r\n\r\n")
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	cancel()
+	<-served
+	// A guard against hanging, not a measure.
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if n, err := br.Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("after Serve returned, the client read %d bytes (%v), want the connection closed", n, err)
 	}
 }

@@ -9,7 +9,8 @@
 #      before/after comparison in one run), PROFILE=F (a CPU profile of Portal under the
 #      keep-alive load: Go's, from `portal ingress --profiling`, to F; perf's when F ends in
 #      .perf), SYSCALLS=1 (system calls and context switches per request of
-#      each proxy, from perf stat), SCALE_ARGS (flags of bench-ingress scale), KEEP=1.
+#      each proxy, from perf stat), LOADS (of "keepalive close tls-close 1MiB", all by default),
+#      SCALE_ARGS (flags of bench-ingress scale), KEEP=1.
 #
 # Layout (the anchors' own, as bench/proxy/userspace.sh): a network namespace with only lo;
 # the backend nginx (1 worker, static files) on core 1 with the client (wrk, the latency
@@ -149,6 +150,9 @@ load() {
         rps*size/1e6, us, 100*cpu/hz/(w/1000), cores, (err ? " [" err "]" : ""), (non2 ? " non2xx=" non2 : "") }' "$f"
 }
 
+# loads LOAD: whether LOADS (all four by default) has LOAD.
+loads() { [[ " ${LOADS:-keepalive close tls-close 1MiB} " == *" $1 "* ]]; }
+
 # bench_proxy NAME CMD...: starts the proxy on the server core, runs the four loads, stops it.
 bench_proxy() {
   local name=$1; shift
@@ -158,11 +162,13 @@ bench_proxy() {
   if ! wait_served "$name"; then tail -20 "$LOGDIR/$name.log" >&2; stop_pid "$proxy_pid"; proxy_pid=; return 1; fi
   log "$name pid=$proxy_pid (threads $(ls /proc/$proxy_pid/task | wc -l))"
   if [ -n "${LAT_ONLY:-}" ]; then lat "$name" $http_port; stop_pid "$proxy_pid"; proxy_pid=; return 0; fi
-  run load "$name" "$proxy_pid" keepalive "http://127.0.0.1:$http_port/1k.bin" 64
-  if [ "$name" = portal ] && [ -n "${PROFILE:-}" ] && [ ! -s "$PROFILE" ] && [ ! -s "$PROFILE.perf" ]; then profile_portal; fi
-  run load "$name" "$proxy_pid" close "http://127.0.0.1:$http_port/1k.bin" 64 -H 'Connection: close'
-  run load "$name" "$proxy_pid" tls-close "https://127.0.0.1:$https_port/1k.bin" 64 -H 'Connection: close'
-  SIZE=1048576 run load "$name" "$proxy_pid" 1MiB "http://127.0.0.1:$http_port/1m.bin" 8
+  if loads keepalive; then
+    run load "$name" "$proxy_pid" keepalive "http://127.0.0.1:$http_port/1k.bin" 64
+    if [ "$name" = portal ] && [ -n "${PROFILE:-}" ] && [ ! -s "$PROFILE" ] && [ ! -s "$PROFILE.perf" ]; then profile_portal; fi
+  fi
+  if loads close; then run load "$name" "$proxy_pid" close "http://127.0.0.1:$http_port/1k.bin" 64 -H 'Connection: close'; fi
+  if loads tls-close; then run load "$name" "$proxy_pid" tls-close "https://127.0.0.1:$https_port/1k.bin" 64 -H 'Connection: close'; fi
+  if loads 1MiB; then SIZE=1048576 run load "$name" "$proxy_pid" 1MiB "http://127.0.0.1:$http_port/1m.bin" 8; fi
   echo "RESULT ingress $name rss_mib=$(proxy_rss "$proxy_pid")" | tee -a "$results"
   stop_pid "$proxy_pid"; proxy_pid=
 }

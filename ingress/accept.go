@@ -1,0 +1,123 @@
+package ingress
+
+import (
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"time"
+)
+
+// accept serves the connections of l on the loop until l is closed.
+// Failures to accept that may pass (out of file descriptors) are waited
+// out as net/http's server does, up to a second between tries.
+func (s *Servers) accept(l *servedListener) error {
+	var delay time.Duration
+	for {
+		conn, err := l.ln.Accept()
+		if err != nil {
+			if s.closing.Load() || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			var ne net.Error
+			if !errors.As(err, &ne) {
+				return err
+			}
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			time.Sleep(delay)
+			continue
+		}
+		delay = 0
+		go s.serveConn(l, conn)
+	}
+}
+
+// serveConn serves one accepted connection: over TLS, after its
+// handshake, which hands HTTP/2 to net/http's server at once.
+func (s *Servers) serveConn(l *servedListener, conn net.Conn) {
+	c := &h1Conn{s: s, l: l, conn: conn, raw: conn}
+	if !s.track(c) {
+		conn.Close()
+		return
+	}
+	defer s.untrack(c)
+	if l.tlsConf != nil {
+		tc := handshake(conn, l.tlsConf)
+		if tc == nil {
+			return
+		}
+		st := tc.ConnectionState()
+		if st.NegotiatedProtocol == "h2" {
+			l.handOff(tc)
+			return
+		}
+		c.conn, c.tlsState = tc, &st
+	}
+	c.serve()
+}
+
+// handshake runs the TLS handshake of conn, bounded as the request head
+// is, and returns the TLS connection, or nil after closing conn when the
+// handshake failed. A client that spoke plain HTTP is told so, as
+// net/http's server tells it.
+func handshake(conn net.Conn, conf *tls.Config) *tls.Conn {
+	tc := tls.Server(conn, conf)
+	conn.SetDeadline(time.Now().Add(readHeaderTimeout))
+	if err := tc.Handshake(); err != nil {
+		var re tls.RecordHeaderError
+		if errors.As(err, &re) && re.Conn != nil && looksLikeHTTP(re.RecordHeader) {
+			io.WriteString(re.Conn, "HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n")
+		}
+		conn.Close()
+		return nil
+	}
+	conn.SetDeadline(time.Time{})
+	return tc
+}
+
+// looksLikeHTTP says whether the first bytes of what should have been a
+// TLS record are a plain HTTP request's.
+func looksLikeHTTP(hdr [5]byte) bool {
+	switch string(hdr[:]) {
+	case "GET /", "HEAD ", "POST ", "PUT /", "OPTIO":
+		return true
+	}
+	return false
+}
+
+// track notes c as served by the loop, unless the servers are closing.
+func (s *Servers) track(c *h1Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing.Load() {
+		return false
+	}
+	if s.conns == nil {
+		s.conns = make(map[*h1Conn]struct{})
+	}
+	s.conns[c] = struct{}{}
+	s.handlers.add(1)
+	return true
+}
+
+func (s *Servers) untrack(c *h1Conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.conns, c)
+	s.handlers.add(-1)
+}
+
+// eachConn calls f for each connection on the loop.
+func (s *Servers) eachConn(f func(*h1Conn)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		f(c)
+	}
+}
+
+// handOff gives conn to the listener's net/http server.
+func (l *servedListener) handOff(conn net.Conn) {
+	l.handedOff.Add(1)
+	l.handoff.handOff(conn)
+}

@@ -1,0 +1,348 @@
+package ingress
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"golang.org/x/net/http/httpguts"
+	"k8s.io/klog/v2"
+
+	"portal.dev/portal/ingress/route"
+)
+
+// Portal's HTTP/1.1 connection loop serves the requests that make most
+// of an Ingress's traffic, bodiless ones proxied to an HTTP/1.1 endpoint
+// and the answers the controller gives itself (404, 503, redirects),
+// without net/http's server, which spends per request a context, a
+// response with its writers, two or three deadline changes, a goroutine
+// watching the client that is stopped through a deadline, and a sort of
+// the response's header keys: for a small request, more than the
+// proxying. The loop reads a request head into the connection's buffer,
+// parses it with http.ReadRequest and hands it to the same handler, with
+// a response writer of its own (h1Response); its watch on the client is
+// the read of the next request, started early.
+//
+// Everything else is handed to net/http's server with the bytes read so
+// far replayed, and the connection stays there: requests with a body or
+// Expect, upgrades, CONNECT, HTTP/1.0 and HTTP/2 (h2c, and ALPN h2 over
+// TLS, handed over before any byte is read), h2c endpoints, heads too
+// large for the buffer, and anything the server would refuse (a head
+// that does not parse, a missing or malformed Host, invalid fields), so
+// that its answers are net/http's.
+
+// headBufferSize is the connection's read buffer; a request head that
+// does not fit is handed to net/http's server, which reads heads up to
+// maxHeaderBytes.
+const headBufferSize = 4 << 10
+
+// errHandOff says the connection was handed to net/http's server.
+var errHandOff = errors.New("connection handed to net/http's server")
+
+// h1Conn is one client connection on the loop.
+type h1Conn struct {
+	s      *Servers
+	l      *servedListener
+	conn   net.Conn // raw, or a *tls.Conn over it after its handshake
+	raw    net.Conn // the connection accepted
+	remote string
+	br     *bufio.Reader
+	bw     *bufio.Writer
+	// ctx is every request's context; it ends when the client goes
+	// away during a request, and with the servers' base context.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// head is a copy of the request head being served, replayed to
+	// net/http's server on a hand-off.
+	head []byte
+	resp h1Response
+	// tlsState is the connection's when it is over TLS, for the
+	// requests' TLS.
+	tlsState *tls.ConnectionState
+	// served says a request was read before.
+	served bool
+
+	// The watch on the client during a request: a read for the next
+	// request, into br, which notices a client that went away.
+	watching bool
+	watched  chan struct{}
+	watchErr error
+}
+
+// serve runs the loop until the client or the server ends the
+// connection, or hands it to net/http's server.
+func (c *h1Conn) serve() {
+	c.br = readers.Get().(*bufio.Reader)
+	c.br.Reset(c.conn)
+	c.bw = writers.Get().(*bufio.Writer)
+	c.bw.Reset(c.conn)
+	defer c.release()
+	c.resp.bw = c.bw
+	c.ctx, c.cancel = context.WithCancel(c.s.base)
+	defer c.cancel()
+	c.watched = make(chan struct{}, 1)
+	c.remote = c.conn.RemoteAddr().String()
+	for {
+		keep, err := c.next()
+		switch {
+		case errors.Is(err, errHandOff):
+			c.handOff()
+			return
+		case err != nil || !keep:
+			c.close()
+			return
+		}
+	}
+}
+
+// next reads and answers one request, and says whether the connection
+// may carry another. A request the loop does not serve is errHandOff.
+func (c *h1Conn) next() (bool, error) {
+	r, err := c.readRequest()
+	if err != nil {
+		return false, err
+	}
+	start := time.Now()
+	l := c.l.handler
+	host := hostname(r.Host)
+	m := l.routes().Route(host, r.URL.Path, l.overTLS)
+	if m.Backend != nil && m.Backend.Protocol == route.H2C {
+		// An h2c endpoint takes http.Transport's path, which needs the
+		// server's flushing and trailers.
+		return false, errHandOff
+	}
+	c.resp.reset(r, r.Close || c.s.closing.Load())
+	c.watch()
+	if !c.handle(r, host, m, start) {
+		return false, nil
+	}
+	return c.resp.finish(), nil
+}
+
+// readRequest waits for the next request head and parses it. A request
+// the loop does not serve is errHandOff; a connection closed or idle too
+// long is another error.
+func (c *h1Conn) readRequest() (*http.Request, error) {
+	c.head = c.head[:0]
+	// A new connection's first request has the head's time from the
+	// start, as with net/http's server: a client that connects and says
+	// nothing is not an idle keep-alive one.
+	wait := readHeaderTimeout
+	if c.served {
+		wait = idleTimeout
+	}
+	c.served = true
+	if !c.setReadDeadline(time.Now().Add(wait)) {
+		return nil, errServerClosing
+	}
+	end, err := c.readHead()
+	if err != nil {
+		return nil, err
+	}
+	c.head = append(c.head, peekBuffered(c.br)[:end]...)
+	before := c.br.Buffered()
+	r, err := http.ReadRequest(c.br)
+	if err != nil {
+		// The parser stopped within the head: what it left of it is
+		// in head, to replay.
+		c.br.Discard(end - (before - c.br.Buffered()))
+		return nil, errHandOff
+	}
+	if !c.serves(r) {
+		return nil, errHandOff
+	}
+	r.RemoteAddr = c.remote
+	r.TLS = c.tlsState
+	return r.WithContext(c.ctx), nil
+}
+
+// errServerClosing ends a connection between requests at shutdown.
+var errServerClosing = errors.New("server closing")
+
+// readHead waits until a whole request head is buffered, and returns its
+// length. The first bytes may wait as long as the caller set, the rest
+// of the head readHeaderTimeout. A head that does not fit the
+// buffer is errHandOff.
+func (c *h1Conn) readHead() (int, error) {
+	timed := false
+	for {
+		if _, err := c.peek(); err != nil {
+			return 0, err
+		}
+		buf := peekBuffered(c.br)
+		if end := headEnd(buf); end > 0 {
+			return end, nil
+		}
+		if len(buf) == headBufferSize || len(buf) >= 4 && string(buf[:4]) == "PRI " {
+			// A long head, or HTTP/2's preface (which never ends as an
+			// HTTP/1.1 head does) on the plain listener.
+			return 0, errHandOff
+		}
+		if !timed {
+			timed = true
+			c.conn.SetReadDeadline(time.Now().Add(readHeaderTimeout))
+		}
+		// Wait for more: Peek asks for one more byte than buffered.
+		if _, err := c.br.Peek(len(buf) + 1); err != nil && c.br.Buffered() == len(buf) {
+			return 0, err
+		}
+	}
+}
+
+// peek waits for at least one byte in br: the watch's read, when one ran,
+// or a read now.
+func (c *h1Conn) peek() (int, error) {
+	if c.watching {
+		<-c.watched
+		c.watching = false
+		if err := c.watchErr; err != nil && c.br.Buffered() == 0 {
+			c.watchErr = nil
+			return 0, err
+		}
+	}
+	if n := c.br.Buffered(); n > 0 {
+		return n, nil
+	}
+	_, err := c.br.Peek(1)
+	return c.br.Buffered(), err
+}
+
+// headEnd is the length of the request head at the start of buf, the
+// empty line included, or 0 when buf holds no whole head.
+func headEnd(buf []byte) int {
+	end := 0
+	if i := bytes.Index(buf, []byte("\n\r\n")); i >= 0 {
+		end = i + 3
+	}
+	// Bare line feeds end lines too, as net/textproto reads them.
+	if i := bytes.Index(buf, []byte("\n\n")); i >= 0 && (end == 0 || i+2 < end) {
+		end = i + 2
+	}
+	return end
+}
+
+// peekBuffered is what br holds, without reading.
+func peekBuffered(br *bufio.Reader) []byte {
+	b, _ := br.Peek(br.Buffered())
+	return b
+}
+
+// serves says whether the loop serves r itself: a bodiless HTTP/1.1
+// request the server would take, with nothing to switch protocols or
+// wait for.
+func (c *h1Conn) serves(r *http.Request) bool {
+	if r.ProtoMajor != 1 || r.ProtoMinor != 1 || r.Body != http.NoBody ||
+		r.Method == http.MethodConnect || r.RequestURI == "*" {
+		return false
+	}
+	if len(r.Header["Upgrade"]) > 0 || len(r.Header["Expect"]) > 0 {
+		return false
+	}
+	// What net/http's server refuses, it answers itself. ReadRequest
+	// took the Host field out of the header: a request without one has
+	// no Host, unless its target is absolute (rare; handed over too).
+	if r.Host == "" || r.URL.Host != "" || !httpguts.ValidHostHeader(r.Host) {
+		return false
+	}
+	for k, vv := range r.Header {
+		if !httpguts.ValidHeaderFieldName(k) {
+			return false
+		}
+		for _, v := range vv {
+			if !httpguts.ValidHeaderFieldValue(v) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// handle runs the handler; a panic ends the connection without more of
+// the response, as net/http's server does.
+func (c *h1Conn) handle(r *http.Request, host string, m route.Match, start time.Time) (ok bool) {
+	defer func() {
+		if err := recover(); err != nil {
+			if err != http.ErrAbortHandler {
+				klog.ErrorS(nil, "Ingress handler panicked", "panic", err, "remote", c.remote)
+			}
+			ok = false
+		}
+	}()
+	c.l.handler.serveMatch(&c.resp, r, host, m, start)
+	return true
+}
+
+// watch starts a read of the connection for the time of the request, so
+// that a client that goes away ends the request's context, as net/http's
+// server does. It reads into br what comes next: the next request of a
+// client that does not wait for the answer (pipelining), which is then
+// no longer watched.
+func (c *h1Conn) watch() {
+	if c.br.Buffered() > 0 {
+		return
+	}
+	c.conn.SetReadDeadline(time.Time{})
+	c.watching = true
+	go func() {
+		_, err := c.br.Peek(1)
+		if err != nil && !isTimeout(err) {
+			c.cancel()
+		}
+		c.watchErr = err
+		c.watched <- struct{}{}
+	}()
+}
+
+// setReadDeadline sets the deadline of the next read of the client,
+// unless the servers are closing; Servers.shutdown sets a past one on
+// every connection after closing.
+func (c *h1Conn) setReadDeadline(t time.Time) bool {
+	c.conn.SetReadDeadline(t)
+	return !c.s.closing.Load()
+}
+
+// handOff gives the connection, with what was read of it, to net/http's
+// server.
+func (c *h1Conn) handOff() {
+	replay := append(c.head, peekBuffered(c.br)...)
+	c.conn.SetReadDeadline(time.Time{})
+	c.l.handOff(&replayConn{Conn: c.conn, replay: replay})
+}
+
+// close ends the connection, once the watch's read has returned.
+func (c *h1Conn) close() {
+	c.conn.Close()
+	if c.watching {
+		<-c.watched
+		c.watching = false
+	}
+}
+
+// The connections' buffers, kept between connections: a client that
+// connects for each request would otherwise make 8 KiB of garbage each
+// time.
+var (
+	readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, headBufferSize) }}
+	writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, headBufferSize) }}
+)
+
+// release returns the buffers once the connection is closed or handed
+// over, with nothing left in them that is still needed.
+func (c *h1Conn) release() {
+	c.br.Reset(nil)
+	readers.Put(c.br)
+	c.bw.Reset(nil)
+	writers.Put(c.bw)
+	c.br, c.bw, c.resp.bw = nil, nil, nil
+}
+
+func isTimeout(err error) bool {
+	return errors.Is(err, os.ErrDeadlineExceeded)
+}

@@ -1,0 +1,348 @@
+package ingress
+
+import (
+	"bufio"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// chunkAfter is how much of a body of unannounced length is held back
+// before the response goes out chunked; a body that ends within it goes
+// out with its Content-Length, as net/http's server does.
+const chunkAfter = 2 << 10
+
+// h1Response is the http.ResponseWriter of a request served on the
+// connection loop (h1Conn). It writes HTTP/1.1 as net/http's server
+// does for the answers the loop gives: the head once the status is set
+// and its length known (the handler's Content-Length, or the whole body
+// when it ends within chunkAfter), else chunked; no body for HEAD, 1xx,
+// 204 and 304; a Date and a sniffed Content-Type when the handler set
+// none; trailers after a chunked body; 1xx heads written at once.
+// It is reused for each request of its connection.
+type h1Response struct {
+	bw  *bufio.Writer
+	req *http.Request
+	h   http.Header
+	// closing says the connection ends after this response: the client
+	// or the server asked for it.
+	closing bool
+
+	code       int   // the final status, 0 until set
+	length     int64 // the announced Content-Length, -1 for none
+	written    int64 // body bytes accepted
+	headSent   bool
+	chunked    bool
+	noBody     bool
+	pending    []byte // body held back until its length is known
+	writeErr   error  // the first write to the client that failed
+	scratch    []byte
+	trailerSet bool // the head announced trailers
+}
+
+// reset readies w for the request r.
+func (w *h1Response) reset(r *http.Request, closing bool) {
+	if w.h == nil {
+		w.h = make(http.Header)
+	} else {
+		clear(w.h)
+	}
+	*w = h1Response{bw: w.bw, req: r, h: w.h, closing: closing, length: -1,
+		pending: w.pending[:0], scratch: w.scratch[:0]}
+}
+
+// Header is the response's header, sent with the first write.
+func (w *h1Response) Header() http.Header { return w.h }
+
+// WriteHeader sets the status; a 1xx head is written and flushed at
+// once, as net/http's server does.
+func (w *h1Response) WriteHeader(code int) {
+	if w.code != 0 {
+		return
+	}
+	if code >= 100 && code <= 199 && code != http.StatusSwitchingProtocols {
+		w.writeInformational(code)
+		return
+	}
+	w.code = code
+	w.noBody = w.req.Method == http.MethodHead || code == http.StatusNoContent ||
+		code == http.StatusNotModified || code < 200
+	if cl := w.h["Content-Length"]; len(cl) > 0 && cl[0] != "" {
+		if v, err := strconv.ParseInt(cl[0], 10, 64); err == nil && v >= 0 {
+			w.length = v
+		} else {
+			delete(w.h, "Content-Length")
+		}
+	}
+}
+
+func (w *h1Response) writeInformational(code int) {
+	b := appendStatusLine(w.scratch[:0], code)
+	b = appendHeader(b, w.h, noBodyHeaders)
+	b = append(b, "\r\n"...)
+	w.scratch = b
+	w.write(b)
+	w.flush()
+}
+
+// Write sends p as part of the body.
+func (w *h1Response) Write(p []byte) (int, error) {
+	if w.code == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.writeErr != nil {
+		return 0, w.writeErr
+	}
+	if w.noBody {
+		if w.req.Method == http.MethodHead {
+			// Counted for the Content-Length of the answer to HEAD.
+			w.written += int64(len(p))
+			return len(p), nil
+		}
+		return 0, http.ErrBodyNotAllowed
+	}
+	if w.length >= 0 && w.written+int64(len(p)) > w.length {
+		return 0, http.ErrContentLength
+	}
+	w.written += int64(len(p))
+	switch {
+	case w.headSent:
+	case w.length >= 0:
+		w.sendHead(p)
+	case len(w.pending)+len(p) <= chunkAfter:
+		w.pending = append(w.pending, p...)
+		return len(p), nil
+	default:
+		w.startChunked()
+	}
+	w.writeBody(p)
+	return len(p), w.writeErr
+}
+
+// Flush sends what is held back, the head first; a body of unknown
+// length is chunked from then on.
+func (w *h1Response) Flush() { w.FlushError() }
+
+// FlushError is Flush, telling of a failed write.
+func (w *h1Response) FlushError() error {
+	if w.code == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	if !w.headSent {
+		if w.length < 0 && !w.noBody {
+			w.startChunked()
+		} else {
+			w.sendHead(w.pending)
+			w.writeBody(w.pending)
+			w.pending = w.pending[:0]
+		}
+	}
+	w.flush()
+	return w.writeErr
+}
+
+// startChunked sends the head of a chunked body and the part held back.
+func (w *h1Response) startChunked() {
+	w.chunked = true
+	w.sendHead(w.pending)
+	if len(w.pending) > 0 {
+		w.writeBody(w.pending)
+		w.pending = w.pending[:0]
+	}
+}
+
+// finish ends the response once the handler returned, and says whether
+// the connection may carry another request.
+func (w *h1Response) finish() bool {
+	if w.code == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	if !w.headSent {
+		// A body that ended held back gets its length, as net/http's
+		// server gives it; for HEAD, the length of what the handler
+		// wrote, unless it wrote nothing.
+		n := int64(len(w.pending))
+		if w.req.Method == http.MethodHead {
+			n = w.written
+		}
+		if w.length < 0 && w.bodyAllowed() && !w.hasTrailers() && (w.req.Method != http.MethodHead || n > 0) {
+			w.length = n
+			w.h["Content-Length"] = []string{strconv.FormatInt(n, 10)}
+		}
+		if w.length < 0 && !w.noBody {
+			w.startChunked()
+		} else {
+			w.sendHead(w.pending)
+			w.writeBody(w.pending)
+		}
+	}
+	if w.chunked {
+		w.writeTrailers()
+	}
+	w.flush()
+	// A body shorter than announced leaves the client waiting for the
+	// rest: only closing the connection tells it.
+	short := !w.noBody && w.length >= 0 && w.written != w.length
+	return w.writeErr == nil && !w.closing && !short
+}
+
+// bodyAllowed says whether the status allows a body.
+func (w *h1Response) bodyAllowed() bool {
+	return w.code >= 200 && w.code != http.StatusNoContent && w.code != http.StatusNotModified
+}
+
+// hasTrailers says whether the handler announced or set trailers.
+func (w *h1Response) hasTrailers() bool {
+	if len(w.h["Trailer"]) > 0 {
+		return true
+	}
+	for k := range w.h {
+		if strings.HasPrefix(k, http.TrailerPrefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// sendHead writes the status line and header; first is the body's start,
+// for a Content-Type sniffed when the handler set none.
+func (w *h1Response) sendHead(first []byte) {
+	w.headSent = true
+	h := w.h
+	if v := h["Connection"]; len(v) > 0 && strings.EqualFold(v[0], "close") {
+		w.closing = true
+	}
+	skip := noHeaders
+	switch {
+	case w.code == http.StatusNotModified:
+		skip = notModifiedHeaders
+	case w.code == http.StatusNoContent || w.code < 200:
+		skip = noBodyHeaders
+	}
+	b := appendStatusLine(w.scratch[:0], w.code)
+	b = appendHeader(b, h, skip)
+	if _, ok := h["Date"]; !ok {
+		b = append(b, "Date: "...)
+		b = time.Now().UTC().AppendFormat(b, http.TimeFormat)
+		b = append(b, "\r\n"...)
+	}
+	if _, ok := h["Content-Type"]; !ok && !w.noBody && len(first) > 0 && h.Get("Content-Encoding") == "" {
+		b = append(b, "Content-Type: "...)
+		b = append(b, http.DetectContentType(first)...)
+		b = append(b, "\r\n"...)
+	}
+	if w.chunked {
+		b = append(b, "Transfer-Encoding: chunked\r\n"...)
+	}
+	if w.closing {
+		if _, ok := h["Connection"]; !ok {
+			b = append(b, "Connection: close\r\n"...)
+		}
+	}
+	b = append(b, "\r\n"...)
+	w.scratch = b
+	w.write(b)
+}
+
+// writeBody writes p, as a chunk when the body is chunked.
+func (w *h1Response) writeBody(p []byte) {
+	if len(p) == 0 || w.noBody {
+		return
+	}
+	if !w.chunked {
+		w.write(p)
+		return
+	}
+	b := strconv.AppendInt(w.scratch[:0], int64(len(p)), 16)
+	b = append(b, "\r\n"...)
+	w.scratch = b
+	w.write(b)
+	w.write(p)
+	w.write(crlf)
+}
+
+var crlf = []byte("\r\n")
+
+// writeTrailers ends a chunked body with the trailers the handler set:
+// those the head announced, and those named with http.TrailerPrefix.
+func (w *h1Response) writeTrailers() {
+	b := append(w.scratch[:0], "0\r\n"...)
+	for _, v := range w.h["Trailer"] {
+		for name := range strings.SplitSeq(v, ",") {
+			name = http.CanonicalHeaderKey(strings.TrimSpace(name))
+			b = appendField(b, name, w.h[name])
+		}
+	}
+	for k, vv := range w.h {
+		if name, ok := strings.CutPrefix(k, http.TrailerPrefix); ok {
+			b = appendField(b, http.CanonicalHeaderKey(name), vv)
+		}
+	}
+	b = append(b, "\r\n"...)
+	w.scratch = b
+	w.write(b)
+}
+
+func (w *h1Response) write(p []byte) {
+	if w.writeErr == nil {
+		_, w.writeErr = w.bw.Write(p)
+	}
+}
+
+func (w *h1Response) flush() {
+	if w.writeErr == nil {
+		w.writeErr = w.bw.Flush()
+	}
+}
+
+// The fields not sent with a status: those of a body and of the
+// connection's framing, which the response writes itself.
+var (
+	noHeaders          = map[string]bool{"Transfer-Encoding": true}
+	noBodyHeaders      = map[string]bool{"Content-Length": true, "Transfer-Encoding": true}
+	notModifiedHeaders = map[string]bool{"Content-Type": true, "Content-Length": true, "Transfer-Encoding": true}
+)
+
+func appendStatusLine(b []byte, code int) []byte {
+	b = append(b, "HTTP/1.1 "...)
+	b = strconv.AppendInt(b, int64(code), 10)
+	b = append(b, ' ')
+	if text := http.StatusText(code); text != "" {
+		return append(append(b, text...), "\r\n"...)
+	}
+	b = append(b, "status code "...)
+	b = strconv.AppendInt(b, int64(code), 10)
+	return append(b, "\r\n"...)
+}
+
+// appendHeader appends the fields of h but those in skip, the trailers
+// and the announced trailer fields' own values.
+func appendHeader(b []byte, h http.Header, skip map[string]bool) []byte {
+	for k, vv := range h {
+		if skip[k] || strings.HasPrefix(k, http.TrailerPrefix) {
+			continue
+		}
+		b = appendField(b, k, vv)
+	}
+	return b
+}
+
+// appendField appends name's values as lines, each line break in a
+// value made a space, as net/http writes them, so that no value can end
+// the head.
+func appendField(b []byte, name string, values []string) []byte {
+	for _, v := range values {
+		b = append(b, name...)
+		b = append(b, ": "...)
+		start := len(b)
+		b = append(b, strings.TrimSpace(v)...)
+		for i := start; i < len(b); i++ {
+			if b[i] == '\r' || b[i] == '\n' {
+				b[i] = ' '
+			}
+		}
+		b = append(b, "\r\n"...)
+	}
+	return b
+}
