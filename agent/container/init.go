@@ -56,10 +56,7 @@ func InitMain(args []string) error {
 			hostname, err = next()
 		case "--cgroup":
 			if v, err = next(); err == nil {
-				// "0" is the writer itself.
-				if err = os.WriteFile(v, []byte("0"), 0o644); err != nil {
-					err = fmt.Errorf("join cgroup: %w", err)
-				}
+				err = joinCgroup(v)
 			}
 		case "--uid":
 			if v, err = next(); err == nil {
@@ -124,6 +121,15 @@ func InitMain(args []string) error {
 	}
 	err := syscall.Exec(argv[0], argv[1:], os.Environ())
 	return fmt.Errorf("exec %s: %w", argv[0], err)
+}
+
+// joinCgroup moves the helper into the cgroup whose cgroup.procs file is
+// procs ("0" is the writer itself).
+func joinCgroup(procs string) error {
+	if err := os.WriteFile(procs, []byte("0"), 0o644); err != nil {
+		return fmt.Errorf("join cgroup: %w", err)
+	}
+	return nil
 }
 
 // holdNamespaces keeps the sandbox's namespaces alive: as `sleep infinity`
