@@ -22,9 +22,12 @@ func (a *Agent) detectCgroups(ctx context.Context) {
 	if _, ok := a.runtime.(processRuntime); !ok {
 		return // a test's runtime starts no real process
 	}
+	if a.opts.CgroupRoot == "" {
+		return
+	}
 	self, err := os.ReadFile("/proc/self/cgroup")
 	if err == nil {
-		a.cgroups, err = cgroup.Detect("/sys/fs/cgroup", string(self))
+		a.cgroups, err = cgroup.Detect(a.opts.CgroupRoot, string(self))
 	}
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "No cgroups: pod limits are not enforced and pods are not measured")
