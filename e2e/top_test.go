@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -48,7 +49,7 @@ func testMemoryCgroup(t *testing.T) string {
 }
 
 // topRows runs kubectl top with args and returns its rows by first
-// column (or, with --containers, "pod/container"): the remaining columns.
+// column (the remaining columns) and its output.
 func (ab *agentBed) topRows(args ...string) (map[string][]string, string) {
 	out, errOut, code := ab.kubectlRun("", append([]string{"top"}, args...)...)
 	rows := map[string][]string{}
@@ -60,13 +61,30 @@ func (ab *agentBed) topRows(args ...string) (map[string][]string, string) {
 		if i == 0 || len(f) < 2 {
 			continue // the header
 		}
-		key := f[0]
-		if strings.Contains(strings.Join(args, " "), "--containers") {
-			key, f = f[0]+"/"+f[1], f[1:]
-		}
-		rows[key] = f[1:]
+		rows[f[0]] = f[1:]
 	}
 	return rows, out
+}
+
+// busyCPU returns a reader of the busy pod's CPU time in nanoseconds,
+// from its container's cgroup as the test sees it.
+func (ab *agentBed) busyCPU(t *testing.T) func() uint64 {
+	self, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := cgroup.Detect("/sys/fs/cgroup", string(self))
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid := string(ab.get("busy").UID)
+	return func() uint64 {
+		s, err := m.ContainerStats(uid, "main")
+		if err != nil {
+			t.Fatalf("busy's cgroup: %v", err)
+		}
+		return s.CPUNanos
+	}
 }
 
 // milliCores parses kubectl top's CPU column ("987m", "1").
@@ -160,22 +178,34 @@ func TestTop(t *testing.T) {
 	})
 
 	t.Run("kubectl top pod", func(t *testing.T) {
+		// What the kernel gives the busy pod over the same stretch: on a
+		// quiet machine about a core, on a loaded one what is left.
+		busyCPU := ab.busyCPU(t)
+		t1 := time.Now()
+		cpu1 := busyCPU()
 		var rows map[string][]string
 		var out string
-		eventuallyWithin(t, 90*time.Second, "busy, idle and capped in kubectl top pod", func() (bool, string) {
+		eventuallyWithin(t, 90*time.Second, "busy, idle and capped in kubectl top pod over a 15 s stretch", func() (bool, string) {
 			rows, out = ab.topRows("pod")
-			return len(rows["busy"]) == 2 && len(rows["idle"]) == 2 && len(rows["capped"]) == 2, out
+			present := len(rows["busy"]) == 2 && len(rows["idle"]) == 2 && len(rows["capped"]) == 2
+			return present && time.Since(t1) >= 15*time.Second, out
 		})
-		if got := milliCores(t, rows["busy"][0]); got < 500 {
-			t.Errorf("busy: got %dm, want about a core (> 500m):\n%s", got, out)
+		kernel := int64(float64(busyCPU()-cpu1) / float64(time.Since(t1).Nanoseconds()) * 1000)
+		busy, idle, capped := milliCores(t, rows["busy"][0]), milliCores(t, rows["idle"][0]), milliCores(t, rows["capped"][0])
+		t.Logf("busy %dm (its cgroup counted %dm over the stretch), idle %dm, capped at 200m %dm", busy, kernel, idle, capped)
+		if kernel >= 800 && busy <= 500 {
+			t.Errorf("busy: got %dm while the kernel gave it a core (%dm), want > 500m:\n%s", busy, kernel, out)
 		}
-		if got := milliCores(t, rows["idle"][0]); got >= 100 {
-			t.Errorf("idle: got %dm, want near zero (< 100m):\n%s", got, out)
+		if diff := busy - kernel; diff > kernel/2+50 || -diff > kernel/2+50 {
+			t.Errorf("busy: got %dm, want about the %dm its cgroup counted:\n%s", busy, kernel, out)
 		}
-		if got := milliCores(t, rows["capped"][0]); got > 300 {
-			t.Errorf("capped at 200m: got %dm:\n%s", got, out)
+		if idle >= 100 || busy < 5*idle+50 {
+			t.Errorf("idle: got %dm (busy %dm), want near zero (< 100m) and far below busy:\n%s", idle, busy, out)
 		}
-		if rows, out := ab.topRows("pod", "-A", "--containers"); len(rows["busy/main"]) != 2 {
+		if capped > 300 {
+			t.Errorf("capped at 200m: got %dm:\n%s", capped, out)
+		}
+		if _, out := ab.topRows("pod", "-A", "--containers"); !regexp.MustCompile(`(?m)^default\s+busy\s+main\s+\d+m?\s`).MatchString(out) {
 			t.Errorf("kubectl top pod -A --containers lacks busy's main:\n%s", out)
 		}
 		if rows, out := ab.topRows("pod", "-l", "app=idle"); len(rows) != 1 || rows["idle"] == nil {
