@@ -70,6 +70,17 @@ func (m *Manager) Container(uid, name string, l Limits) ([]string, error) {
 	return procs, nil
 }
 
+// Procs are the cgroup.procs files of container name's cgroup, which a
+// process joins to be counted and limited with it (kubectl exec's
+// commands, as a runtime's exec does).
+func (m *Manager) Procs(uid, name string) []string {
+	var procs []string
+	for _, d := range m.dirs(containerRel(uid, name)) {
+		procs = append(procs, filepath.Join(d, "cgroup.procs"))
+	}
+	return procs
+}
+
 // enableV2 makes the parent and pod cgroups and hands the cpu and memory
 // controllers down from the root to the container level.
 func (m *Manager) enableV2(pod string) error {

@@ -217,14 +217,23 @@ func Start(spec Spec) (*Process, error) {
 	if err := inNamespaces(spec.Namespaces, cmd.Start); err != nil {
 		return nil, err
 	}
-	p := track(cmd)
-	if spec.Init == "" {
-		for _, procs := range spec.Cgroups {
-			if err := os.WriteFile(procs, []byte(strconv.Itoa(p.Pid)), 0o644); err != nil {
-				p.Signal(syscall.SIGKILL)
-				<-p.Done()
-				return nil, fmt.Errorf("join cgroup: %w", err)
-			}
+	return joinAfterStart(track(cmd), spec)
+}
+
+// joinAfterStart moves a process started without the init helper into
+// spec's cgroups. What it forks before the move would stay outside; the
+// command started this way (nsenter, for kubectl exec) first enters the
+// namespaces and execs the user's command, which takes far longer than
+// the move.
+func joinAfterStart(p *Process, spec Spec) (*Process, error) {
+	if spec.Init != "" {
+		return p, nil // the helper joined them itself
+	}
+	for _, procs := range spec.Cgroups {
+		if err := os.WriteFile(procs, []byte(strconv.Itoa(p.Pid)), 0o644); err != nil {
+			p.Signal(syscall.SIGKILL)
+			<-p.Done()
+			return nil, fmt.Errorf("join cgroup: %w", err)
 		}
 	}
 	return p, nil
