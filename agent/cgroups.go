@@ -33,6 +33,10 @@ func (a *Agent) detectCgroups(ctx context.Context) {
 		klog.FromContext(ctx).Error(err, "No cgroups: pod limits are not enforced and pods are not measured")
 		return
 	}
+	cpu := a.allocatable()[corev1.ResourceCPU]
+	if err := a.cgroups.SetupParent(cpu.MilliValue()); err != nil {
+		klog.FromContext(ctx).Error(err, "Weigh the pods' parent cgroup")
+	}
 	klog.FromContext(ctx).V(1).Info("Pod cgroups", "version", a.cgroups.Version())
 }
 

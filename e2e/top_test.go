@@ -213,6 +213,32 @@ func TestTop(t *testing.T) {
 		}
 	})
 
+	t.Run("kubectl exec runs in the container's cgroup", func(t *testing.T) {
+		p := ab.get("idle")
+		out, errOut, code := ab.kubectlRun("", "exec", "idle", "--", "cat", "/proc/self/cgroup")
+		want := "/" + cgroup.Parent + "/" + cgroup.PodName(string(p.UID)) + "/main"
+		if code != 0 || !strings.Contains(out, "memory:") || !strings.Contains(out, want) {
+			t.Errorf("got exit %d, stderr %q, cgroups:\n%s\nwant memory in %s", code, errOut, out, want)
+		}
+	})
+
+	t.Run("RBAC: view may top, a user bound nothing may not", func(t *testing.T) {
+		if _, errOut, code := ab.kubectlRun("", "create", "rolebinding", "top-viewer", "--clusterrole=view", "--user", "top-viewer"); code != 0 {
+			t.Fatalf("binding: exit %d: %s", code, errOut)
+		}
+		viewer := ab.server.UserKubeconfig(t, "top-viewer", ab.server.URL())
+		nobody := ab.server.UserKubeconfig(t, "top-nobody", ab.server.URL())
+		eventuallyWithin(t, 30*time.Second, "view to allow kubectl top pod", func() (bool, string) {
+			out, errOut, code := ab.kubectlRun("", "--kubeconfig", viewer, "top", "pod", "idle")
+			return code == 0 && strings.Contains(out, "idle"), out + errOut
+		})
+		_, errOut, code := ab.kubectlRun("", "--kubeconfig", nobody, "top", "pod")
+		want := `User "top-nobody" cannot list resource "pods" in API group "metrics.k8s.io" in the namespace "default"`
+		if code == 0 || !strings.Contains(errOut, want) {
+			t.Errorf("got exit %d, stderr %q; want a 403 with %q", code, errOut, want)
+		}
+	})
+
 	t.Run("kubectl top node", func(t *testing.T) {
 		var rows map[string][]string
 		var out string

@@ -264,3 +264,39 @@ func TestNodeStats(t *testing.T) {
 		t.Errorf("got %+v, %v, want %+v", got, err, want)
 	}
 }
+
+func TestSetupParent(t *testing.T) {
+	v1, self := hybridRoot(t)
+	m1, err := Detect(v1, self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2 := t.TempDir()
+	write(t, v2, map[string]string{"cgroup.controllers": "cpu memory", "cgroup.subtree_control": "cpu memory",
+		"portal/cgroup.subtree_control": "cpu memory"})
+	m2, err := Detect(v2, "0::/\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		m    *Manager
+		file string
+		want string
+	}{
+		{"v1 shares for two cores", m1, v1 + "/cpu,cpuacct/portal/cpu.shares", "2048"},
+		{"v2 weight for two cores", m2, v2 + "/portal/cpu.weight", "79"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.m.SetupParent(2000); err != nil {
+				t.Fatal(err)
+			}
+			if got := read(t, tc.file); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+	if _, err := os.Stat(v1 + "/memory/sup/agent/portal"); err != nil {
+		t.Errorf("v1 memory parent not made: %v", err)
+	}
+}

@@ -70,6 +70,28 @@ func (m *Manager) Container(uid, name string, l Limits) ([]string, error) {
 	return procs, nil
 }
 
+// SetupParent makes the Portal parent cgroup and weighs it, against the
+// node's other processes, for the node's allocatable CPU (in thousandths
+// of a core), as kubelet weighs its kubepods cgroup: with the default
+// weight, every pod together would count as one process.
+func (m *Manager) SetupParent(allocatableMilli int64) error {
+	if m.version == V2 {
+		if err := m.enableV2(""); err != nil {
+			return err
+		}
+	}
+	for _, d := range m.dirs("") {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("make cgroup %s: %w", d, err)
+		}
+	}
+	l := Limits{CPURequestMilli: allocatableMilli}
+	if m.version == V2 {
+		return writeFile(filepath.Join(m.dir("", ""), "cpu.weight"), strconv.FormatUint(l.Weight(), 10))
+	}
+	return writeFile(filepath.Join(m.dir("cpu", ""), "cpu.shares"), strconv.FormatUint(l.Shares(), 10))
+}
+
 // Procs are the cgroup.procs files of container name's cgroup, which a
 // process joins to be counted and limited with it (kubectl exec's
 // commands, as a runtime's exec does).
