@@ -209,7 +209,13 @@ func (a *Agent) commandSpec(t *execTarget, command []string) (container.Spec, er
 		if t.gid != nil {
 			args = append(args, "--setgid", strconv.FormatInt(*t.gid, 10))
 		}
-		return container.Spec{Path: nsenter, Args: append(append(args, "--", path), command[1:]...), Env: t.env, Cgroups: t.cgroups}, nil
+		spec := container.Spec{Path: nsenter, Args: append(append(args, "--", path), command[1:]...), Env: t.env, Cgroups: t.cgroups}
+		if len(t.cgroups) > 0 {
+			// The init helper joins the cgroups before it execs nsenter:
+			// moved after the start, a short command could be done first.
+			spec.Init = a.opts.InitPath
+		}
+		return spec, nil
 	}
 	return container.Spec{Path: path, Args: command, Env: t.env, Dir: t.dir, Namespaces: t.ns, Mounts: t.mounts,
 		Init: a.opts.InitPath, UID: t.uid, GID: t.gid, Cgroups: t.cgroups}, nil

@@ -87,6 +87,40 @@ func (ab *agentBed) busyCPU(t *testing.T) func() uint64 {
 	}
 }
 
+// removeCgroupsAtEnd removes the named pods' cgroups when the test ends,
+// once their processes are killed: no agent is left to do it.
+func (ab *agentBed) removeCgroupsAtEnd(pods []string) {
+	t := ab.t
+	self, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := cgroup.Detect("/sys/fs/cgroup", string(self))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var uids []string
+	for _, name := range pods {
+		if p := ab.get(name); p != nil {
+			uids = append(uids, string(p.UID))
+		}
+	}
+	t.Cleanup(func() {
+		// The agent first, or it would restart what is killed.
+		ab.killAgent()
+		ab.killPods()
+		for _, uid := range uids {
+			// Killed processes take a moment to leave their cgroups.
+			for deadline := time.Now().Add(10 * time.Second); m.RemovePod(uid) != nil && time.Now().Before(deadline); {
+				time.Sleep(50 * time.Millisecond)
+			}
+			if err := m.RemovePod(uid); err != nil {
+				t.Errorf("cgroups of pod %s left behind: %v", uid, err)
+			}
+		}
+	})
+}
+
 // milliCores parses kubectl top's CPU column ("987m", "1").
 func milliCores(t *testing.T, s string) int64 {
 	t.Helper()
@@ -122,6 +156,7 @@ func TestTop(t *testing.T) {
 	for _, name := range []string{"busy", "idle", "capped"} {
 		ab.waitPod(name, 60*time.Second, "running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
 	}
+	ab.removeCgroupsAtEnd([]string{"busy", "idle", "capped", "oom-always", "oom-never"})
 
 	t.Run("memory limit in the container's cgroup", func(t *testing.T) {
 		p := ab.get("oom-always")

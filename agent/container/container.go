@@ -221,16 +221,19 @@ func Start(spec Spec) (*Process, error) {
 }
 
 // joinAfterStart moves a process started without the init helper into
-// spec's cgroups. What it forks before the move would stay outside; the
-// command started this way (nsenter, for kubectl exec) first enters the
-// namespaces and execs the user's command, which takes far longer than
-// the move.
+// spec's cgroups. What it forks, or runs, before the move stays outside:
+// callers that need it counted from the start use the init helper. A
+// process that has already ended has nothing left to move.
 func joinAfterStart(p *Process, spec Spec) (*Process, error) {
 	if spec.Init != "" {
 		return p, nil // the helper joined them itself
 	}
 	for _, procs := range spec.Cgroups {
-		if err := os.WriteFile(procs, []byte(strconv.Itoa(p.Pid)), 0o644); err != nil {
+		err := os.WriteFile(procs, []byte(strconv.Itoa(p.Pid)), 0o644)
+		if errors.Is(err, syscall.ESRCH) {
+			return p, nil
+		}
+		if err != nil {
 			p.Signal(syscall.SIGKILL)
 			<-p.Done()
 			return nil, fmt.Errorf("join cgroup: %w", err)
