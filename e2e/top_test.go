@@ -118,6 +118,9 @@ func (ab *agentBed) removeCgroupsAtEnd(pods []string) {
 				t.Errorf("cgroups of pod %s left behind: %v", uid, err)
 			}
 		}
+		if err := m.RemoveParent(); err != nil {
+			t.Error(err)
+		}
 	})
 }
 

@@ -195,6 +195,21 @@ func (m *Manager) RemovePod(uid string) error {
 	return errors.Join(errs...)
 }
 
+// RemoveParent removes the Portal parent cgroups if no pod's is left in
+// them (a node that stops running Portal, or a test's cleanup). Another
+// agent's pods keep them: the kernel refuses to remove a cgroup that has
+// children, and that is not an error.
+func (m *Manager) RemoveParent() error {
+	var errs []error
+	for _, d := range m.dirs("") {
+		err := syscall.Rmdir(d)
+		if err != nil && !errors.Is(err, syscall.EBUSY) && !errors.Is(err, syscall.ENOTEMPTY) && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("remove cgroup %s: %w", d, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // rmdir removes a cgroup directory. A cgroup's files are the kernel's and
 // go with it; a plain directory (the tests') is emptied first.
 func rmdir(d string) error {

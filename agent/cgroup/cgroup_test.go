@@ -300,3 +300,40 @@ func TestSetupParent(t *testing.T) {
 		t.Errorf("v1 memory parent not made: %v", err)
 	}
 }
+
+func TestRemoveParent(t *testing.T) {
+	root, self := hybridRoot(t)
+	m, err := Detect(root, self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Container("u1", "c", Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	// A pod's left: the parents stay.
+	if err := m.RemoveParent(); err != nil {
+		t.Fatalf("with a pod left: %v", err)
+	}
+	if _, err := os.Stat(root + "/cpu,cpuacct/portal/podu1"); err != nil {
+		t.Fatalf("a pod's cgroup went with the parent: %v", err)
+	}
+	if err := m.RemovePod("u1"); err != nil {
+		t.Fatal(err)
+	}
+	// Plain directories stand for cgroups here: empty them of the files
+	// a cgroup file system would not have.
+	for _, d := range []string{"/cpu,cpuacct/portal", "/memory/sup/agent/portal"} {
+		entries, _ := os.ReadDir(root + d)
+		for _, e := range entries {
+			os.Remove(filepath.Join(root+d, e.Name()))
+		}
+	}
+	if err := m.RemoveParent(); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"/cpu,cpuacct/portal", "/memory/sup/agent/portal"} {
+		if _, err := os.Stat(root + d); !os.IsNotExist(err) {
+			t.Errorf("%s left (%v)", d, err)
+		}
+	}
+}
