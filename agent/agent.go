@@ -44,6 +44,19 @@
 // restarted agent no longer has; port-forward dials from inside the pod's
 // network namespace. kubectl cp runs tar through exec: the pod, which sees
 // the node's filesystem, needs tar there.
+//
+// Each pod has a cgroup of its own and each container one inside it
+// (agent/cgroup: portal/pod<uid>/<container>), made when the container
+// first starts with its resources.limits (memory limit, CFS quota) and
+// removed with the pod; a restarted agent finds them by name again. A
+// run the kernel's out-of-memory killer ended in its cgroup is reported
+// as kubelet does, reason OOMKilled. The same port serves the figures:
+//
+//	GET /metrics/resource
+//
+// the node's, pods' and running containers' CPU time and memory working
+// set in kubelet's Prometheus text, which the API server scrapes for
+// metrics.k8s.io.
 package agent
 
 import (
@@ -72,6 +85,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"portal.dev/portal/agent/cgroup"
 	"portal.dev/portal/agent/podnet"
 	"portal.dev/portal/agent/resolvconf"
 )
@@ -92,7 +106,8 @@ type Agent struct {
 	pods       corelisters.PodLister
 
 	runtime  Runtime
-	net      Network // nil until the pod CIDRs are known
+	cgroups  *cgroup.Manager // nil: pods run without cgroups
+	net      Network         // nil until the pod CIDRs are known
 	podCIDRs []netip.Prefix
 	dnsNode  resolvconf.File
 
@@ -213,6 +228,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	go func() { defer a.wg.Done(); a.syncPeersLoop(ctx) }()
 
 	a.startEvents(ctx)
+	a.detectCgroups(ctx)
 	defer a.podFactory.Shutdown()
 	if !a.runPods(ctx) {
 		return nil
@@ -265,6 +281,7 @@ func (a *Agent) runPods(ctx context.Context) bool {
 		}
 	}
 	a.cleanOrphanAddresses(ctx)
+	a.cleanOrphanCgroups(ctx)
 	return true
 }
 

@@ -28,7 +28,7 @@ func (a *Agent) syncContainer(ctx context.Context, w *podWorker, pod *corev1.Pod
 	if cr.proc != nil {
 		select {
 		case <-cr.proc.Done():
-			a.recordExit(rt, pod, cr, now)
+			a.recordExit(rt, pod, c.Name, cr, now)
 		default:
 			if cr.cancel == nil {
 				// Adopted from an earlier agent: probe it again, from
@@ -69,7 +69,8 @@ func (a *Agent) syncContainer(ctx context.Context, w *podWorker, pod *corev1.Pod
 	return 0
 }
 
-func (a *Agent) recordExit(rt *podRuntime, pod *corev1.Pod, cr *ctrRuntime, now time.Time) {
+// recordExit records the end of container name's run.
+func (a *Agent) recordExit(rt *podRuntime, pod *corev1.Pod, name string, cr *ctrRuntime, now time.Time) {
 	code, known := cr.proc.ExitCode()
 	st := cr.st
 	if known {
@@ -80,6 +81,7 @@ func (a *Agent) recordExit(rt *podRuntime, pod *corev1.Pod, cr *ctrRuntime, now 
 	if why, _ := cr.liveFailed.Load().(string); why != "" {
 		st.Exited.Message = why
 	}
+	a.markOOMKilled(pod.UID, name, st)
 	st.Pid, st.Start = 0, 0
 	cr.proc, cr.killing = nil, false
 	cr.liveFailed.Store("")
@@ -166,6 +168,9 @@ func (a *Agent) spawn(rt *podRuntime, pod *corev1.Pod, c *corev1.Container, cr *
 		return nil, err
 	}
 	cr.st.ExitFile = spec.ExitFile
+	if err := a.joinCgroup(pod, c, cr, &spec); err != nil {
+		return nil, err
+	}
 	spec.UID, spec.GID = runAs(pod, c)
 	cr.stdin = nil
 	if !c.Stdin {

@@ -192,7 +192,9 @@ func (a *Agent) runCommand(cs *commandStreams, t *execTarget, command []string, 
 // commandSpec is how command starts inside t's container: through nsenter
 // into the running process's namespaces (its mounts included), or, on a
 // node without nsenter, through the init helper with the same
-// namespaces and mounts the container got.
+// namespaces and mounts the container got. Either way it joins the
+// container's cgroup, so its memory and CPU count against the
+// container's limits, as a runtime's exec does.
 func (a *Agent) commandSpec(t *execTarget, command []string) (container.Spec, error) {
 	path, err := lookPathIn(t.proc, command[0], t.env, t.dir)
 	if err != nil {
@@ -207,10 +209,16 @@ func (a *Agent) commandSpec(t *execTarget, command []string) (container.Spec, er
 		if t.gid != nil {
 			args = append(args, "--setgid", strconv.FormatInt(*t.gid, 10))
 		}
-		return container.Spec{Path: nsenter, Args: append(append(args, "--", path), command[1:]...), Env: t.env}, nil
+		spec := container.Spec{Path: nsenter, Args: append(append(args, "--", path), command[1:]...), Env: t.env, Cgroups: t.cgroups}
+		if len(t.cgroups) > 0 {
+			// The init helper joins the cgroups before it execs nsenter:
+			// moved after the start, a short command could be done first.
+			spec.Init = a.opts.InitPath
+		}
+		return spec, nil
 	}
 	return container.Spec{Path: path, Args: command, Env: t.env, Dir: t.dir, Namespaces: t.ns, Mounts: t.mounts,
-		Init: a.opts.InitPath, UID: t.uid, GID: t.gid}, nil
+		Init: a.opts.InitPath, UID: t.uid, GID: t.gid, Cgroups: t.cgroups}, nil
 }
 
 // lookPathIn finds command as the container's own execve would: through

@@ -23,6 +23,7 @@ type execTarget struct {
 	uid, gid *int64
 	log      string     // the current run's log file
 	stdin    *heldStdin // nil unless the container has stdin: true
+	cgroups  []string   // the container's cgroup.procs files
 }
 
 // podTargets are the parts of a pod that streaming sessions reach: its
@@ -50,6 +51,9 @@ func (a *Agent) publishTargets(w *podWorker) {
 				t := &execTarget{proc: cr.proc, env: cr.env, dir: cs[i].WorkingDir, ns: rt.namespaces(), mounts: rt.st.Mounts, stdin: cr.stdin,
 					log: filepath.Join(rt.dir, "logs", cs[i].Name, fmt.Sprintf("%d.log", cr.st.RestartCount))}
 				t.uid, t.gid = runAs(pod, &cs[i])
+				if a.cgroups != nil {
+					t.cgroups = a.cgroups.Procs(string(pod.UID), cs[i].Name)
+				}
 				pt.ctrs[cs[i].Name] = t
 			}
 		}

@@ -58,6 +58,12 @@ type Options struct {
 	ResolvConf string
 	// InitPath is the init helper binary (this portal binary).
 	InitPath string
+	// CgroupRoot is where the node's cgroup file systems are mounted as
+	// the agent sees them (--cgroup-root; /sys/fs/cgroup). An agent
+	// started in a mount namespace with a sysfs of its own (`ip netns
+	// exec`) reaches the node's through another process's root, e.g.
+	// /proc/PID/root/sys/fs/cgroup.
+	CgroupRoot string
 	// EventClient writes the agent's Events about pods, with a rate limit
 	// of its own so that they never hold up status writes (as kubelet's
 	// event client). nil: the agent's own client.
@@ -98,6 +104,7 @@ func DefaultOptions() Options {
 		StatusReportFrequency: time.Minute,
 		ResolvConf:            "/etc/resolv.conf",
 		InitPath:              self,
+		CgroupRoot:            "/sys/fs/cgroup",
 		KubeAPIQPS:            50,
 		KubeAPIBurst:          100,
 	}

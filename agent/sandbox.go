@@ -119,6 +119,7 @@ func (a *Agent) cleanup(ctx context.Context, rt *podRuntime) {
 	os.RemoveAll(filepath.Join(rt.dir, "etc"))
 	os.RemoveAll(filepath.Join(rt.dir, "volumes"))
 	rt.tokens = nil
+	a.removeCgroups(ctx, rt.st.UID)
 	if rt.terminating {
 		os.RemoveAll(rt.dir)
 	}

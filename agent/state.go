@@ -59,6 +59,9 @@ type ctrState struct {
 	// ExitFile is where the init helper writes the exit code of an init
 	// container, whose success a restarted agent must know.
 	ExitFile string `json:"exitFile,omitempty"`
+	// OOMKills is the container cgroup's out-of-memory kill count when
+	// the current run started (or when the last kill was noticed).
+	OOMKills uint64 `json:"oomKills,omitempty"`
 }
 
 // podRuntime is a pod's processes. Only its worker goroutine changes it,

@@ -92,7 +92,8 @@ func writeStatus(w http.ResponseWriter, code int, msg string) {
 func streamType(st httpstream.Stream) string { return st.Headers().Get(corev1.StreamType) }
 
 // addStreamRoutes adds the streaming endpoints kubelet serves to the API
-// server (exec, attach, port-forward) and the diagnostics nodes/proxy reaches.
+// server (exec, attach, port-forward), the diagnostics nodes/proxy reaches
+// and the resource metrics the API server's metrics scraper reads.
 func (a *Agent) addStreamRoutes(mux *http.ServeMux) {
 	for _, m := range []string{"GET", "POST"} {
 		mux.HandleFunc(m+" /exec/{namespace}/{pod}/{container}", a.serveExec)
@@ -100,6 +101,7 @@ func (a *Agent) addStreamRoutes(mux *http.ServeMux) {
 		mux.HandleFunc(m+" /portForward/{namespace}/{pod}", a.servePortForward)
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok")) })
+	mux.HandleFunc("GET /metrics/resource", a.serveResourceMetrics)
 	// The goroutine profile lets a test (or an operator) see that
 	// sessions leave nothing behind.
 	mux.HandleFunc("GET /debug/pprof/goroutine", func(w http.ResponseWriter, _ *http.Request) {

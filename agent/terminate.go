@@ -227,9 +227,9 @@ func (a *Agent) stopContainers(ctx context.Context, rt *podRuntime, pod *corev1.
 // recordExits records the end of every container that was running.
 func (a *Agent) recordExits(rt *podRuntime, pod *corev1.Pod) {
 	now := time.Now()
-	for _, cr := range rt.ctrs {
+	for name, cr := range rt.ctrs {
 		if cr.proc != nil {
-			a.recordExit(rt, pod, cr, now)
+			a.recordExit(rt, pod, name, cr, now)
 		}
 	}
 }

@@ -15,7 +15,7 @@ import (
 
 // installAPIs builds the storage of every served kind and installs it: the
 // core group under /api, the others under /apis.
-func installAPIs(s *genericapiserver.GenericAPIServer, opts generic.RESTOptionsGetter, cfg registry.Config, rules authorizer.RuleResolver) error {
+func installAPIs(s *genericapiserver.GenericAPIServer, opts generic.RESTOptionsGetter, cfg registry.Config, rules authorizer.RuleResolver, metrics *metricsAPI) error {
 	storages := map[schema.GroupVersion]map[string]rest.Storage{}
 	for _, k := range registry.Kinds(cfg) {
 		m := storages[k.GroupVersion]
@@ -53,6 +53,7 @@ func installAPIs(s *genericapiserver.GenericAPIServer, opts generic.RESTOptionsG
 		"selfsubjectrulesreviews": registry.NewRulesReviewREST(rules),
 	}
 	addReviews(storages, cfg)
+	metrics.add(storages)
 	var groups []*genericapiserver.APIGroupInfo
 	for _, g := range scheme.Groups {
 		info := genericapiserver.NewDefaultAPIGroupInfo(g.Version.Group, scheme.Scheme, scheme.ParameterCodec, scheme.Codecs)

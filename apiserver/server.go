@@ -278,11 +278,15 @@ func newServer(o Options, ca *pki.CA, cidrs []netip.Prefix) (*genericapiserver.G
 	if err != nil {
 		return nil, err
 	}
+	metrics := newMetricsAPI(config.SharedInformerFactory, agents)
 	if err := installAPIs(server, config.RESTOptionsGetter, registry.Config{
 		Service: svcCfg, Allocator: alloc, AgentTransport: agents, Escalation: authz.escalation,
 		Tokens: serviceAccounts.issuer, APIAudiences: serviceAccounts.audiences,
 		Authorizer: config.Authorization.Authorizer, Authenticator: config.Authentication.Authenticator,
-	}, authz.rules); err != nil {
+	}, authz.rules, metrics); err != nil {
+		return nil, err
+	}
+	if err := metrics.addHook(server); err != nil {
 		return nil, err
 	}
 	serviceAccounts.installDiscovery(server)

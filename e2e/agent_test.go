@@ -59,6 +59,8 @@ type agentBed struct {
 	agent   *exec.Cmd
 	// agentKC is node1's agent's kubeconfig, for user system:node:node1.
 	agentKC string
+	// agentArgs are more flags for node1's agent.
+	agentArgs []string
 }
 
 func newAgentBed(t *testing.T) *agentBed {
@@ -100,9 +102,10 @@ func newAgentBed(t *testing.T) *agentBed {
 
 func (ab *agentBed) startAgent() {
 	ab.t.Helper()
-	ab.agent = ab.node.Start(ab.log, framework.Binary(ab.t), "agent", "--kubeconfig", ab.agentKC,
+	args := append([]string{"agent", "--kubeconfig", ab.agentKC,
 		"--hostname-override", "node1", "--node-ip", agentNodeIP, "--pod-cidr", agentPodCIDR,
-		"--node-labels", "topology.kubernetes.io/zone=zone-a", "--root-dir", filepath.Join(ab.rootDir, "agent"), "-v=2")
+		"--node-labels", "topology.kubernetes.io/zone=zone-a", "--root-dir", filepath.Join(ab.rootDir, "agent"), "-v=2"}, ab.agentArgs...)
+	ab.agent = ab.node.Start(ab.log, framework.Binary(ab.t), args...)
 }
 
 func (ab *agentBed) killAgent() {

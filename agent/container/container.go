@@ -92,6 +92,11 @@ type Spec struct {
 	// code only from this file. It costs a helper process while the
 	// command runs.
 	ExitFile string
+	// Cgroups are the cgroup.procs files of the cgroups the process runs
+	// in. With Init, the helper joins them before it does anything else,
+	// so the command and all it forks are inside from their first
+	// instruction; without, the process is moved right after it starts.
+	Cgroups []string
 }
 
 // Process is a started or adopted process and its process group.
@@ -212,7 +217,29 @@ func Start(spec Spec) (*Process, error) {
 	if err := inNamespaces(spec.Namespaces, cmd.Start); err != nil {
 		return nil, err
 	}
-	return track(cmd), nil
+	return joinAfterStart(track(cmd), spec)
+}
+
+// joinAfterStart moves a process started without the init helper into
+// spec's cgroups. What it forks, or runs, before the move stays outside:
+// callers that need it counted from the start use the init helper. A
+// process that has already ended has nothing left to move.
+func joinAfterStart(p *Process, spec Spec) (*Process, error) {
+	if spec.Init != "" {
+		return p, nil // the helper joined them itself
+	}
+	for _, procs := range spec.Cgroups {
+		err := os.WriteFile(procs, []byte(strconv.Itoa(p.Pid)), 0o644)
+		if errors.Is(err, syscall.ESRCH) {
+			return p, nil
+		}
+		if err != nil {
+			p.Signal(syscall.SIGKILL)
+			<-p.Done()
+			return nil, fmt.Errorf("join cgroup: %w", err)
+		}
+	}
+	return p, nil
 }
 
 // startPause starts a sandbox as `sleep infinity` in its new namespaces
@@ -272,6 +299,9 @@ func track(cmd *exec.Cmd) *Process {
 // initArgs is the init helper's command line for spec.
 func initArgs(spec Spec) []string {
 	args := []string{spec.Init, "agent", "init"}
+	for _, c := range spec.Cgroups {
+		args = append(args, "--cgroup", c)
+	}
 	for _, m := range spec.Mounts {
 		args = append(args, "--mount", m.Source+":"+m.Target)
 	}

@@ -14,10 +14,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// InitMain is the init helper, `portal agent init [--mount SRC:DST]...
-// [--hostname NAME] [--uid N] [--gid N] [--exit-file FILE] (--pause | --
+// InitMain is the init helper, `portal agent init [--cgroup PROCS]...
+// [--mount SRC:DST]... [--hostname NAME] [--uid N] [--gid N] [--exit-file FILE] (--pause | --
 // PATH ARGV...)`. It runs as the first program in a process's fresh mount
-// namespace: it stops mount propagation back to the node, bind-mounts each
+// namespace: it joins each cgroup whose cgroup.procs file is PROCS, stops
+// mount propagation back to the node, bind-mounts each
 // SRC over DST, sets the host name (in a sandbox's new UTS namespace),
 // drops to the user, then execs the command, or with --pause holds the
 // namespaces until killed. With --exit-file it runs the command as its
@@ -53,6 +54,10 @@ func InitMain(args []string) error {
 			}
 		case "--hostname":
 			hostname, err = next()
+		case "--cgroup":
+			if v, err = next(); err == nil {
+				err = joinCgroup(v)
+			}
 		case "--uid":
 			if v, err = next(); err == nil {
 				uid, err = strconv.Atoi(v)
@@ -118,6 +123,15 @@ func InitMain(args []string) error {
 	return fmt.Errorf("exec %s: %w", argv[0], err)
 }
 
+// joinCgroup moves the helper into the cgroup whose cgroup.procs file is
+// procs ("0" is the writer itself).
+func joinCgroup(procs string) error {
+	if err := os.WriteFile(procs, []byte("0"), 0o644); err != nil {
+		return fmt.Errorf("join cgroup: %w", err)
+	}
+	return nil
+}
+
 // holdNamespaces keeps the sandbox's namespaces alive: as `sleep infinity`
 // when the node has sleep (a few hundred kilobytes instead of a Go
 // runtime), else by waiting here for a signal.
@@ -165,6 +179,11 @@ func superviseExit(argv []string, uid, gid int, path string) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("exec %s: %w", argv[0], err)
 	}
+	// The helper shares the command's cgroup and memory limit; it must
+	// not be what the out-of-memory killer picks, or the command would
+	// run on unsupervised. Lowered after the fork, so the command keeps
+	// its own score. Best effort: without the right it stays as it was.
+	os.WriteFile("/proc/self/oom_score_adj", []byte("-998"), 0o644)
 	cmd.Wait()
 	code := exitCode(cmd.ProcessState)
 	fmt.Fprintf(f, "%d\n", code)

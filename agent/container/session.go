@@ -56,7 +56,7 @@ func StartSession(spec Spec, s Session) (*Process, error) {
 	if err := inNamespaces(spec.Namespaces, cmd.Start); err != nil {
 		return nil, err
 	}
-	return track(cmd), nil
+	return joinAfterStart(track(cmd), spec)
 }
 
 // OpenPTY opens a new pseudo-terminal: the master, which the agent reads

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -77,5 +78,31 @@ func TestSessionOnPTY(t *testing.T) {
 	code, _ := p.ExitCode()
 	if !strings.Contains(out.String(), "/dev/pts/") || !strings.Contains(out.String(), "40 100") || code != 7 {
 		t.Errorf("got output %q, exit %d; want a /dev/pts/ name, size 40 100, exit 7", out.String(), code)
+	}
+}
+
+// TestSessionJoinsCgroups: an exec session's command is moved into the
+// container's cgroups (here plain files standing for cgroup.procs), and
+// a cgroup it cannot join fails the start rather than running it
+// unlimited.
+func TestSessionJoinsCgroups(t *testing.T) {
+	sh, err := LookPath("sh", "/usr/bin:/bin", "")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	dir := t.TempDir()
+	procs := []string{dir + "/memory.procs", dir + "/cpu.procs"}
+	p, err := StartSession(Spec{Path: sh, Args: []string{"sh", "-c", "exit 0"}, Cgroups: procs}, Session{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-p.Done()
+	for _, f := range procs {
+		if got, _ := os.ReadFile(f); string(got) != strconv.Itoa(p.Pid) {
+			t.Errorf("%s: got %q, want the PID %d", f, got, p.Pid)
+		}
+	}
+	if _, err := StartSession(Spec{Path: sh, Args: []string{"sh", "-c", "sleep 30"}, Cgroups: []string{dir + "/missing/cgroup.procs"}}, Session{}); err == nil || !strings.Contains(err.Error(), "join cgroup") {
+		t.Errorf("got %v, want a join cgroup error", err)
 	}
 }

@@ -79,7 +79,7 @@ func (r *LogREST) Get(ctx context.Context, name string, opts runtime.Object) (ru
 	if err != nil {
 		return nil, err
 	}
-	host, err := agentAddress(nodeObj.(*corev1.Node))
+	host, err := AgentAddress(nodeObj.(*corev1.Node))
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
@@ -116,9 +116,9 @@ func logContainer(pod *corev1.Pod, name string) (string, error) {
 	return "", apierrors.NewBadRequest(fmt.Sprintf("a container name must be specified for pod %s, choose one of: %v", pod.Name, names))
 }
 
-// agentAddress is host:port of the Node's agent: its first InternalIP (or
+// AgentAddress is host:port of the Node's agent: its first InternalIP (or
 // any address) and the port in status.daemonEndpoints.
-func agentAddress(node *corev1.Node) (string, error) {
+func AgentAddress(node *corev1.Node) (string, error) {
 	port := int(node.Status.DaemonEndpoints.KubeletEndpoint.Port)
 	if port == 0 {
 		port = DefaultAgentPort

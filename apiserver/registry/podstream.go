@@ -226,7 +226,7 @@ func nodeAgent(ctx context.Context, nodes *REST, name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	host, err := agentAddress(obj.(*corev1.Node))
+	host, err := AgentAddress(obj.(*corev1.Node))
 	if err != nil {
 		return "", apierrors.NewBadRequest(err.Error())
 	}

@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 )
 
 var (
@@ -95,6 +96,11 @@ var Groups = []Group{
 		&authenticationv1.TokenReview{},
 		&authenticationv1.SelfSubjectReview{},
 	}},
+	// Read-only, from the node agents' figures (apiserver/metricsapi).
+	{Version: metricsv1beta1.SchemeGroupVersion, Types: []runtime.Object{
+		&metricsv1beta1.NodeMetrics{}, &metricsv1beta1.NodeMetricsList{},
+		&metricsv1beta1.PodMetrics{}, &metricsv1beta1.PodMetricsList{},
+	}},
 }
 
 // subresourceTypes are served only as subresources of other groups' kinds:
@@ -118,7 +124,7 @@ func addAll(s *runtime.Scheme, internal bool) error {
 		coordinationv1.AddToScheme, networkingv1.AddToScheme,
 		appsv1.AddToScheme, autoscalingv1.AddToScheme,
 		rbacv1.AddToScheme, authorizationv1.AddToScheme,
-		authenticationv1.AddToScheme,
+		authenticationv1.AddToScheme, metricsv1beta1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return err

@@ -32,6 +32,7 @@ func addAgentFlags(fs *pflag.FlagSet, o *agent.Options) {
 	fs.IntVar(&o.Port, "port", o.Port, "HTTPS port of the container log endpoint (0 disables)")
 	fs.IntVar(&o.MaxPods, "max-pods", o.MaxPods, "pods the node reports it can run")
 	fs.StringVar(&o.ResolvConf, "resolv-conf", o.ResolvConf, "the node's resolver configuration, for dnsPolicy Default and the ClusterFirst search path")
+	fs.StringVar(&o.CgroupRoot, "cgroup-root", o.CgroupRoot, "where the node's cgroup file systems are mounted, as the agent sees them; pods get cgroups under portal/ there")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "requests per second to the API server")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "requests allowed in a burst above --kube-api-qps")
 }

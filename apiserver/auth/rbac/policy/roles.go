@@ -72,6 +72,10 @@ func userFacingRoles() []rbacv1.ClusterRole {
 			rule(read, "networking.k8s.io", "ingresses ingresses/status"),
 			rule(read, "discovery.k8s.io", "endpointslices"),
 			rule(read, "coordination.k8s.io", "leases")),
+		// What metrics-server installs beside itself: kubectl top for
+		// anyone who may view.
+		piece("system:aggregated-metrics-reader", []string{AggregateToAdmin, AggregateToEdit, AggregateToView},
+			rule(read, "metrics.k8s.io", "pods nodes")),
 	}
 }
 
