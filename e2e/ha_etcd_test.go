@@ -2,6 +2,10 @@ package e2e
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -50,4 +54,57 @@ func TestHAEtcdJoin(t *testing.T) {
 	s4.Server.Stop()
 	b.WaitMembers(s1, "s1", "s2", "s3")
 	b.WaitMembers(s3, "s1", "s2", "s3")
+}
+
+// TestHAEtcdBadInput: a wrong token, a token pinned to another cluster's
+// CA, a name already in the member list and a data directory of another
+// cluster are each refused at start with a message saying what to do, and
+// the cluster's member list stays as it was; a right join afterwards
+// works.
+func TestHAEtcdBadInput(t *testing.T) {
+	b := newHABed(t, 4)
+	s1, s2, s3, other := b.Nodes[0], b.Nodes[1], b.Nodes[2], b.Nodes[3]
+	b.Init()
+	b.Join(s2)
+	// Another cluster, on the fourth node.
+	other.Server = b.server(other, "--cluster-init")
+	other.Server.Start()
+	otherToken, err := os.ReadFile(filepath.Join(other.DataDir, "token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	join := []string{"--join", s1.URL()}
+	for _, tc := range []struct {
+		name    string
+		dataDir string
+		args    []string
+		want    string
+	}{
+		{name: "wrong bare token", args: append(join, "--token", "not-the-secret"), want: "could not prove it knows the token"},
+		{name: "right pin, wrong secret", args: append(join, "--token", strings.SplitN(b.Token, "::", 2)[0]+"::wrong"), want: "refused it; use the token"},
+		{name: "token of another cluster", args: append(join, "--token", strings.TrimSpace(string(otherToken))), want: "not the one the join token pins"},
+		{name: "name of a member", args: append(join, "--token", b.Token, "--hostname-override", "s2"), want: "s2\\\" is already in the cluster"},
+		{name: "data directory of another cluster", dataDir: other.DataDir, args: append(join, "--token", b.Token), want: "holds the etcd data of another cluster"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := tc.dataDir
+			if dir == "" {
+				dir = t.TempDir()
+			}
+			if dir == other.DataDir {
+				other.Server.Stop()
+			}
+			out := b.Refused(s3, dir, tc.args...)
+			if !strings.Contains(out, tc.want) {
+				t.Errorf("output: want %q in:\n%s", tc.want, tail(out, 5))
+			}
+			t.Logf("refused: %s", tail(out, 1))
+			got, err := b.Members(s1)
+			if err != nil || !slices.Equal(got, []string{"s1", "s2"}) {
+				t.Errorf("member list after the refusal: got %v, %v; want [s1 s2]", got, err)
+			}
+		})
+	}
+	b.Join(s3)
+	b.WaitMembers(s1, "s1", "s2", "s3")
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -248,4 +249,30 @@ func (b *haBed) Leader(n *haNode) *haNode {
 		return leader != nil, fmt.Sprintf("leader %x", status.Leader)
 	})
 	return leader
+}
+
+// Refused runs `portal server` on node n with the bed's arguments and
+// extra, expects it to exit with an error within a minute, and returns its
+// output.
+func (b *haBed) Refused(n *haNode, dataDir string, extra ...string) string {
+	b.t.Helper()
+	s := b.server(n, extra...)
+	args := append([]string{"server", "--data-dir", dataDir, "--secure-port", "6443"}, s.Args...)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", n.NS.Name, framework.Binary(b.t)}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		b.t.Fatalf("portal server %v: still running after a minute, want a refusal; output:\n%s", extra, tail(string(out), 20))
+	}
+	if err == nil {
+		b.t.Fatalf("portal server %v: exited 0, want a refusal; output:\n%s", extra, tail(string(out), 20))
+	}
+	return string(out)
+}
+
+// tail is the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
