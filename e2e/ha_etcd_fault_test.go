@@ -214,3 +214,70 @@ func TestHAEtcdLeaderKilled(t *testing.T) {
 		return err == nil, fmt.Sprint(err)
 	})
 }
+
+// TestHAEtcdPartition: nftables rules cut the node whose etcd member leads
+// off the others while 6 writers write through the others. The majority
+// keeps acknowledging writes; the isolated server refuses a Service with
+// an error within the request timeout and allocates nothing for it; once
+// healed it rejoins and serves the majority's writes, and no cluster IP or
+// node port is given twice.
+func TestHAEtcdPartition(t *testing.T) {
+	b := newHABed(t, 3)
+	b.Start()
+	iso := b.Leader(b.Nodes[0])
+	var clients []kubernetes.Interface
+	for _, n := range b.Nodes {
+		if n != iso {
+			clients = append(clients, b.clientAt(n, n))
+		}
+	}
+	w := startWriters(6, clients)
+	defer func() {
+		select {
+		case <-w.stop:
+		default:
+			w.Stop()
+		}
+	}()
+	waitFor(t, 30*time.Second, func() bool { return w.succeeded() >= 30 })
+	b.Isolate(iso)
+	isolated := time.Now()
+	before := w.succeeded()
+	waitFor(t, 60*time.Second, func() bool { return w.succeeded() >= before+60 })
+	t.Logf("majority acknowledged %d writes in %v after %s, the etcd leader, was cut off (longest gap %v)",
+		w.succeeded()-before, time.Since(isolated).Round(100*time.Millisecond), iso.Name, w.longestGapAfter(isolated).Round(10*time.Millisecond))
+
+	cfg := iso.Server.RESTConfig()
+	cfg.Host, cfg.Dial, cfg.Timeout = iso.URL(), iso.NS.DialContext, 70*time.Second
+	isoClient := kubernetes.NewForConfigOrDie(cfg)
+	svc := service("on-the-isolated-server")
+	svc.Spec.Type = corev1.ServiceTypeNodePort
+	start := time.Now()
+	_, err := isoClient.CoreV1().Services("default").Create(context.Background(), svc, metav1.CreateOptions{})
+	took := time.Since(start)
+	if err == nil {
+		t.Fatal("the isolated server acknowledged a Service create")
+	}
+	t.Logf("the isolated server refused the create after %v: %v", took.Round(10*time.Millisecond), err)
+	if took > 65*time.Second {
+		t.Errorf("the isolated server took %v to refuse, want an error within the request timeout (60 s)", took)
+	}
+
+	b.Heal(iso)
+	var names []string
+	for _, n := range b.Nodes {
+		names = append(names, n.Name)
+	}
+	b.WaitMembers(iso, names...)
+	healed := b.clientAt(iso, iso)
+	eventually(t, "a write through the healed server", func() (bool, string) {
+		_, err := healed.CoreV1().ConfigMaps("default").Create(context.Background(),
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "after-heal-"}}, metav1.CreateOptions{})
+		return err == nil, fmt.Sprint(err)
+	})
+	w.Stop()
+	checkWrites(t, healed, w)
+	if _, err := healed.CoreV1().Services("default").Get(context.Background(), svc.Name, metav1.GetOptions{}); err == nil {
+		t.Errorf("the Service the isolated server refused exists after healing")
+	}
+}
