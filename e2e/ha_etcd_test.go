@@ -2,15 +2,18 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // clientAt is an admin client of the node a, reaching the API of node at
@@ -46,6 +49,20 @@ func TestHAEtcdJoin(t *testing.T) {
 	got, err := b.clientAt(s2, s3).CoreV1().ConfigMaps("default").Get(ctx, "written-on-s2", metav1.GetOptions{})
 	if err != nil || got.Data["k"] != "v" {
 		t.Fatalf("read through s3 with s2's admin credentials: %v, %v", got, err)
+	}
+
+	// A ServiceAccount token issued by one server authenticates at another.
+	var tok *authenticationv1.TokenRequest
+	eventually(t, "a token of default/default from s1", func() (bool, string) {
+		var err error
+		tok, err = b.clientAt(s1, s1).CoreV1().ServiceAccounts("default").CreateToken(ctx, "default", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		return err == nil, fmt.Sprint(err)
+	})
+	cfg := rest.AnonymousClientConfig(s3.Server.RESTConfig())
+	cfg.Host, cfg.Dial, cfg.BearerToken = s3.URL(), s3.NS.DialContext, tok.Status.Token
+	review, err := kubernetes.NewForConfigOrDie(cfg).AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil || review.Status.UserInfo.Username != "system:serviceaccount:default:default" {
+		t.Fatalf("s1's ServiceAccount token at s3: got %v, %v; want system:serviceaccount:default:default", review, err)
 	}
 
 	s4 := b.AddNode()

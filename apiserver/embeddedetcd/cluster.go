@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"go.etcd.io/etcd/server/v3/embed"
 	"k8s.io/klog/v2"
 
@@ -144,6 +145,15 @@ func (s *Server) Leave(ctx context.Context) error {
 	cli := s.InProcessClient()
 	self := uint64(s.etcd.Server.MemberID())
 	_, err := cli.MemberRemove(ctx, self)
+	// etcd changes the membership only once the member asking has heard
+	// from every peer for 5 s; one that joined a moment ago waits.
+	for err != nil && rpctypes.ErrorDesc(err) == rpctypes.ErrUnhealthy.Error() && ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+		_, err = cli.MemberRemove(ctx, self)
+	}
 	cli.Close()
 	if err != nil {
 		return fmt.Errorf("remove etcd member %x: %w", self, err)
