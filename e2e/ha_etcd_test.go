@@ -65,6 +65,12 @@ func TestHAEtcdJoin(t *testing.T) {
 		t.Fatalf("s1's ServiceAccount token at s3: got %v, %v; want system:serviceaccount:default:default", review, err)
 	}
 
+	// A joined server restarts with its data directory, its --join and
+	// all: it is a member already, so it just rejoins.
+	s3.Server.Stop()
+	s3.Server.Start()
+	b.WaitMembers(s3, "s1", "s2", "s3")
+
 	s4 := b.AddNode()
 	b.Join(s4, "--leave")
 	b.WaitMembers(s1, "s1", "s2", "s3", "s4")
