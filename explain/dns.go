@@ -126,6 +126,18 @@ func (e *Explainer) dnsStep(ctx context.Context, svc *corev1.Service) Step {
 	}
 	st.Evidence = append(st.Evidence, fmt.Sprintf("asked %s: %s A -> %s %s", server, name, dns.RcodeToString[r.Rcode], answers(r)))
 	if svc.Spec.Type == corev1.ServiceTypeExternalName {
+		if len(addrs(r)) == 0 && r.Rcode == dns.RcodeSuccess {
+			// A name outside the zone comes back as the CNAME alone, as
+			// from CoreDNS; whether it resolves is the next question.
+			target := dns.Fqdn(svc.Spec.ExternalName)
+			next, server, err := e.cfg.DNS.Query(ctx, target, dns.TypeA)
+			if err != nil {
+				st.Status, st.Message = StatusWarning, "could not ask the cluster DNS for the external name: "+clean(err.Error())
+				return st
+			}
+			st.Evidence = append(st.Evidence, fmt.Sprintf("asked %s: %s A -> %s %s", server, clean(target), dns.RcodeToString[next.Rcode], answers(next)))
+			r = next
+		}
 		return externalNameVerdict(st, svc, r)
 	}
 	got := addrs(r)

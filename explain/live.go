@@ -123,6 +123,7 @@ func (e *Explainer) nodeSteps(ctx context.Context, svc *corev1.Service, in Objec
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
 	steps := make([]Step, len(nodes))
 	stats := make([]*status.Service, len(nodes))
+	current := make([]bool, len(nodes))
 	want := wantedEndpoints(svc, in)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 32)
@@ -144,10 +145,11 @@ func (e *Explainer) nodeSteps(ctx context.Context, svc *corev1.Service, in Objec
 			}
 			stats[i] = &st
 			steps[i] = judgeNode(svc, n.Name, st, want, h.node == n.Name)
+			current[i] = sameEndpoints(st, want)
 		})
 	}
 	wg.Wait()
-	if st, ok := latencyStep(in, stats); ok {
+	if st, ok := latencyStep(in, stats, current); ok {
 		steps = append(steps, st)
 	}
 	return steps
@@ -176,6 +178,21 @@ func wantedEndpoints(svc *corev1.Service, in Objects) map[string]bool {
 		}
 	}
 	return out
+}
+
+// sameEndpoints says whether a proxy programmed exactly the ready
+// endpoints want, with nothing pending.
+func sameEndpoints(st status.Service, want map[string]bool) bool {
+	have := map[string]bool{}
+	for _, ep := range st.Endpoints {
+		if ep.Ready {
+			if !want[ep.Address] {
+				return false
+			}
+			have[ep.Address] = true
+		}
+	}
+	return st.Programmed && !st.Pending && len(have) == len(want)
 }
 
 // judgeNode compares what a node's proxy programmed with the slices.
@@ -256,7 +273,11 @@ func proxyEvidence(st status.Service) []string {
 
 // latencyStep reports how long the last endpoint change took to reach the
 // nodes: from the newest slice trigger time to each proxy's programming.
-func latencyStep(in Objects, stats []*status.Service) (Step, bool) {
+//
+// A node whose rules already match the slices but were written before
+// the newest trigger time needed no change for it (the change touched
+// nothing the proxy programs): it counts as reached.
+func latencyStep(in Objects, stats []*status.Service, current []bool) (Step, bool) {
 	var trigger time.Time
 	for _, s := range in.Slices {
 		if t, err := time.Parse(time.RFC3339Nano, s.Annotations[corev1.EndpointsLastChangeTriggerTime]); err == nil && t.After(trigger) {
@@ -271,13 +292,18 @@ func latencyStep(in Objects, stats []*status.Service) (Step, bool) {
 	var slowNode string
 	reached, asked := 0, 0
 	var late []string
-	for _, s := range stats {
+	for i, s := range stats {
 		if s == nil {
 			continue
 		}
 		asked++
 		if s.ProgrammedAt.Before(trigger) {
-			late = append(late, s.Node)
+			if current[i] {
+				reached++
+				st.Evidence = append(st.Evidence, s.Node+": up to date, its rules did not need to change")
+			} else {
+				late = append(late, s.Node)
+			}
 			continue
 		}
 		reached++
