@@ -105,10 +105,10 @@ func (eb *explainBed) explain(kubeconfig string, args ...string) (*explain.Repor
 
 // expectStep waits until explaining args reports step (a name, or a
 // name prefix ending in "/") with status and a message containing want.
-func (eb *explainBed) expectStep(kubeconfig string, args []string, step string, status explain.Status, want string) *explain.Report {
-	eb.t.Helper()
+func (eb *explainBed) expectStep(t *testing.T, kubeconfig string, args []string, step string, status explain.Status, want string) *explain.Report {
+	t.Helper()
 	var got *explain.Report
-	eventuallyWithin(eb.t, 45*time.Second, fmt.Sprintf("explain %v: step %s %s with %q", args, step, status, want), func() (bool, string) {
+	eventuallyWithin(t, 45*time.Second, fmt.Sprintf("explain %v: step %s %s with %q", args, step, status, want), func() (bool, string) {
 		r, code, out := eb.explain(kubeconfig, args...)
 		if r == nil {
 			return false, out
@@ -237,42 +237,42 @@ func TestExplain(t *testing.T) {
 		t.Log(last)
 	})
 	t.Run("selector matching nothing names the nearest label", func(t *testing.T) {
-		eb.expectStep("", []string{"svc/typo"}, "selector", explain.StatusBroken, "label app=web, selector wants app=wbe")
+		eb.expectStep(t, "", []string{"svc/typo"}, "selector", explain.StatusBroken, "label app=web, selector wants app=wbe")
 	})
 	t.Run("targetPort name no container has", func(t *testing.T) {
-		eb.expectStep("", []string{"svc/badname"}, "endpoints", explain.StatusBroken, `has a port named "htpp" (declared: http=8080)`)
+		eb.expectStep(t, "", []string{"svc/badname"}, "endpoints", explain.StatusBroken, `has a port named "htpp" (declared: http=8080)`)
 	})
 	t.Run("a port nobody listens on", func(t *testing.T) {
-		eb.expectStep("", []string{"svc/deaf"}, "endpoint/", explain.StatusBroken, ":9090: connection refused")
+		eb.expectStep(t, "", []string{"svc/deaf"}, "endpoint/", explain.StatusBroken, ":9090: connection refused")
 	})
 	t.Run("every pod failing readiness shows the probe's message, escaped", func(t *testing.T) {
-		eb.expectStep("", []string{"svc/sick"}, "endpoints", explain.StatusBroken, `Readiness probe failed: command exited with 1: disk \x1b[31mfull`)
+		eb.expectStep(t, "", []string{"svc/sick"}, "endpoints", explain.StatusBroken, `Readiness probe failed: command exited with 1: disk \x1b[31mfull`)
 		out, _ := exec.Command("ip", "netns", "exec", eb.node1.Name, framework.Binary(t), "explain", "--kubeconfig", eb.s.Kubeconfig(), "svc/sick").Output()
 		if bytes.IndexByte(out, 0x1b) >= 0 || !bytes.Contains(out, []byte(`\x1b[31m`)) {
 			t.Errorf("the probe's escape sequence reached the terminal unescaped or not at all:\n%q", out)
 		}
 	})
 	t.Run("a LoadBalancer with no pool", func(t *testing.T) {
-		eb.expectStep("", []string{"svc/lb"}, "loadbalancer", explain.StatusBroken, "no load balancer IP pool for IPv4 (NoPool)")
+		eb.expectStep(t, "", []string{"svc/lb"}, "loadbalancer", explain.StatusBroken, "no load balancer IP pool for IPv4 (NoPool)")
 	})
 	t.Run("externalTrafficPolicy Local hit on a node without local endpoints", func(t *testing.T) {
-		eb.expectStep("", []string{"10.100.1.2:30480"}, "node/node2", explain.StatusBroken, "externalTrafficPolicy Local and node2 has no local ready endpoint")
+		eb.expectStep(t, "", []string{"10.100.1.2:30480"}, "node/node2", explain.StatusBroken, "externalTrafficPolicy Local and node2 has no local ready endpoint")
 	})
 	t.Run("an ExternalName that does not resolve", func(t *testing.T) {
-		eb.expectStep("", []string{"svc/ext"}, "dns", explain.StatusBroken, "externalName nosuch.nowhere.svc.cluster.local does not resolve (NXDOMAIN")
+		eb.expectStep(t, "", []string{"svc/ext"}, "dns", explain.StatusBroken, "externalName nosuch.nowhere.svc.cluster.local does not resolve (NXDOMAIN")
 	})
 	t.Run("an Ingress pointing at a missing Service port", func(t *testing.T) {
-		eb.expectStep("", []string{"ingress/site"}, "ingress/default/site", explain.StatusBroken, "Service typo has no port 8080")
+		eb.expectStep(t, "", []string{"ingress/site"}, "ingress/default/site", explain.StatusBroken, "Service typo has no port 8080")
 	})
 	t.Run("a Service name asked in the wrong namespace", func(t *testing.T) {
-		eb.expectStep("", []string{"web.other"}, "dns", explain.StatusBroken, "web.other asked in the wrong namespace")
+		eb.expectStep(t, "", []string{"web.other"}, "dns", explain.StatusBroken, "web.other asked in the wrong namespace")
 	})
 	t.Run("bad input: a Service that does not exist suggests close names", func(t *testing.T) {
-		eb.expectStep("", []string{"svc/wbe"}, "service", explain.StatusBroken, "did you mean svc/web")
+		eb.expectStep(t, "", []string{"svc/wbe"}, "service", explain.StatusBroken, "did you mean svc/web")
 	})
 	t.Run("bad input: no permission for a step says which", func(t *testing.T) {
 		kc := eb.readOnlyUser(t)
-		eb.expectStep(kc, []string{"svc/web"}, "node/node1", explain.StatusWarning, "no permission to get nodes/proxy of node1")
+		eb.expectStep(t, kc, []string{"svc/web"}, "node/node1", explain.StatusWarning, "no permission to get nodes/proxy of node1")
 	})
 	t.Run("bad input: a node that does not answer is said and skipped", func(t *testing.T) {
 		ghost := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ghost"}}
@@ -287,7 +287,7 @@ func TestExplain(t *testing.T) {
 		if _, err := eb.c.CoreV1().Nodes().UpdateStatus(context.Background(), ghost, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		r := eb.expectStep("", []string{"svc/web"}, "node/ghost", explain.StatusWarning, "node ghost does not answer")
+		r := eb.expectStep(t, "", []string{"svc/web"}, "node/ghost", explain.StatusWarning, "node ghost does not answer")
 		for _, s := range r.Steps {
 			if s.Name == "node/node1" && s.Status != explain.StatusOK {
 				t.Errorf("node1 after a silent node: got %s %q, want ok", s.Status, s.Message)
@@ -298,7 +298,7 @@ func TestExplain(t *testing.T) {
 	t.Run("pods on a node whose proxy is stopped", func(t *testing.T) {
 		eb.proxy2.Process.Kill()
 		eb.proxy2.Wait()
-		eb.expectStep("", []string{"svc/web"}, "node/node2", explain.StatusBroken, "the service proxy of node node2 does not answer")
+		eb.expectStep(t, "", []string{"svc/web"}, "node/node2", explain.StatusBroken, "the service proxy of node node2 does not answer")
 	})
 }
 

@@ -160,6 +160,7 @@ func selectorStep(svc *corev1.Service, matched, pods []*corev1.Pod) Step {
 type nearPod struct {
 	pod     *corev1.Pod
 	misses  int
+	dist    int // edits between the pod's values and the selector's
 	summary string
 }
 
@@ -178,14 +179,16 @@ func nearestPods(selector map[string]string, ns string, pods []*corev1.Pod, n in
 			continue
 		}
 		var diffs []string
-		shared := 0
+		shared, dist := 0, 0
 		for _, k := range keys {
 			v, ok := p.Labels[k]
 			switch {
 			case !ok:
+				dist += len(selector[k]) + 1
 				diffs = append(diffs, fmt.Sprintf("label %s missing (selector wants %s=%s)", k, k, selector[k]))
 			case v != selector[k]:
 				shared++
+				dist += editDistance(v, selector[k])
 				diffs = append(diffs, fmt.Sprintf("label %s=%s, selector wants %s=%s", k, clean(v), k, selector[k]))
 			default:
 				shared++
@@ -194,11 +197,14 @@ func nearestPods(selector map[string]string, ns string, pods []*corev1.Pod, n in
 		if shared == 0 && !sameValueOtherKey(selector, p.Labels, &diffs) {
 			continue
 		}
-		out = append(out, nearPod{pod: p, misses: len(diffs), summary: strings.Join(diffs, "; ")})
+		out = append(out, nearPod{pod: p, misses: len(diffs), dist: dist, summary: strings.Join(diffs, "; ")})
 	}
 	slices.SortStableFunc(out, func(a, b nearPod) int {
 		if a.misses != b.misses {
 			return a.misses - b.misses
+		}
+		if a.dist != b.dist {
+			return a.dist - b.dist
 		}
 		return strings.Compare(a.pod.Name, b.pod.Name)
 	})
