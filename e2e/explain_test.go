@@ -253,7 +253,7 @@ func TestExplain(t *testing.T) {
 		}
 	})
 	t.Run("a LoadBalancer with no pool", func(t *testing.T) {
-		eb.expectStep(t, "", []string{"svc/lb"}, "loadbalancer", explain.StatusBroken, "no load balancer IP pool for IPv4 (NoPool)")
+		eb.expectStep(t, "", []string{"svc/lb"}, "loadbalancer", explain.StatusBroken, "no load balancer IP pool for the Service's IP families [IPv4] (NoPool)")
 	})
 	t.Run("externalTrafficPolicy Local hit on a node without local endpoints", func(t *testing.T) {
 		eb.expectStep(t, "", []string{"10.100.1.2:30480"}, "node/node2", explain.StatusBroken, "externalTrafficPolicy Local and node2 has no local ready endpoint")
@@ -275,18 +275,23 @@ func TestExplain(t *testing.T) {
 		eb.expectStep(t, kc, []string{"svc/web"}, "node/node1", explain.StatusWarning, "no permission to get nodes/proxy of node1")
 	})
 	t.Run("bad input: a node that does not answer is said and skipped", func(t *testing.T) {
-		ghost := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ghost"}}
-		ghost, err := eb.c.CoreV1().Nodes().Create(context.Background(), ghost, metav1.CreateOptions{})
-		if err != nil {
+		ctx := context.Background()
+		if _, err := eb.c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ghost"}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		defer eb.c.CoreV1().Nodes().Delete(context.Background(), "ghost", metav1.DeleteOptions{})
-		ghost.Status = corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.100.1.9"}},
-			Conditions:      []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now()}},
-			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: 10250}}}
-		if _, err := eb.c.CoreV1().Nodes().UpdateStatus(context.Background(), ghost, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		defer eb.c.CoreV1().Nodes().Delete(ctx, "ghost", metav1.DeleteOptions{})
+		// The node controllers write the new Node too: retry on conflict.
+		eventually(t, "ghost's status written", func() (bool, string) {
+			ghost, err := eb.c.CoreV1().Nodes().Get(ctx, "ghost", metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			ghost.Status = corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.100.1.9"}},
+				Conditions:      []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now()}},
+				DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: 10250}}}
+			_, err = eb.c.CoreV1().Nodes().UpdateStatus(ctx, ghost, metav1.UpdateOptions{})
+			return err == nil, fmt.Sprint(err)
+		})
 		r := eb.expectStep(t, "", []string{"svc/web"}, "node/ghost", explain.StatusWarning, "node ghost does not answer")
 		for _, s := range r.Steps {
 			if s.Name == "node/node1" && s.Status != explain.StatusOK {

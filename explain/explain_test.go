@@ -3,7 +3,7 @@ package explain
 import (
 	"bytes"
 	"context"
-	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -167,7 +167,7 @@ func TestExplain(t *testing.T) {
 					Message:        "Readiness probe failed: HTTP probe failed with statuscode: 503 \x1b[31mred\x1b[0m"}},
 			wantStatus: StatusBroken, wantStep: "endpoints", wantMsg: `Readiness probe failed: HTTP probe failed with statuscode: 503 \x1b[31mred`},
 		{name: "pods on a node whose proxy is stopped", target: "svc/web", dns: healthyDNS, objects: healthy,
-			nodes:      fakeNodes{proxy: healthyNodes.proxy, errors: map[string]error{"node2": errors.Join(ErrProxyDown, errors.New("the service proxy of node node2 does not answer at 127.0.0.1:10249"))}},
+			nodes:      fakeNodes{proxy: healthyNodes.proxy, errors: map[string]error{"node2": fmt.Errorf("%w: %s", ErrProxyDown, "the service proxy of node node2 does not answer at 127.0.0.1:10249: connection refused")}},
 			wantStatus: StatusBroken, wantStep: "node/node2", wantMsg: "the service proxy of node node2 does not answer"},
 		{name: "a node that still routes to a deleted pod", target: "svc/web", dns: healthyDNS, objects: healthy,
 			nodes:      fakeNodes{proxy: map[string]status.Service{"node1": programmed("node1", "10.244.1.5:8080"), "node2": programmed("node2", "10.244.1.5:8080", "10.244.2.9:8080")}},
@@ -264,6 +264,23 @@ func TestClean(t *testing.T) {
 	for _, tc := range tests {
 		if got := clean(tc.in); got != tc.want {
 			t.Errorf("clean(%q): got %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestCloseNames(t *testing.T) {
+	tests := []struct {
+		name  string
+		names []string
+		want  string
+	}{
+		{"wbe", []string{"web", "lb", "api"}, "web"},
+		{"frontend", []string{"frontend-v2", "backend", "front"}, "front,frontend-v2"},
+		{"db", []string{"web", "cache"}, ""},
+	}
+	for _, tc := range tests {
+		if got := strings.Join(closeNames(tc.name, tc.names, 3), ","); got != tc.want {
+			t.Errorf("closeNames(%s): got %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }

@@ -6,7 +6,7 @@ import (
 )
 
 // closeNames returns up to n of names closest to name: those within a
-// third of its length in edits, or that contain it or are contained in it,
+// third of its length in edits (at least one), or that contain it or are contained in it,
 // nearest first.
 func closeNames(name string, names []string, n int) []string {
 	type scored struct {
@@ -14,7 +14,7 @@ func closeNames(name string, names []string, n int) []string {
 		d    int
 	}
 	var out []scored
-	limit := max(2, len(name)/3)
+	limit := max(1, len(name)/3)
 	for _, c := range names {
 		if c == name {
 			continue
@@ -37,23 +37,29 @@ func closeNames(name string, names []string, n int) []string {
 	return res
 }
 
-// editDistance is the Levenshtein distance between a and b.
+// editDistance is the optimal string alignment distance between a and b:
+// insertions, deletions, substitutions and swaps of neighbours (wbe for
+// web) each count one.
 func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
 	}
 	for i := 1; i <= len(a); i++ {
-		cur[0] = i
 		for j := 1; j <= len(b); j++ {
 			cost := 1
 			if a[i-1] == b[j-1] {
 				cost = 0
 			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
 	}
-	return prev[len(b)]
+	return d[len(a)][len(b)]
 }

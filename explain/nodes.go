@@ -29,6 +29,10 @@ type NodeAsker interface {
 // but its service proxy did not.
 var ErrProxyDown = errors.New("the service proxy does not answer")
 
+// proxyDownText starts the agent's answer when its node's proxy does not
+// answer (agent/diag.go).
+const proxyDownText = "the service proxy of node "
+
 // nodeProxy asks through the API server's nodes/NAME/proxy subresource,
 // as kubectl get --raw would: the caller's own credentials decide.
 type nodeProxy struct {
@@ -44,13 +48,14 @@ func (n nodeProxy) get(ctx context.Context, node, path string, params map[string
 	for k, v := range params {
 		req = req.Param(k, v)
 	}
-	res := req.Do(ctx)
-	raw, err := res.Raw()
+	raw, err := req.Do(ctx).Raw()
 	if err != nil {
-		var code int
-		res.StatusCode(&code)
-		if code == 502 && strings.Contains(string(raw), "service proxy") {
-			return fmt.Errorf("%w: %s", ErrProxyDown, strings.TrimSpace(string(raw)))
+		// The agent says so when it reached no proxy (a 502 whose body
+		// client-go folds into the error's text).
+		text := err.Error() + " " + string(raw)
+		if i := strings.Index(text, proxyDownText); i >= 0 {
+			msg, _, _ := strings.Cut(text[i:], `")`)
+			return fmt.Errorf("%w: %s", ErrProxyDown, strings.ReplaceAll(msg, `\"`, `"`))
 		}
 		return err
 	}
@@ -76,7 +81,8 @@ func askError(node string, err error) (string, Status) {
 	case apierrors.IsForbidden(err):
 		return fmt.Sprintf("no permission to get nodes/proxy of %s (needed to ask its agent): %s", node, clean(err.Error())), StatusWarning
 	case errors.Is(err, ErrProxyDown):
-		return clean(err.Error()), StatusBroken
+		_, why, _ := strings.Cut(err.Error(), ": ")
+		return clean(why) + "; its rules stay as it last wrote them, whatever changed since", StatusBroken
 	case errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "deadline"):
 		return fmt.Sprintf("node %s does not answer (no reply in time); going on without it", node), StatusWarning
 	}
