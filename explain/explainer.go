@@ -77,7 +77,7 @@ func (e *Explainer) Explain(ctx context.Context, namespace, target string) (*Rep
 	}
 	switch strings.ToLower(kind) {
 	case "svc", "service", "services":
-		return e.ExplainService(ctx, namespace, name, hit{})
+		return e.explainService(ctx, namespace, name, hit{})
 	case "pod", "pods", "po":
 		return e.explainPod(ctx, namespace, name)
 	case "ingress", "ingresses", "ing":
@@ -94,9 +94,9 @@ type hit struct {
 	via  string
 }
 
-// ExplainService diagnoses the Service namespace/name; h, when set, is the
+// explainService diagnoses the Service namespace/name; h, when set, is the
 // node and port the user's traffic arrives at.
-func (e *Explainer) ExplainService(ctx context.Context, namespace, name string, h hit) (*Report, error) {
+func (e *Explainer) explainService(ctx context.Context, namespace, name string, h hit) (*Report, error) {
 	target := "svc/" + namespace + "/" + name
 	svc, err := e.cfg.Client.CoreV1().Services(namespace).Get(ctx, name, metav1.GetOptions{})
 	switch {

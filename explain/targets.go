@@ -79,7 +79,7 @@ func (e *Explainer) serviceDNSName(host string) (name, ns string, ok bool) {
 func (e *Explainer) explainServiceName(ctx context.Context, target, name, ns string) (*Report, error) {
 	_, err := e.cfg.Client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
 	if err == nil || !apierrors.IsNotFound(err) {
-		r, err := e.ExplainService(ctx, ns, name, hit{})
+		r, err := e.explainService(ctx, ns, name, hit{})
 		if r != nil {
 			r.Target = target + " (svc/" + ns + "/" + name + ")"
 		}
@@ -243,7 +243,7 @@ func hasExternalIP(s *corev1.Service, ip string) bool {
 
 // serviceAt explains s as reached at port (0: any) and checks the port.
 func (e *Explainer) serviceAt(ctx context.Context, target string, s *corev1.Service, port int32, h hit) (*Report, error) {
-	r, err := e.ExplainService(ctx, s.Namespace, s.Name, h)
+	r, err := e.explainService(ctx, s.Namespace, s.Name, h)
 	if err != nil {
 		return nil, err
 	}
