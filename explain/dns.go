@@ -145,6 +145,12 @@ func (e *Explainer) dnsStep(ctx context.Context, svc *corev1.Service) Step {
 		st.Status, st.Message = StatusBroken, fmt.Sprintf("%s: %s from the cluster DNS", name, dns.RcodeToString[r.Rcode])
 		return st
 	}
+	if slices.Contains(svc.Spec.IPFamilies, corev1.IPv6Protocol) {
+		if r6, _, err := e.cfg.DNS.Query(ctx, name, dns.TypeAAAA); err == nil {
+			st.Evidence = append(st.Evidence, fmt.Sprintf("%s AAAA -> %s %s", name, dns.RcodeToString[r6.Rcode], answers(r6)))
+			got = append(got, addrs(r6)...)
+		}
+	}
 	want := wantedAddrs(svc)
 	if want != nil && !sameSet(got, want) {
 		st.Status = StatusBroken
@@ -193,13 +199,10 @@ func wantedAddrs(svc *corev1.Service) []string {
 	if svc.Spec.ClusterIP == corev1.ClusterIPNone || svc.Spec.ClusterIP == "" {
 		return nil
 	}
-	var out []string
-	for _, ip := range svc.Spec.ClusterIPs {
-		if !strings.Contains(ip, ":") {
-			out = append(out, ip)
-		}
+	if len(svc.Spec.ClusterIPs) == 0 {
+		return []string{svc.Spec.ClusterIP}
 	}
-	return out
+	return slices.Clone(svc.Spec.ClusterIPs)
 }
 
 func addrs(r *dns.Msg) []string {

@@ -36,7 +36,10 @@ func (f fakeDNS) Query(_ context.Context, name string, qtype uint16) (*dns.Msg, 
 		return m, "10.96.0.10:53", nil
 	}
 	for _, ip := range ips {
-		if qtype == dns.TypeA {
+		if qtype == dns.TypeAAAA && strings.Contains(ip, ":") {
+			m.Answer = append(m.Answer, &dns.AAAA{Hdr: dns.RR_Header{Name: dns.Fqdn(name), Rrtype: dns.TypeAAAA, Class: dns.ClassINET, Ttl: 5}, AAAA: net.ParseIP(ip)})
+		}
+		if qtype == dns.TypeA && !strings.Contains(ip, ":") && net.ParseIP(ip) != nil {
 			m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: dns.Fqdn(name), Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 5}, A: net.ParseIP(ip)})
 		}
 		if qtype == dns.TypeSRV {
@@ -147,6 +150,14 @@ func TestExplain(t *testing.T) {
 	}{
 		{name: "healthy Service ok at every step", objects: healthy, dns: healthyDNS, nodes: healthyNodes, target: "svc/web",
 			wantStatus: StatusOK, wantStep: "latency", wantMsg: "reached 2 of 2"},
+		{name: "dual-stack Service: A and AAAA both asked", target: "svc/web", nodes: healthyNodes,
+			dns: fakeDNS{"web.default.svc.cluster.local": {"10.96.0.20", "fd00::20"}, "_http._tcp.web.default.svc.cluster.local": {"web.default.svc.cluster.local."}},
+			objects: []runtime.Object{readyNode("node1"), readyNode("node2"), webPod("web-1", "node1", "10.244.1.5", true, nil), webSlice(ep("10.244.1.5", "node1", true)),
+				webService(func(s *corev1.Service) {
+					s.Spec.ClusterIPs = []string{"10.96.0.20", "fd00::20"}
+					s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
+				})},
+			wantStatus: StatusOK, wantStep: "dns", wantMsg: "-> 10.96.0.20,fd00::20"},
 		{name: "selector matching nothing shows the nearest label", target: "svc/web", dns: healthyDNS, nodes: healthyNodes,
 			objects: []runtime.Object{readyNode("node1"), webService(nil),
 				webPod("db-1", "node1", "10.244.1.6", true, func(p *corev1.Pod) { p.Labels = map[string]string{"app": "database"} }),
