@@ -1,0 +1,59 @@
+//go:build linux
+
+package agent
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+// TestDiagRoutes: what portal explain asks of an agent through
+// nodes/NAME/proxy. Loopback stands in for the node's pod CIDR.
+func TestDiagRoutes(t *testing.T) {
+	listening, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listening.Close()
+	closed, _ := net.Listen("tcp", "127.0.0.1:0")
+	closedAddr := closed.Addr().String()
+	closed.Close()
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"path":"`+r.URL.Path+`"}`)
+	}))
+	defer proxy.Close()
+
+	tests := []struct {
+		name       string
+		proxyAddr  string
+		path       string
+		wantCode   int
+		wantInBody string
+	}{
+		{"a listening pod port is open", "", "/dial?address=" + listening.Addr().String(), 200, `"result":"open"`},
+		{"a closed pod port is refused", "", "/dial?address=" + closedAddr, 200, `"result":"refused"`},
+		{"an address outside the pod CIDRs is not dialed", "", "/dial?address=192.0.2.1:80", 403, "is not a pod address of node node1"},
+		{"garbage is refused", "", "/dial?address=web", 400, "want IP:PORT"},
+		{"the proxy's status is forwarded", strings.TrimPrefix(proxy.URL, "http://"), "/proxystatus/services/default/web", 200, `"path":"/status/services/default/web"`},
+		{"a proxy that does not answer says so", closedAddr, "/proxystatus/services/default/web", 502, "the service proxy of node node1 does not answer at " + closedAddr},
+		{"no proxy address configured", "", "/proxystatus/services/default/web", 404, "no --proxy-status-address"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := &Agent{opts: Options{NodeName: "node1", ProxyStatusAddress: tc.proxyAddr},
+				podCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+			mux := http.NewServeMux()
+			a.addDiagRoutes(mux)
+			rec := httptest.NewRecorder()
+			mux.ServeHTTP(rec, httptest.NewRequest("GET", tc.path, nil))
+			if rec.Code != tc.wantCode || !strings.Contains(rec.Body.String(), tc.wantInBody) {
+				t.Errorf("got %d %q, want %d containing %q", rec.Code, rec.Body.String(), tc.wantCode, tc.wantInBody)
+			}
+		})
+	}
+}
