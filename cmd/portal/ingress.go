@@ -29,7 +29,7 @@ func addIngressFlags(fs *pflag.FlagSet, o *ingress.Options) {
 
 func newIngressCommand() *cobra.Command {
 	o := ingress.DefaultOptions()
-	var kubeconfig string
+	var api apiFlags
 	cmd := &cobra.Command{
 		Use:   "ingress",
 		Short: "Run the Ingress controller: HTTP and HTTPS routed by host and path to Service endpoints",
@@ -38,7 +38,7 @@ func newIngressCommand() *cobra.Command {
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			_, client, err := componentClient(kubeconfig, "portal-ingress")
+			_, client, err := componentClient(cmd.Context(), api, "portal-ingress")
 			if err != nil {
 				return err
 			}
@@ -49,7 +49,7 @@ func newIngressCommand() *cobra.Command {
 			return c.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the API server (one from: portal kubeconfig --user system:portal-ingress)")
+	api.add(cmd.Flags(), "kubeconfig of the API server (one from: portal kubeconfig --user system:portal-ingress)")
 	addIngressFlags(cmd.Flags(), &o)
 	return cmd
 }
