@@ -59,6 +59,7 @@ type Balancer struct {
 	current    string
 	down       map[string]bool
 	conns      map[string]map[pairConn]struct{} // by server, the connections forwarded to it
+	stopped    bool                             // Run is returning: forward nothing more
 }
 
 // New listens on loopback; Run serves.
@@ -153,6 +154,7 @@ func (b *Balancer) Run(ctx context.Context) error {
 		<-ctx.Done()
 		b.listener.Close()
 		b.mu.Lock()
+		b.stopped = true
 		for s := range b.conns {
 			b.closeConnsLocked(s)
 		}
@@ -257,7 +259,7 @@ func (p pairConn) Close() error {
 func (b *Balancer) track(server string, pair pairConn) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !slices.Contains(b.servers, server) {
+	if b.stopped || !slices.Contains(b.servers, server) {
 		return false
 	}
 	if b.conns[server] == nil {
