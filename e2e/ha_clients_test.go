@@ -315,7 +315,7 @@ func TestHAClientFollowsAnotherAPIServer(t *testing.T) {
 	first := framework.StartServer(t, "--disable", "dns")
 	second := sharedEtcdServer(t, first, "--disable", "dns,controllers")
 	port := fmt.Sprint(framework.FreePort(t))
-	framework.StartProcess(t, t.TempDir(), "dns", "--kubeconfig", second.UserKubeconfig(t, "system:kube-dns", second.URL()),
+	proc := framework.StartProcess(t, t.TempDir(), "dns", "--kubeconfig", second.UserKubeconfig(t, "system:kube-dns", second.URL()),
 		"--server", first.URL(), "--dns-bind-address", "127.0.0.1", "--dns-port", port, "--upstream", "none",
 		"--health-bind-address", "", "--ready-bind-address", "", "--metrics-bind-address", "", "-v=2")
 	lookup := func(name string) []string {
@@ -340,6 +340,15 @@ func TestHAClientFollowsAnotherAPIServer(t *testing.T) {
 		return len(got) == 1 && got[0] == ip, fmt.Sprint(got)
 	})
 
+	// client-go's reflector logs this (at -v=2) after every full list.
+	lists := func() int {
+		data, _ := os.ReadFile(proc.Log)
+		return strings.Count(string(data), "Caches populated")
+	}
+	// client-go counts a watch that ends within its first second as
+	// failed and lists again; the watches a failover ends are older.
+	time.Sleep(2 * time.Second)
+	listsBefore := lists()
 	second.Kill()
 	killed := time.Now()
 	ip = create("after")
@@ -351,6 +360,10 @@ func TestHAClientFollowsAnotherAPIServer(t *testing.T) {
 	t.Logf("a Service created after the DNS server's API server was killed was answered after %v", took.Round(10*time.Millisecond))
 	if took > 10*time.Second {
 		t.Errorf("took %v, want at most 10s", took)
+	}
+	// The watches resumed on the other server from their resourceVersion.
+	if got := lists() - listsBefore; got != 0 {
+		t.Errorf("the DNS server listed %d times after the failover, want 0 (watches resume)", got)
 	}
 }
 
