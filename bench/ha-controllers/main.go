@@ -1,4 +1,4 @@
-// Command ha measures controller failover: two controller-managers run
+// Command ha-controllers measures controller failover: two controller-managers run
 // against one API server; the one holding the Lease is killed with -9, and
 // the time until the other acts again (a Service created right after the
 // kill gets its EndpointSlice) is taken over several runs, with the
