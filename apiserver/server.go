@@ -37,6 +37,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	basecompatibility "k8s.io/component-base/compatibility"
 	baseversion "k8s.io/component-base/version"
+	"k8s.io/klog/v2"
 
 	"portal.dev/portal/apiserver/admission/defaultingressclass"
 	"portal.dev/portal/apiserver/admission/externalips"
@@ -125,9 +126,18 @@ type Options struct {
 	// in-process components have synced.
 	ExtraReadyChecks []healthz.HealthChecker
 
+	// Cluster makes the embedded etcd a member of a cluster of servers.
+	Cluster ClusterOptions
+
 	// embedded is the etcd Run started, if it did: storage and the
 	// allocator then call it in process.
 	embedded *embeddedetcd.Server
+	// joinHandler serves other servers' joins, on a cluster member.
+	joinHandler http.Handler
+	// joinDone says PrepareJoin has run; joinPlan is then the cluster the
+	// new member joins (nil for a member restarting).
+	joinDone bool
+	joinPlan *embeddedetcd.Join
 }
 
 // DefaultOptions returns the options a plain `portal apiserver` uses.
@@ -178,8 +188,11 @@ func Run(ctx context.Context, o Options) error {
 		// could use it.
 		return fmt.Errorf("--advertise-address: %s cannot be the kubernetes Service's endpoint; this machine has no default route to pick another, so set --advertise-address", o.AdvertiseAddress)
 	}
+	if err := o.ValidateCluster(); err != nil {
+		return err
+	}
 	if len(o.EtcdServers) == 0 {
-		etcd, err := embeddedetcd.Start(ctx, o.DataDir)
+		etcd, err := startEtcd(ctx, &o)
 		if err != nil {
 			return err
 		}
@@ -202,7 +215,28 @@ func Run(ctx context.Context, o Options) error {
 	if l, ok := s.SecureServingInfo.Listener.(*closingListener); ok {
 		defer l.stop()
 	}
-	return s.PrepareRun().RunWithContext(ctx)
+	if err := s.PrepareRun().RunWithContext(ctx); err != nil {
+		return err
+	}
+	if o.Cluster.Leave && o.embedded != nil {
+		// ctx has ended; leaving needs a context of its own.
+		leaveCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := o.embedded.Leave(leaveCtx); err != nil {
+			return fmt.Errorf("--leave: %w", err)
+		}
+		klog.InfoS("Left the etcd cluster; its data in this data directory is removed", "dataDir", o.DataDir)
+	}
+	return nil
+}
+
+// startEtcd starts the embedded etcd: a member of a cluster of servers
+// when asked or started as one before, else the single loopback member.
+func startEtcd(ctx context.Context, o *Options) (*embeddedetcd.Server, error) {
+	if o.Cluster.member(o.DataDir) {
+		return startClusterMember(ctx, o)
+	}
+	return embeddedetcd.Start(ctx, o.DataDir)
 }
 
 func newServer(o Options, ca *pki.CA, cidrs []netip.Prefix) (*genericapiserver.GenericAPIServer, error) {
@@ -216,7 +250,7 @@ func newServer(o Options, ca *pki.CA, cidrs []netip.Prefix) (*genericapiserver.G
 	config.OpenAPIV3Config.Info.Title, config.OpenAPIV3Config.Info.Version = "Kubernetes", baseversion.DefaultKubeBinaryVersion
 	config.LongRunningFunc = longRunning
 	config.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
-		return genericapiserver.DefaultBuildHandlerChain(withVersion(h), c)
+		return withJoinEndpoints(genericapiserver.DefaultBuildHandlerChain(withVersion(h), c), o.joinHandler)
 	}
 	config.ExternalAddress = net.JoinHostPort(o.AdvertiseAddress.String(), fmt.Sprint(o.SecurePort))
 	config.PublicAddress = o.AdvertiseAddress

@@ -40,6 +40,8 @@ type Server struct {
 	Endpoint string
 	// CAFile, CertFile and KeyFile are the client credentials to use.
 	CAFile, CertFile, KeyFile string
+	// dataDir is set for a member of a cluster of servers.
+	dataDir string
 }
 
 // Start starts etcd in dataDir/etcd and returns once it serves clients.
@@ -50,11 +52,17 @@ type Server struct {
 // The data directory is locked first and stays locked until Close: a
 // second process on it gets an InUseError at once.
 func Start(ctx context.Context, dataDir string) (*Server, error) {
+	return StartMember(ctx, dataDir, nil)
+}
+
+// StartMember is Start for a member of a cluster of servers (see Cluster);
+// a nil c is the single loopback member Start runs.
+func StartMember(ctx context.Context, dataDir string, c *Cluster) (*Server, error) {
 	lock, err := lockDataDir(dataDir)
 	if err != nil {
 		return nil, err
 	}
-	s, err := start(ctx, dataDir)
+	s, err := start(ctx, dataDir, c)
 	if err != nil {
 		lock.Close()
 		return nil, err
@@ -63,7 +71,7 @@ func Start(ctx context.Context, dataDir string) (*Server, error) {
 	return s, nil
 }
 
-func start(ctx context.Context, dataDir string) (*Server, error) {
+func start(ctx context.Context, dataDir string, c *Cluster) (*Server, error) {
 	pkiDir := filepath.Join(dataDir, "pki", "etcd")
 	ca, err := pki.LoadOrCreateCA(pkiDir, "ca")
 	if err != nil {
@@ -75,6 +83,9 @@ func start(ctx context.Context, dataDir string) (*Server, error) {
 		KeyFile:  filepath.Join(pkiDir, "server.key"),
 	}
 	ips := []net.IP{net.IPv4(127, 0, 0, 1)}
+	if c != nil {
+		ips = append(ips, c.AdvertiseIP)
+	}
 	if err := ca.EnsureServing(s.CertFile, s.KeyFile, []string{"localhost"}, ips); err != nil {
 		return nil, fmt.Errorf("etcd serving certificate: %w", err)
 	}
@@ -93,6 +104,9 @@ func start(ctx context.Context, dataDir string) (*Server, error) {
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	if c != nil {
+		c.apply(cfg)
+	}
 	cfg.ClientTLSInfo.CertFile, cfg.ClientTLSInfo.KeyFile = s.CertFile, s.KeyFile
 	cfg.ClientTLSInfo.TrustedCAFile = s.CAFile
 	cfg.ClientTLSInfo.ClientCertAuth = true
@@ -128,6 +142,13 @@ func start(ctx context.Context, dataDir string) (*Server, error) {
 	if err := issueClient(ca, pkiDir, s); err != nil {
 		e.Close()
 		return nil, err
+	}
+	if c != nil {
+		s.dataDir = dataDir
+		if err := s.settle(ctx, c); err != nil {
+			e.Close()
+			return nil, err
+		}
 	}
 	return s, nil
 }

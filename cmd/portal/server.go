@@ -89,6 +89,17 @@ func newServerCommand() *cobra.Command {
 			}
 			po.HostnameOverride, po.ClusterCIDR = ao.NodeName, mo.ClusterCIDR
 			ino.NodeName = ao.NodeName
+			// The etcd member is named for the node, so that two servers
+			// of one name are told apart at join (see clusterjoin).
+			o.Cluster.Name = ao.NodeName
+			if err := o.ValidateCluster(); err != nil {
+				return err
+			}
+			// Joining brings the cluster's CA, which the components'
+			// credentials below come from.
+			if err := apiserver.PrepareJoin(cmd.Context(), &o); err != nil {
+				return err
+			}
 			settleProxyMode(cmd.Flags(), &po, runtime.GOOS == "linux" && os.Geteuid() == 0)
 			so := serverOptions{api: o, controllers: mo, dns: do, agent: ao, proxy: po, ingress: ino}
 			if enabled("agent") && enabled("dns") && agentPossible() {
