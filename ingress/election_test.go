@@ -50,7 +50,8 @@ func TestOnlyTheLeaderWritesStatus(t *testing.T) {
 		mu.Unlock()
 		stopA()
 		<-doneA
-		time.Sleep(statusRetryPeriod + time.Second)
+		// b looks every retry period, stretched by up to 2.2x with jitter.
+		time.Sleep(statusRetryPeriod*22/10 + time.Second)
 		synctest.Wait()
 		mu.Lock()
 		if running["a"] || !running["b"] {
