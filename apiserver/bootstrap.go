@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,6 +33,16 @@ var SystemNamespaces = []string{"default", "kube-system", "kube-public", "kube-n
 func addBootstrapHooks(s *genericapiserver.GenericAPIServer, o Options, ca *pki.CA, cidrs []netip.Prefix) error {
 	b := &bootstrapper{o: o, cidrs: cidrs}
 	if err := s.AddPostStartHook("portal-bootstrap", unlessStopped(b.run)); err != nil {
+		return err
+	}
+	// Pre-shutdown hooks run while the server still serves, so its own
+	// loopback client can still take it out of the endpoints.
+	if err := s.AddPreShutdownHook("portal-leave-endpoints", func() error {
+		if c := b.loopbackClient(); c != nil {
+			return b.leave(c)
+		}
+		return nil
+	}); err != nil {
 		return err
 	}
 	if err := s.AddPostStartHook("portal-namespace-controller", func(hc genericapiserver.PostStartHookContext) error {
@@ -82,6 +93,18 @@ func writeAdminKubeconfig(o Options, ca *pki.CA) error {
 type bootstrapper struct {
 	o     Options
 	cidrs []netip.Prefix
+
+	// mu makes a reconcile pass and leave exclusive: a pass running as the
+	// server shuts down must not renew the lease leave deleted.
+	mu     sync.Mutex
+	client kubernetes.Interface
+	left   bool
+}
+
+func (b *bootstrapper) loopbackClient() kubernetes.Interface {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.client
 }
 
 func (b *bootstrapper) run(hc genericapiserver.PostStartHookContext) error {
@@ -93,6 +116,9 @@ func (b *bootstrapper) run(hc genericapiserver.PostStartHookContext) error {
 	if err != nil {
 		return err
 	}
+	b.mu.Lock()
+	b.client = client
+	b.mu.Unlock()
 	ctx := hc.Context
 	// The first pass must finish before the server reports ready.
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -112,11 +138,16 @@ func (b *bootstrapper) run(hc genericapiserver.PostStartHookContext) error {
 		if err := b.reconcile(ctx, client); err != nil {
 			klog.ErrorS(err, "Bootstrap reconcile failed")
 		}
-	}, 10*time.Second)
+	}, peerRenewInterval)
 	return nil
 }
 
 func (b *bootstrapper) reconcile(ctx context.Context, client kubernetes.Interface) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.left {
+		return nil
+	}
 	for _, name := range SystemNamespaces {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -126,7 +157,7 @@ func (b *bootstrapper) reconcile(ctx context.Context, client kubernetes.Interfac
 	if err := b.renewLease(ctx, client); err != nil {
 		return err
 	}
-	peers, err := b.livePeers(ctx, client)
+	peers, err := b.livePeers(ctx, client, true)
 	if err != nil {
 		return err
 	}

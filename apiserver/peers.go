@@ -16,18 +16,24 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 )
 
 // Every API server announces itself with a Lease in kube-system; the
 // kubernetes Service's endpoints are the addresses of the live ones. All
 // servers compute the same set from the same leases, so several servers on
-// one etcd agree instead of overwriting each other.
+// one etcd agree instead of overwriting each other. The figures are
+// kube-apiserver's lease endpoint reconciler's: a lease lasts 15 s and is
+// renewed every 10 s, so a server that stops renewing leaves the endpoints
+// (and clients' load balancers drop it) within 15 s plus one reconcile.
 const (
-	peerLeaseLabel    = "portal.dev/apiserver"
-	peerAddressAnnot  = "portal.dev/advertise-address"
-	peerPortAnnot     = "portal.dev/secure-port"
-	peerLeaseDuration = 30 // seconds; renewed every reconcile (10 s)
+	peerLeaseLabel     = "portal.dev/apiserver"
+	peerAddressAnnot   = "portal.dev/advertise-address"
+	peerPortAnnot      = "portal.dev/secure-port"
+	peerLeaseDuration  = 15 // seconds
+	peerRenewInterval  = 10 * time.Second
+	peerRemovalTimeout = 5 * time.Second
 )
 
 // peerSet is the endpoint set of the kubernetes Service.
@@ -39,6 +45,11 @@ type peerSet struct {
 func (b *bootstrapper) leaseName() string {
 	sum := sha256.Sum256(fmt.Appendf(nil, "%s:%d", b.o.AdvertiseAddress, b.o.SecurePort))
 	return "portal-apiserver-" + hex.EncodeToString(sum[:6])
+}
+
+func (b *bootstrapper) ownAddr() netip.Addr {
+	own, _ := netip.AddrFromSlice(b.o.AdvertiseAddress)
+	return own.Unmap()
 }
 
 func (b *bootstrapper) renewLease(ctx context.Context, client kubernetes.Interface) error {
@@ -63,28 +74,51 @@ func (b *bootstrapper) renewLease(ctx context.Context, client kubernetes.Interfa
 		return err
 	}
 	lease.Spec.RenewTime = &now
+	lease.Spec.LeaseDurationSeconds = ptr.To(int32(peerLeaseDuration))
 	_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
 	return err
 }
 
-// livePeers lists the API servers whose lease is fresh. The port is the one
+// leaseExpired tells whether l was not renewed within its own duration
+// (peerLeaseDuration for a lease that names none), so a server that
+// announced a longer duration is judged by what it promised.
+func leaseExpired(l coordinationv1.Lease, now time.Time) bool {
+	if l.Spec.RenewTime == nil {
+		return true
+	}
+	d := time.Duration(ptr.Deref(l.Spec.LeaseDurationSeconds, peerLeaseDuration)) * time.Second
+	return now.Sub(l.Spec.RenewTime.Time) > d
+}
+
+// livePeers lists the API servers whose lease is fresh, this one always
+// included unless withSelf is false (it is leaving). The port is the one
 // of the longest-running server; servers on other ports are left out (a
 // Service has one target port).
-func (b *bootstrapper) livePeers(ctx context.Context, client kubernetes.Interface) (peerSet, error) {
+func (b *bootstrapper) livePeers(ctx context.Context, client kubernetes.Interface, withSelf bool) (peerSet, error) {
 	list, err := client.CoordinationV1().Leases("kube-system").List(ctx, metav1.ListOptions{LabelSelector: peerLeaseLabel})
 	if err != nil {
 		return peerSet{}, err
 	}
+	now := time.Now()
 	live := slices.DeleteFunc(list.Items, func(l coordinationv1.Lease) bool {
-		return l.Spec.RenewTime == nil || time.Since(l.Spec.RenewTime.Time) > peerLeaseDuration*time.Second
+		return leaseExpired(l, now) || (!withSelf && l.Name == b.leaseName())
 	})
+	return peersOf(live, int32(b.o.SecurePort), b.ownAddr(), withSelf), nil
+}
+
+// peersOf is the endpoint set of the live leases. Like kube-apiserver's
+// reconciler, a server always lists itself (its own lease may not be
+// readable yet), and a server leaving with no other live server listed
+// gets an empty set: the caller then leaves the endpoints alone rather
+// than erase them.
+func peersOf(live []coordinationv1.Lease, ownPort int32, own netip.Addr, withSelf bool) peerSet {
 	slices.SortFunc(live, func(a, c coordinationv1.Lease) int {
 		if d := a.CreationTimestamp.Compare(c.CreationTimestamp.Time); d != 0 {
 			return d
 		}
 		return strings.Compare(a.Name, c.Name)
 	})
-	set := peerSet{port: int32(b.o.SecurePort)}
+	set := peerSet{port: ownPort}
 	if len(live) > 0 {
 		if p, err := strconv.Atoi(live[0].Annotations[peerPortAnnot]); err == nil {
 			set.port = int32(p)
@@ -99,10 +133,44 @@ func (b *bootstrapper) livePeers(ctx context.Context, client kubernetes.Interfac
 			set.addrs = append(set.addrs, addr.Unmap())
 		}
 	}
-	if len(set.addrs) == 0 {
-		own, _ := netip.AddrFromSlice(b.o.AdvertiseAddress)
-		set.addrs = []netip.Addr{own.Unmap()}
+	if withSelf && set.port == ownPort && !slices.Contains(set.addrs, own) {
+		set.addrs = append(set.addrs, own)
+	}
+	if withSelf && len(set.addrs) == 0 {
+		set.addrs = []netip.Addr{own}
 	}
 	slices.SortFunc(set.addrs, netip.Addr.Compare)
-	return set, nil
+	return set
+}
+
+// leave is the clean shutdown of kube-apiserver's lease reconciler: stop
+// renewing, delete this server's lease and take its address out of the
+// kubernetes Service's endpoints at once, so clients move to the other
+// servers before this one stops serving. The last server leaves the
+// endpoints as they are.
+func (b *bootstrapper) leave(client kubernetes.Interface) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.left = true
+	ctx, cancel := context.WithTimeout(context.Background(), peerRemovalTimeout)
+	defer cancel()
+	err := client.CoordinationV1().Leases("kube-system").Delete(ctx, b.leaseName(), metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete the API server lease: %w", err)
+	}
+	peers, err := b.livePeers(ctx, client, false)
+	if err != nil {
+		return err
+	}
+	if len(peers.addrs) == 0 {
+		return nil
+	}
+	if err := b.reconcileEndpoints(ctx, client, peers); err != nil {
+		return err
+	}
+	if err := b.reconcileEndpointSlice(ctx, client, peers); err != nil {
+		return err
+	}
+	klog.InfoS("Left the kubernetes Service's endpoints", "remaining", peers.addrs)
+	return nil
 }

@@ -97,13 +97,19 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.serveEndpoints(goRun)
 	// Subscribed before the Watcher runs, so no Table goes unnoticed.
 	changed := w.Changed()
-	publisher := status.New(c.client, factory, status.Options{
-		Ours:                 w.Ours,
-		PublishService:       c.opts.PublishService,
-		PublishStatusAddress: c.opts.statusAddresses(),
-		NodeName:             c.opts.NodeName,
-		Resync:               w.Changed(),
-	})
+	// Each term of leadership gets an updater of its own: one runs once.
+	publishStatus := func(ctx context.Context) error {
+		publisher := status.New(c.client, factory, status.Options{
+			Ours:                 w.Ours,
+			PublishService:       c.opts.PublishService,
+			PublishStatusAddress: c.opts.statusAddresses(),
+			NodeName:             c.opts.NodeName,
+			Resync:               w.Changed(),
+		})
+		// Starts any informer the updater asked for that the Watcher did not.
+		factory.Start(ctx.Done())
+		return publisher.Run(ctx)
+	}
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
 	goRun(w.Run)
@@ -119,7 +125,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	goRun(func(ctx context.Context) error { c.countTables(ctx, w, changed); return nil })
 	goRun(servers.Serve)
-	goRun(publisher.Run)
+	goRun(func(ctx context.Context) error { return c.whileLeading(ctx, publishStatus) })
 	goRun(h.sweep)
 	<-ctx.Done()
 	cancel()

@@ -60,6 +60,11 @@ type Options struct {
 	// replaced by what the connection shows, as any client can forge them.
 	TrustForwardedHeaders bool
 
+	// ElectionID is --election-id: the name of the Lease in kube-system
+	// that the replicas serving one class campaign for; only the holder
+	// writes Ingress status (default: portal-ingress-leader-CLASS).
+	ElectionID string
+
 	// ClientBodyTimeout is --client-body-timeout: how long each read of a
 	// request body may wait for the client, as nginx's client_body_timeout
 	// (default 60s, ingress-nginx's; zero: no limit). A client may upload

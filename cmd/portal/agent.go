@@ -40,14 +40,14 @@ func addAgentFlags(fs *pflag.FlagSet, o *agent.Options) {
 
 func newAgentCommand() *cobra.Command {
 	o := agent.DefaultOptions()
-	var kubeconfig string
+	var api apiFlags
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run the node agent: register the Node, run its pods as processes with their own network, probe them, report their status",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			collectGarbageSooner()
-			cfg, _, err := componentClient(kubeconfig, "portal-agent")
+			cfg, _, err := componentClient(cmd.Context(), api, "portal-agent")
 			if err != nil {
 				return err
 			}
@@ -91,7 +91,7 @@ func newAgentCommand() *cobra.Command {
 			return a.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the API server (for example one written by: portal kubeconfig --user system:node:NAME --group system:nodes)")
+	api.add(cmd.Flags(), "kubeconfig of the API server (for example one written by: portal kubeconfig --user system:node:NAME --group system:nodes)")
 	addAgentFlags(cmd.Flags(), &o)
 	cmd.AddCommand(newAgentInitCommand())
 	return cmd

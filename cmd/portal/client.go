@@ -1,30 +1,149 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
 
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"portal.dev/portal/internal/apilb"
 )
 
+// apiFlags say how a component that runs apart from the API servers finds
+// them: its kubeconfig (credential, CA, one server) and any further servers.
+type apiFlags struct {
+	kubeconfig string
+	servers    []string
+}
+
+func (f *apiFlags) add(fs *pflag.FlagSet, kubeconfigHelp string) {
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", kubeconfigHelp)
+	fs.StringSliceVar(&f.servers, "server", nil, "API server URLs besides the kubeconfig's (comma-separated or repeated); the component reaches whichever answers through a load balancer on loopback, and learns the rest from the kubernetes Service's endpoints")
+}
+
 // componentClient reads --kubeconfig for a component that runs apart from
-// the API server, and returns its configuration and a clientset speaking
-// protobuf (JSON where a type has no protobuf form).
-func componentClient(kubeconfig, userAgent string) (*rest.Config, kubernetes.Interface, error) {
-	if kubeconfig == "" {
-		return nil, nil, fmt.Errorf("--kubeconfig is required")
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+// the API server, puts a load balancer in front of every API server it
+// knows (running until ctx ends), and returns a configuration that goes
+// through it and a clientset speaking protobuf (JSON where a type has no
+// protobuf form).
+func componentClient(ctx context.Context, f apiFlags, userAgent string) (*rest.Config, kubernetes.Interface, error) {
+	cfg, err := componentConfig(ctx, f, userAgent)
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg.ContentType = "application/vnd.kubernetes.protobuf"
-	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-	cfg.UserAgent = userAgent
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
 	return cfg, client, nil
+}
+
+// componentConfig is componentClient's configuration alone.
+func componentConfig(ctx context.Context, f apiFlags, userAgent string) (*rest.Config, error) {
+	if f.kubeconfig == "" {
+		return nil, fmt.Errorf("--kubeconfig is required")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", f.kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.ContentType = "application/vnd.kubernetes.protobuf"
+	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	cfg.UserAgent = userAgent
+	return withLoadBalancer(ctx, cfg, f.servers)
+}
+
+// withLoadBalancer starts a load balancer seeded with cfg's server and
+// extra, and returns cfg pointed at it. The servers' certificates name
+// 127.0.0.1, so the client verifies whichever server answers.
+func withLoadBalancer(ctx context.Context, cfg *rest.Config, extra []string) (*rest.Config, error) {
+	var seeds []string
+	for _, s := range append([]string{cfg.Host}, extra...) {
+		hp, err := hostPort(s)
+		if err != nil {
+			return nil, fmt.Errorf("--server %q: %w", s, err)
+		}
+		seeds = append(seeds, hp)
+	}
+	check, err := healthCheck(cfg)
+	if err != nil {
+		return nil, err
+	}
+	lb, err := apilb.New(apilb.Config{Servers: seeds, Check: check})
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		if err := lb.Run(ctx); err != nil {
+			klog.ErrorS(err, "API load balancer stopped")
+		}
+	}()
+	through := rest.CopyConfig(cfg)
+	through.Host = "https://" + lb.Addr()
+	discovery, err := kubernetes.NewForConfig(rest.CopyConfig(through))
+	if err != nil {
+		return nil, err
+	}
+	go apilb.Discover(ctx, discovery, lb)
+	klog.InfoS("Reaching the API servers through a load balancer", "address", lb.Addr(), "servers", seeds)
+	return through, nil
+}
+
+// healthCheck judges a server alive when it answers HTTP on /readyz with
+// cfg's CA, whatever the status: a server that is up but not ready (its
+// storage unreachable, say) still serves watches from its cache, and a
+// server shutting down leaves the kubernetes Service and closes its
+// connections itself.
+func healthCheck(cfg *rest.Config) (func(context.Context, string) error, error) {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	scheme := "https"
+	if u, err := url.Parse(cfg.Host); err == nil && u.Scheme == "http" {
+		scheme = "http"
+	}
+	return func(ctx context.Context, server string) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+server+"/readyz", nil)
+		if err != nil {
+			return err
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		return nil
+	}, nil
+}
+
+// hostPort turns a server URL (https://host:port, or host:port) into
+// host:port, 443 when no port is given.
+func hostPort(s string) (string, error) {
+	if !strings.Contains(s, "://") {
+		s = "https://" + s
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return "", err
+	}
+	if u.Hostname() == "" {
+		return "", fmt.Errorf("no host")
+	}
+	port := u.Port()
+	if port == "" {
+		port = "443"
+		if u.Scheme == "http" {
+			port = "80"
+		}
+	}
+	return net.JoinHostPort(u.Hostname(), port), nil
 }

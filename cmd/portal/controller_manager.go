@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/component-base/metrics/legacyregistry"
 
 	"portal.dev/portal/controller/manager"
@@ -34,7 +33,7 @@ func addControllerFlags(fs *pflag.FlagSet, o *manager.Options) {
 
 func newControllerManagerCommand() *cobra.Command {
 	o := manager.DefaultOptions()
-	var kubeconfig string
+	var api apiFlags
 	metricsAddr := "127.0.0.1:10257"
 	cmd := &cobra.Command{
 		Use:   "controller-manager",
@@ -44,13 +43,13 @@ func newControllerManagerCommand() *cobra.Command {
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			if kubeconfig == "" {
-				return fmt.Errorf("--kubeconfig is required")
-			}
-			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			cfg, err := componentConfig(cmd.Context(), api, "")
 			if err != nil {
 				return err
 			}
+			// The manager's clients pick their own encodings (the dynamic
+			// and metadata clients speak JSON).
+			cfg.ContentType, cfg.AcceptContentTypes = "", ""
 			mgr := manager.New(cfg, o)
 			if metricsAddr != "" {
 				if err := serveMetrics(cmd.Context(), metricsAddr, mgr); err != nil {
@@ -61,7 +60,7 @@ func newControllerManagerCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&metricsAddr, "metrics-bind-address", metricsAddr, "address for /metrics and /healthz (plain HTTP; empty disables)")
-	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the API server (for example one written by: portal kubeconfig --user system:kube-controller-manager)")
+	api.add(cmd.Flags(), "kubeconfig of the API server (for example one written by: portal kubeconfig --user system:kube-controller-manager)")
 	addControllerFlags(cmd.Flags(), &o)
 	return cmd
 }

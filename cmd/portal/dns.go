@@ -22,7 +22,7 @@ func addDNSFlags(fs *pflag.FlagSet, o *dns.Options) {
 
 func newDNSCommand() *cobra.Command {
 	o := dns.DefaultOptions()
-	var kubeconfig string
+	var api apiFlags
 	cmd := &cobra.Command{
 		Use:   "dns",
 		Short: "Run cluster DNS: the Kubernetes DNS records of the cluster zone, other names forwarded upstream",
@@ -31,7 +31,7 @@ func newDNSCommand() *cobra.Command {
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			_, client, err := componentClient(kubeconfig, "portal-dns")
+			_, client, err := componentClient(cmd.Context(), api, "portal-dns")
 			if err != nil {
 				return err
 			}
@@ -42,7 +42,7 @@ func newDNSCommand() *cobra.Command {
 			return s.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the API server (for example one written by: portal kubeconfig --user system:kube-dns)")
+	api.add(cmd.Flags(), "kubeconfig of the API server (for example one written by: portal kubeconfig --user system:kube-dns)")
 	addDNSFlags(cmd.Flags(), &o)
 	return cmd
 }

@@ -19,6 +19,7 @@ func addIngressFlags(fs *pflag.FlagSet, o *ingress.Options) {
 	fs.StringVar(&o.PublishService, "publish-service", o.PublishService, "namespace/name of a Service whose load-balancer addresses are published in Ingress status")
 	fs.StringVar(&o.PublishStatusAddress, "publish-status-address", o.PublishStatusAddress, "addresses (comma-separated) published in Ingress status instead")
 	fs.StringVar(&o.NodeName, "hostname-override", o.NodeName, "this node's name in the API, whose addresses are published in Ingress status without --publish-service or --publish-status-address (default: the host name, lower-cased)")
+	fs.StringVar(&o.ElectionID, "election-id", o.ElectionID, "name of the Lease in kube-system the replicas serving one class campaign for; only its holder writes Ingress status (default: portal-ingress-leader-CLASS)")
 	fs.BoolVar(&o.AccessLog, "access-log", o.AccessLog, "write a line per request to standard output (false turns it off)")
 	fs.DurationVar(&o.ClientBodyTimeout, "client-body-timeout", o.ClientBodyTimeout, "how long each read of a request body may wait for the client before the request is cut off (0: no limit)")
 	fs.BoolVar(&o.TrustForwardedHeaders, "trust-forwarded-headers", o.TrustForwardedHeaders, "keep the X-Forwarded-For/-Proto/-Host/-Port headers clients send (appending to X-Forwarded-For), for a controller behind a proxy that sets them; by default they are replaced, as clients can forge them")
@@ -29,7 +30,7 @@ func addIngressFlags(fs *pflag.FlagSet, o *ingress.Options) {
 
 func newIngressCommand() *cobra.Command {
 	o := ingress.DefaultOptions()
-	var kubeconfig string
+	var api apiFlags
 	cmd := &cobra.Command{
 		Use:   "ingress",
 		Short: "Run the Ingress controller: HTTP and HTTPS routed by host and path to Service endpoints",
@@ -38,7 +39,7 @@ func newIngressCommand() *cobra.Command {
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			_, client, err := componentClient(kubeconfig, "portal-ingress")
+			_, client, err := componentClient(cmd.Context(), api, "portal-ingress")
 			if err != nil {
 				return err
 			}
@@ -49,7 +50,7 @@ func newIngressCommand() *cobra.Command {
 			return c.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the API server (one from: portal kubeconfig --user system:portal-ingress)")
+	api.add(cmd.Flags(), "kubeconfig of the API server (one from: portal kubeconfig --user system:portal-ingress)")
 	addIngressFlags(cmd.Flags(), &o)
 	return cmd
 }

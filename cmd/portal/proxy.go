@@ -33,7 +33,7 @@ func proxyModeDefaults(fs *pflag.FlagSet, o *proxy.Options) {
 
 func newProxyCommand() *cobra.Command {
 	o := proxy.DefaultOptions()
-	var kubeconfig string
+	var api apiFlags
 	cmd := &cobra.Command{
 		Use:   "proxy",
 		Short: "Run the service proxy for this node (userspace, nftables or iptables mode), or stand in for kube-proxy",
@@ -51,7 +51,7 @@ func newProxyCommand() *cobra.Command {
 			// again (the ruleset as objects and text), which Go's default
 			// lets grow to twice the live heap before collecting.
 			collectGarbageSooner()
-			_, client, err := componentClient(kubeconfig, "portal-proxy")
+			_, client, err := componentClient(cmd.Context(), api, "portal-proxy")
 			if err != nil {
 				return err
 			}
@@ -62,7 +62,7 @@ func newProxyCommand() *cobra.Command {
 			return p.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the API server (one from: portal kubeconfig --user system:kube-proxy)")
+	api.add(cmd.Flags(), "kubeconfig of the API server (one from: portal kubeconfig --user system:kube-proxy)")
 	addProxyFlags(cmd.Flags(), &o)
 	return cmd
 }

@@ -61,6 +61,20 @@ type Options struct {
 type Publisher struct {
 	client kubernetes.Interface
 	o      Options
+	// now is time.Now unless a test sets it.
+	now func() time.Time
+	// seen is when this server first saw each other server's current
+	// renewTime. A server is judged dead by how long this one watched its
+	// Lease stand still, as the node lifecycle controller judges nodes,
+	// not by the renewTime alone: after the API was down, every Lease is
+	// old, and removing the servers that could not renew meanwhile would
+	// leave kube-dns without endpoints just as the API returns.
+	seen map[string]sighting
+}
+
+// sighting is a renewTime and when it was first seen.
+type sighting struct {
+	renew, at time.Time
 }
 
 // New returns a Publisher; nothing happens before Run.
@@ -77,7 +91,7 @@ func New(client kubernetes.Interface, o Options) *Publisher {
 	if o.Ready == nil {
 		o.Ready = func() bool { return true }
 	}
-	return &Publisher{client: client, o: o}
+	return &Publisher{client: client, o: o, now: time.Now}
 }
 
 func (p *Publisher) sliceName() string { return p.o.Name + "-" + p.o.Identity }
@@ -105,6 +119,9 @@ func (p *Publisher) Run(ctx context.Context) error {
 			if ctx.Err() == nil {
 				klog.ErrorS(err, "Publishing DNS endpoint", "service", p.o.Namespace+"/"+p.o.Name)
 			}
+			// The others may have failed to renew for the same reason:
+			// judge them afresh once the API answers.
+			p.seen = nil
 		} else if !published && ready {
 			published = true
 			fast.Stop()
@@ -311,7 +328,7 @@ func (p *Publisher) removeDead(ctx context.Context) error {
 		if err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
-		if err == nil && !expired(lease, time.Now()) {
+		if err == nil && !p.dead(lease) {
 			continue
 		}
 		klog.InfoS("Removing the endpoint of a DNS server that stopped renewing", "slice", s.Name)
@@ -323,6 +340,29 @@ func (p *Publisher) removeDead(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// dead tells whether l expired and this server has watched it stand still
+// for its whole duration.
+func (p *Publisher) dead(l *coordinationv1.Lease) bool {
+	now := p.now()
+	var renew time.Time
+	if l.Spec.RenewTime != nil {
+		renew = l.Spec.RenewTime.Time
+	}
+	s, ok := p.seen[l.Name]
+	if !ok || !s.renew.Equal(renew) {
+		if p.seen == nil {
+			p.seen = map[string]sighting{}
+		}
+		s = sighting{renew: renew, at: now}
+		p.seen[l.Name] = s
+	}
+	if !expired(l, now) {
+		return false
+	}
+	d := time.Duration(ptr.Deref(l.Spec.LeaseDurationSeconds, 0)) * time.Second
+	return now.Sub(s.at) > d
 }
 
 func expired(l *coordinationv1.Lease, now time.Time) bool {

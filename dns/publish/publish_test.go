@@ -62,11 +62,14 @@ func TestPublishRemovesDeadServers(t *testing.T) {
 	if err := alive.sync(ctx, true); err != nil {
 		t.Fatal(err)
 	}
-	// dead stops renewing: its Lease is a minute old.
-	l, _ := c.CoordinationV1().Leases("kube-system").Get(ctx, "kube-dns-dead", metav1.GetOptions{})
-	old := metav1.NewMicroTime(time.Now().Add(-time.Minute))
-	l.Spec.RenewTime = &old
-	c.CoordinationV1().Leases("kube-system").Update(ctx, l, metav1.UpdateOptions{})
+	// dead stops renewing; alive watches its Lease stand still for a
+	// minute.
+	clock := time.Now()
+	alive.now = func() time.Time { return clock }
+	if err := alive.sync(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	clock = clock.Add(time.Minute)
 	if err := alive.sync(ctx, true); err != nil {
 		t.Fatal(err)
 	}
@@ -289,5 +292,56 @@ func TestMetricsPort(t *testing.T) {
 				t.Errorf("MetricsPort(%q, %s): got %d, want %d", tc.bind, endpoint, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestPublishKeepsServersThatCouldNotRenewWhileTheAPIWasDown pins the DNS
+// gap after an API outage: every server's Lease was old when the API came
+// back, and the first server to sync removed the others' endpoints before
+// they could renew.
+func TestPublishKeepsServersThatCouldNotRenewWhileTheAPIWasDown(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientset()
+	other, p := New(c, opts("other")), New(c, opts("self"))
+	clock := time.Now()
+	p.now = func() time.Time { return clock }
+	for _, s := range []*Publisher{other, p} {
+		if err := s.sync(ctx, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The API is down for a minute: p's round fails, and other's Lease,
+	// which it could not renew either, is a minute old when it returns.
+	down := errors.New("connection refused")
+	c.PrependReactor("*", "*", func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, down })
+	if err := p.sync(ctx, true); err == nil {
+		t.Fatal("sync with the API down: got no error")
+	}
+	p.seen = nil // as Run does after a failed round
+	c.ReactionChain = c.ReactionChain[1:]
+	l, _ := c.CoordinationV1().Leases("kube-system").Get(ctx, "kube-dns-other", metav1.GetOptions{})
+	l.Spec.RenewTime = ptr.To(metav1.NewMicroTime(clock.Add(-time.Minute)))
+	c.CoordinationV1().Leases("kube-system").Update(ctx, l, metav1.UpdateOptions{})
+	slices := func() []string {
+		list, _ := c.DiscoveryV1().EndpointSlices("kube-system").List(ctx, metav1.ListOptions{})
+		var names []string
+		for _, s := range list.Items {
+			names = append(names, s.Name)
+		}
+		return names
+	}
+	if err := p.sync(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if got := slices(); len(got) != 2 {
+		t.Errorf("slices right after the API returned: got %v, want both servers'", got)
+	}
+	// other never renews: after a whole Lease duration watched, it goes.
+	clock = clock.Add(41 * time.Second)
+	if err := p.sync(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if got := slices(); len(got) != 1 || got[0] != "kube-dns-self" {
+		t.Errorf("slices after other stayed silent for its Lease duration: got %v, want kube-dns-self only", got)
 	}
 }

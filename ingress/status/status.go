@@ -15,11 +15,10 @@
 // writes nothing else; it writes only through the status subresource and
 // only when the addresses differ. Ingresses that stop being served are
 // left as they are, as ingress-nginx leaves them: another controller may
-// be writing them now, and clearing them would fight it. Several copies
-// of the controller write the same addresses when configured alike, so
-// no leader election is needed for correctness; each copy publishing only
-// its own node's address is the case election would fix, and is left to
-// --publish-service or --publish-status-address.
+// be writing them now, and clearing them would fight it. Several replicas
+// of the controller run an Updater only while they hold the status Lease
+// (package ingress elects one, as ingress-nginx does), so replicas that
+// each publish their own node's address do not overwrite each other.
 package status
 
 import (

@@ -30,6 +30,10 @@ func Rules() []rbacv1.PolicyRule {
 		rule("", "pods/status", "update"),
 		// Services, for the environment variables of the pods it starts.
 		rule("", "services", "list", "watch"),
+		// The kubernetes Service's EndpointSlices, from which the agent's
+		// API load balancer learns every API server (RBAC cannot narrow
+		// this to one Service; kube-proxy on the node reads them all).
+		rule("discovery.k8s.io", "endpointslices", "list", "watch"),
 		// Events about its pods (an event recorder creates them, and
 		// patches the count of one that repeats).
 		rule("", "events", "create", "patch"),

@@ -124,16 +124,27 @@ func Roles() []rbacv1.Role {
 			rule("get create update", "core", "services"),
 			rule("get list create update delete", "discovery.k8s.io", "endpointslices"),
 			rule("get create update delete", "coordination.k8s.io", "leases")),
+		// The Ingress controller's replicas elect the one that writes
+		// Ingress status through a Lease here, as ingress-nginx does in
+		// its namespace.
+		role("system:portal-ingress",
+			rule("get create update", "coordination.k8s.io", "leases")),
 	}
 }
 
 // RoleBindings returns the bindings of Roles.
 func RoleBindings() []rbacv1.RoleBinding {
-	m := bootstrapMeta("system:kube-dns", nil)
-	m.Namespace = "kube-system"
-	return []rbacv1.RoleBinding{{ObjectMeta: m,
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "system:kube-dns"},
-		Subjects: []rbacv1.Subject{user(DNSUser), serviceAccount("kube-system", "kube-dns")}}}
+	binding := func(name string, subjects ...rbacv1.Subject) rbacv1.RoleBinding {
+		m := bootstrapMeta(name, nil)
+		m.Namespace = "kube-system"
+		return rbacv1.RoleBinding{ObjectMeta: m,
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+			Subjects: subjects}
+	}
+	return []rbacv1.RoleBinding{
+		binding("system:kube-dns", user(DNSUser), serviceAccount("kube-system", "kube-dns")),
+		binding("system:portal-ingress", user(IngressUser)),
+	}
 }
 
 // ClusterRoleBindings returns the bootstrap ClusterRoleBindings.
