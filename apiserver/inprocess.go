@@ -37,6 +37,9 @@ type inProcessStorage struct {
 	mu        sync.Mutex
 	stores    int // open stores; the compactor stops with the last
 	compactor etcd3.Compactor
+	// snapshotWindow is how long the watch caches keep their store
+	// snapshots: the event history window.
+	snapshotWindow time.Duration
 	// window is what the stores report as compacted, so that the watch
 	// caches keep their snapshots for a bounded time (see
 	// snapshotwindow); stopWindow ends its sampling and waits for it.
@@ -54,7 +57,8 @@ func newInProcessStorage(inner generic.RESTOptionsGetter, client *clientv3.Clien
 	// so nothing would be probed and the watch cache would serve neither
 	// consistent reads nor streaming lists. Probe it under a name.
 	etcdfeature.DefaultFeatureSupportChecker.CheckClient(context.Background(), namedClient{client}, storage.RequestWatchProgress)
-	return &inProcessStorage{RESTOptionsGetter: inner, client: kc, compactionInterval: compactionInterval}
+	return &inProcessStorage{RESTOptionsGetter: inner, client: kc, compactionInterval: compactionInterval,
+		snapshotWindow: storagebackend.DefaultEventsHistoryWindow}
 }
 
 // namedClient gives the in-process client an endpoint name for the
@@ -91,7 +95,7 @@ func (g *inProcessStorage) openCompactor() etcd3.Compactor {
 			g.compactor = etcd3.StartCompactorPerEndpoint(g.client.Client, g.compactionInterval)
 			etcdCompactor = g.compactor
 		}
-		g.window = snapshotwindow.New(etcdCompactor, storagebackend.DefaultEventsHistoryWindow)
+		g.window = snapshotwindow.New(etcdCompactor, g.snapshotWindow)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() {
