@@ -63,11 +63,6 @@ func Start(ctx context.Context, dataDir string) (*Server, error) {
 	return s, nil
 }
 
-// snapshotCatchUpEntries is how many applied raft entries the member keeps
-// in memory: etcd's in-memory snapshot interval, so that the log holds at
-// most a few hundred entries.
-const snapshotCatchUpEntries = 100
-
 func start(ctx context.Context, dataDir string) (*Server, error) {
 	pkiDir := filepath.Join(dataDir, "pki", "etcd")
 	ca, err := pki.LoadOrCreateCA(pkiDir, "ca")
@@ -107,11 +102,6 @@ func start(ctx context.Context, dataDir string) (*Server, error) {
 	// The watch cache relies on progress notifications.
 	cfg.WatchProgressNotifyInterval = 5 * time.Second
 	cfg.QuotaBackendBytes = 8 << 30
-	// etcd keeps the last 5,000 applied raft entries in memory for slow
-	// followers to catch up from; a single member has none, and after a
-	// burst of writes those entries (each a whole request) stay until as
-	// many new ones push them out.
-	cfg.SnapshotCatchUpEntries = snapshotCatchUpEntries
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(newLogger(klog.FromContext(ctx), zapcore.WarnLevel))
 
 	if err := checkMember(dataDir, filepath.Join(cfg.Dir, "member")); err != nil {
