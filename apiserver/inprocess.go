@@ -18,6 +18,8 @@ import (
 	"k8s.io/apiserver/pkg/storage/storagebackend/factory"
 	"k8s.io/apiserver/pkg/storage/value/encrypt/identity"
 	"k8s.io/client-go/tools/cache"
+
+	"portal.dev/portal/apiserver/snapshotwindow"
 )
 
 // inProcessStorage builds the resources' storage on the embedded etcd's
@@ -35,6 +37,14 @@ type inProcessStorage struct {
 	mu        sync.Mutex
 	stores    int // open stores; the compactor stops with the last
 	compactor etcd3.Compactor
+	// snapshotWindow is how long the watch caches keep their store
+	// snapshots: the event history window.
+	snapshotWindow time.Duration
+	// window is what the stores report as compacted, so that the watch
+	// caches keep their snapshots for a bounded time (see
+	// snapshotwindow); stopWindow ends its sampling and waits for it.
+	window     *snapshotwindow.Compactor
+	stopWindow context.CancelFunc
 }
 
 func newInProcessStorage(inner generic.RESTOptionsGetter, client *clientv3.Client, compactionInterval time.Duration) *inProcessStorage {
@@ -47,7 +57,8 @@ func newInProcessStorage(inner generic.RESTOptionsGetter, client *clientv3.Clien
 	// so nothing would be probed and the watch cache would serve neither
 	// consistent reads nor streaming lists. Probe it under a name.
 	etcdfeature.DefaultFeatureSupportChecker.CheckClient(context.Background(), namedClient{client}, storage.RequestWatchProgress)
-	return &inProcessStorage{RESTOptionsGetter: inner, client: kc, compactionInterval: compactionInterval}
+	return &inProcessStorage{RESTOptionsGetter: inner, client: kc, compactionInterval: compactionInterval,
+		snapshotWindow: storagebackend.DefaultEventsHistoryWindow}
 }
 
 // namedClient gives the in-process client an endpoint name for the
@@ -68,16 +79,42 @@ func (g *inProcessStorage) GetRESTOptions(resource schema.GroupResource, example
 	return opts, nil
 }
 
+// snapshotSampling is how often the snapshot window reads etcd's
+// revision: snapshots live up to that much longer than the window.
+const snapshotSampling = 5 * time.Second
+
 // openCompactor returns the one compactor every store shares, starting it
-// for the first store.
+// for the first store: etcd's, seen through the watch caches' snapshot
+// window, which is the watch cache's event history window.
 func (g *inProcessStorage) openCompactor() etcd3.Compactor {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.stores == 0 && g.compactionInterval > 0 {
-		g.compactor = etcd3.StartCompactorPerEndpoint(g.client.Client, g.compactionInterval)
+	if g.stores == 0 {
+		var etcdCompactor etcd3.Compactor
+		if g.compactionInterval > 0 {
+			g.compactor = etcd3.StartCompactorPerEndpoint(g.client.Client, g.compactionInterval)
+			etcdCompactor = g.compactor
+		}
+		g.window = snapshotwindow.New(etcdCompactor, g.snapshotWindow)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			g.window.Run(ctx, snapshotSampling, g.currentRevision)
+		}()
+		g.stopWindow = func() { cancel(); <-done }
 	}
 	g.stores++
-	return g.compactor
+	return g.window
+}
+
+// currentRevision is etcd's revision now.
+func (g *inProcessStorage) currentRevision(ctx context.Context) (int64, error) {
+	resp, err := g.client.Client.KV.Get(ctx, "compact_rev_key", clientv3.WithCountOnly())
+	if err != nil {
+		return 0, err
+	}
+	return resp.Header.Revision, nil
 }
 
 // closeCompactor stops the compactor once the last store is destroyed.
@@ -85,6 +122,10 @@ func (g *inProcessStorage) closeCompactor() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.stores--
+	if g.stores == 0 && g.stopWindow != nil {
+		g.stopWindow()
+		g.window, g.stopWindow = nil, nil
+	}
 	if g.stores == 0 && g.compactor != nil {
 		if c, ok := g.compactor.(interface{ Stop() }); ok {
 			c.Stop()

@@ -34,3 +34,35 @@ func TestInProcessStorageSupportsWatchProgress(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// The watch caches drop their store snapshots below the revision their
+// stores report as compacted. Before the snapshot window that was etcd's
+// compaction only, every 5 minutes, so the snapshots of a burst of writes
+// stayed in memory that long; now the stores report the revision etcd was
+// at a window ago even when etcd was never compacted.
+func TestInProcessStoresReportTheSnapshotWindow(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv, err := embeddedetcd.Start(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	client := srv.InProcessClient()
+	defer client.Close()
+	put, err := client.Put(ctx, "/registry/configmaps/default/a", "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newInProcessStorage(nil, client, 0) // etcd is never compacted
+	g.snapshotWindow = 0
+	c := g.openCompactor()
+	defer g.closeCompactor()
+	deadline := time.Now().Add(10 * time.Second)
+	for c.CompactRevision() < put.Header.Revision {
+		if time.Now().After(deadline) {
+			t.Fatalf("compaction revision after 10s: got %d, want at least %d (the last write's)", c.CompactRevision(), put.Header.Revision)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

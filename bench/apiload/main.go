@@ -60,7 +60,7 @@ func main() {
 	flag.IntVar(&o.watchers, "watchers", 200, "ConfigMap watches")
 	flag.IntVar(&o.clients, "clients", 50, "clients creating and listing ConfigMaps, each in a namespace of its own")
 	flag.StringVar(&o.scope, "watch-scope", "all", "all: every watch is of all namespaces; namespace: watch i is of client i%clients's namespace")
-	flag.StringVar(&o.heapPrefix, "heap-profile", "", "write the server's heap profiles (end of load, end of run) to PREFIX-load.pb.gz and PREFIX-after.pb.gz")
+	flag.StringVar(&o.heapPrefix, "heap-profile", "", "write the server's heap profiles (before the load, end of load, end of run) to PREFIX-before.pb.gz, PREFIX-load.pb.gz and PREFIX-after.pb.gz")
 	flag.StringVar(&o.cpuProfile, "cpu-profile", "", "write the server's CPU profile of the load's second quarter to this file")
 	flag.BoolVar(&o.keep, "keep", false, "keep the data directory and the server's log")
 	flag.StringVar(&o.extraArgs, "server-args", "", "more arguments for portal server, space-separated")
@@ -105,6 +105,9 @@ func run(o options) error {
 	// the server settle before the figure the others are compared with.
 	s.idle(ctx, "before", 30*time.Second, nil)
 	before := s.last()
+	if o.heapPrefix != "" {
+		s.heapProfile(ctx, o.heapPrefix+"-before.pb.gz")
+	}
 
 	l, err := newLoad(ctx, cfg, o)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -37,8 +38,10 @@ const (
 
 // Publisher keeps kube-root-ca.crt in every active namespace.
 type Publisher struct {
-	client     kubernetes.Interface
-	factory    informers.SharedInformerFactory
+	client  kubernetes.Interface
+	factory informers.SharedInformerFactory
+	// own holds the informer of the kube-root-ca.crt ConfigMaps only.
+	own        informers.SharedInformerFactory
 	rootCA     []byte
 	namespaces corelisters.NamespaceLister
 	configMaps corelisters.ConfigMapLister
@@ -46,10 +49,18 @@ type Publisher struct {
 }
 
 // New returns a publisher of rootCA (PEM) that writes through client and
-// reads from factory's informers. Its keys are namespace names.
+// reads Namespaces from factory's informers. Its keys are namespace names.
+//
+// It watches only the ConfigMaps named kube-root-ca.crt, with an informer
+// of its own: a shared informer of every ConfigMap would keep a copy of all
+// of a cluster's ConfigMaps in the controller manager for the sake of one
+// per namespace (upstream's publisher does keep them all).
 func New(client kubernetes.Interface, factory informers.SharedInformerFactory, rootCA []byte) *Publisher {
-	nsInf, cmInf := factory.Core().V1().Namespaces(), factory.Core().V1().ConfigMaps()
-	p := &Publisher{client: client, factory: factory, rootCA: rootCA,
+	own := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", ConfigMapName).String()
+	}))
+	nsInf, cmInf := factory.Core().V1().Namespaces(), own.Core().V1().ConfigMaps()
+	p := &Publisher{client: client, factory: factory, own: own, rootCA: rootCA,
 		namespaces: nsInf.Lister(), configMaps: cmInf.Lister()}
 	p.loop = loop.New(loop.Config[string]{Name: "root_ca_cert_publisher", Sync: p.sync})
 	p.loop.WaitFor(nsInf.Informer().HasSynced, cmInf.Informer().HasSynced)
@@ -68,6 +79,8 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 // caches and syncs with workers goroutines until ctx ends.
 func (p *Publisher) Run(ctx context.Context, workers int) {
 	p.factory.Start(ctx.Done())
+	p.own.Start(ctx.Done())
+	defer p.own.Shutdown()
 	p.loop.Run(ctx, workers)
 }
 

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 )
 
 const ca = "-----BEGIN CERTIFICATE-----\nroot\n-----END CERTIFICATE-----\n"
@@ -37,7 +39,7 @@ func TestSync(t *testing.T) {
 				case *corev1.Namespace:
 					factory.Core().V1().Namespaces().Informer().GetStore().Add(o)
 				case *corev1.ConfigMap:
-					factory.Core().V1().ConfigMaps().Informer().GetStore().Add(o)
+					p.own.Core().V1().ConfigMaps().Informer().GetStore().Add(o)
 				}
 			}
 			if err := p.sync(ctx, "a"); err != nil {
@@ -60,5 +62,45 @@ func TestSync(t *testing.T) {
 				t.Errorf("no %s annotation", DescriptionAnnotation)
 			}
 		})
+	}
+}
+
+// The publisher must not cache every ConfigMap of the cluster: its
+// informer lists and watches kube-root-ca.crt only.
+func TestWatchesOnlyItsConfigMap(t *testing.T) {
+	client := fake.NewClientset()
+	factory := informers.NewSharedInformerFactory(client, 0)
+	p := New(client, factory, []byte(ca))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		p.Run(ctx, 1)
+		close(done)
+	}()
+	if !cache.WaitForCacheSync(ctx.Done(), p.own.Core().V1().ConfigMaps().Informer().HasSynced) {
+		t.Fatal("ConfigMap informer never synced")
+	}
+	cancel()
+	<-done
+	want := "metadata.name=" + ConfigMapName
+	var saw bool
+	for _, a := range client.Actions() {
+		if a.GetResource().Resource != "configmaps" || (a.GetVerb() != "list" && a.GetVerb() != "watch") {
+			continue
+		}
+		saw = true
+		var got string
+		switch a := a.(type) {
+		case k8stesting.ListActionImpl:
+			got = a.GetListRestrictions().Fields.String()
+		case k8stesting.WatchActionImpl:
+			got = a.GetWatchRestrictions().Fields.String()
+		}
+		if got != want {
+			t.Errorf("%s configmaps with field selector %q, want %q", a.GetVerb(), got, want)
+		}
+	}
+	if !saw {
+		t.Error("no list or watch of configmaps")
 	}
 }
