@@ -31,7 +31,9 @@
 //	GET /containerLogs/{namespace}/{pod}/{container}?follow=true&previous=true&tailLines=N
 //
 // the output of the container's current run (previous: the run before),
-// as kubelet serves it to the API server's pods/log. The same port serves
+// as kubelet serves it to the API server's pods/log. For portal explain
+// it also answers whether a pod's port listens (/dial) and forwards its
+// node's proxy status (/proxystatus/), see diag.go. The same port serves
 // the streaming verbs over SPDY, as kubelet does:
 //
 //	/exec/{namespace}/{pod}/{container}?command=...&input=1&output=1&error=1&tty=1

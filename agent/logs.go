@@ -56,6 +56,7 @@ func (a *Agent) serveLogs(ctx context.Context) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", a.containerLogs)
 	a.addStreamRoutes(mux)
+	a.addDiagRoutes(mux)
 	srv := &http.Server{Handler: onlyUser(pki.APIServerAgentClientUser, mux), ReadHeaderTimeout: 10 * time.Second,
 		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool,
 			ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}}

@@ -45,6 +45,10 @@ type Options struct {
 	// ClientCAData are the PEM certificates that sign the clients the log
 	// endpoint accepts (the cluster CA, from the kubeconfig).
 	ClientCAData []byte
+	// ProxyStatusAddress is where this node's service proxy serves its
+	// status (its --metrics-bind-address); the agent forwards
+	// /proxystatus/ there for portal explain. "" disables it.
+	ProxyStatusAddress string
 	// MaxPods is the node's pod capacity.
 	MaxPods int
 	// LeaseDuration is the node Lease's duration; it is renewed every
@@ -93,6 +97,7 @@ func DefaultOptions() Options {
 		RootDir:               root,
 		HealthzBindAddress:    "127.0.0.1:10248",
 		Port:                  10250,
+		ProxyStatusAddress:    "127.0.0.1:10249",
 		MaxPods:               110,
 		LeaseDuration:         40 * time.Second,
 		StatusReportFrequency: time.Minute,

@@ -39,17 +39,35 @@ func (a *Agent) startProbes(ctx context.Context, w *podWorker, pod *corev1.Pod, 
 		from = probe.Success
 	}
 	run := func(k probe.Kind, p *corev1.Probe, gate func() bool, on func(probe.Result, string)) {
+		// Unhealthy is recorded when the result turns to failure and, for
+		// readiness, whenever a failing probe's message changes: a pod
+		// that never became ready changes no result, and its last failure
+		// is what portal explain and kubectl describe show. Repeats of one
+		// message are left to the first event.
+		var lastFailure string
+		failed := func(msg string) {
+			if msg != lastFailure {
+				lastFailure = msg
+				a.event(pod, corev1.EventTypeWarning, "Unhealthy", "%s probe failed: %s", k, msg)
+			}
+		}
 		wk := &probe.Worker{Kind: k, Probe: p, Target: target, StartedAt: startedAt, Gate: gate, OnResult: func(r probe.Result, msg string) {
 			logger.V(2).Info("Probe result changed", "probe", k, "result", r, "message", msg)
 			switch {
 			case r == probe.Failure:
-				a.event(pod, corev1.EventTypeWarning, "Unhealthy", "%s probe failed: %s", k, msg)
-			case r == probe.Success && msg != "":
-				a.event(pod, corev1.EventTypeWarning, "ProbeWarning", "%s probe warning: %s", k, msg)
+				failed(msg)
+			case r == probe.Success:
+				lastFailure = ""
+				if msg != "" {
+					a.event(pod, corev1.EventTypeWarning, "ProbeWarning", "%s probe warning: %s", k, msg)
+				}
 			}
 			on(r, msg)
 			w.kick()
 		}}
+		if k == probe.Readiness {
+			wk.OnFailure = failed
+		}
 		if k == probe.Readiness {
 			wk.From = from
 		}

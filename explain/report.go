@@ -61,13 +61,16 @@ type Report struct {
 
 // Objects are the API objects CheckService judges a Service against: the
 // pods, EndpointSlices and Ingresses of the Service's namespace, the
-// nodes, and the namespace's other Services (to suggest near matches).
+// nodes, the namespace's other Services (to suggest near matches), and
+// its pods' Unhealthy events (for the readiness probes' last failures;
+// nil leaves the pods' Ready condition as the only reason shown).
 type Objects struct {
 	Pods      []*corev1.Pod
 	Slices    []*discoveryv1.EndpointSlice
 	Nodes     []*corev1.Node
 	Ingresses []*networkingv1.Ingress
 	Services  []*corev1.Service
+	Events    []*corev1.Event
 }
 
 // Worst returns the worst status among steps, ok when there are none.

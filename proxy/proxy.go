@@ -13,6 +13,7 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -39,6 +40,7 @@ import (
 	"portal.dev/portal/proxy/metrics"
 	"portal.dev/portal/proxy/runner"
 	"portal.dev/portal/proxy/snapshot"
+	"portal.dev/portal/proxy/status"
 	"portal.dev/portal/proxy/userspace"
 )
 
@@ -87,6 +89,8 @@ type Proxy struct {
 	lastFull       time.Time // when the last full sync succeeded
 
 	ready atomic.Bool
+	// book is what the syncs programmed, for the status endpoint.
+	book status.Book
 }
 
 // New returns the proxy for the node the options name, using client to
@@ -204,6 +208,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 	metricsMux.Handle("/metrics", p.metrics.Handler())
 	metricsMux.HandleFunc("/proxyMode", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, p.opts.Mode) })
 	metricsMux.Handle("/healthz", p.health.Handler())
+	metricsMux.HandleFunc("GET /status/services/{namespace}/{name}", p.serveStatus)
 	if err := p.serve(ctx, &wg, "--metrics-bind-address", p.opts.MetricsBindAddress, metricsMux); err != nil {
 		return err
 	}
@@ -275,6 +280,17 @@ func (p *Proxy) serve(ctx context.Context, wg *sync.WaitGroup, flag, addr string
 		srv.Close()
 	}()
 	return nil
+}
+
+// serveStatus answers what this proxy programmed for one Service (see
+// proxy/status), as JSON. It is served with /metrics, on the node only;
+// the node agent forwards it to the API server's nodes/NAME/proxy.
+func (p *Proxy) serveStatus(w http.ResponseWriter, r *http.Request) {
+	nn := types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
+	versions, pending := p.endpoints.Received(nn)
+	st := p.book.Service(nn, p.hostname, p.opts.Mode, versions, pending)
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(st)
 }
 
 // changed is called for every event that left a change pending.
@@ -453,6 +469,7 @@ func (p *Proxy) sync(ctx context.Context, periodic bool) error {
 	p.health.Updated()
 	klog.V(2).InfoS("Proxy synced", "full", full, "changed", len(p.pendingChanged), "services", len(snap.Services), "seconds", elapsed)
 	p.synced = snap
+	p.book.Synced(snap, p.pendingChanged, p.pendingTrigger, now)
 	p.pendingChanged = map[types.NamespacedName]struct{}{}
 	p.pendingTrigger = map[types.NamespacedName][]time.Time{}
 	p.ready.Store(true)

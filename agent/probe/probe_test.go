@@ -408,3 +408,28 @@ func TestGRPC(t *testing.T) {
 		})
 	}
 }
+
+// A readiness probe that fails from the start changes no result (a
+// container starts unready), yet each failure must be reported so that
+// the agent can say why the pod never became ready.
+func TestWorkerOnFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		s := &scripted{codes: []int{1}, start: start}
+		var results []event
+		var failures []time.Duration
+		w := &Worker{Kind: Readiness, StartedAt: start, Target: Target{Exec: s.exec},
+			Probe:     &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{}}, PeriodSeconds: 1, SuccessThreshold: 1, FailureThreshold: 3},
+			OnResult:  func(r Result, _ string) { results = append(results, event{time.Since(start), r}) },
+			OnFailure: func(string) { failures = append(failures, time.Since(start)) }}
+		ctx, cancel := context.WithTimeout(context.Background(), 2500*time.Millisecond)
+		defer cancel()
+		w.Run(ctx)
+		if len(results) != 0 {
+			t.Errorf("results: got %v, want none (never ready, still unready)", results)
+		}
+		if want := []time.Duration{0, time.Second, 2 * time.Second}; !slices.Equal(failures, want) {
+			t.Errorf("failures: got %v, want %v", failures, want)
+		}
+	})
+}

@@ -27,6 +27,10 @@ type Worker struct {
 	// OnResult is called with each change of the thresholded result, and
 	// message says why a failure failed.
 	OnResult func(r Result, message string)
+	// OnFailure, when set, is called with the message of every failed
+	// run, thresholded or not: a pod that never became ready changes no
+	// result, yet users need to see why its probe fails.
+	OnFailure func(message string)
 }
 
 // Run probes every periodSeconds and returns when ctx ends or the verdict
@@ -54,6 +58,9 @@ func (w *Worker) Run(ctx context.Context) {
 			r, msg := Run(ctx, p.ProbeHandler, timeout, w.Target)
 			if ctx.Err() != nil {
 				return
+			}
+			if r == Failure && w.OnFailure != nil {
+				w.OnFailure(msg)
 			}
 			if got, changed := counter.Observe(r); changed {
 				w.OnResult(got, msg)

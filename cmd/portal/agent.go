@@ -30,6 +30,7 @@ func addAgentFlags(fs *pflag.FlagSet, o *agent.Options) {
 	fs.StringVar(&o.RootDir, "root-dir", o.RootDir, "the agent's state: pod files, logs, address allocations, processes to re-adopt")
 	fs.StringVar(&o.HealthzBindAddress, "healthz-bind-address", o.HealthzBindAddress, "address for /healthz (plain HTTP; empty disables)")
 	fs.IntVar(&o.Port, "port", o.Port, "HTTPS port of the container log endpoint (0 disables)")
+	fs.StringVar(&o.ProxyStatusAddress, "proxy-status-address", o.ProxyStatusAddress, "where this node's service proxy serves /status (its --metrics-bind-address), forwarded to portal explain; empty disables")
 	fs.IntVar(&o.MaxPods, "max-pods", o.MaxPods, "pods the node reports it can run")
 	fs.StringVar(&o.ResolvConf, "resolv-conf", o.ResolvConf, "the node's resolver configuration, for dnsPolicy Default and the ClusterFirst search path")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "requests per second to the API server")

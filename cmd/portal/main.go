@@ -74,6 +74,7 @@ func newRootCommand() *cobra.Command {
 		newAgentCommand(),
 		newIngressCommand(),
 		newKubeconfigCommand(),
+		newExplainCommand(),
 		newVersionCommand(),
 		&cobra.Command{
 			Use:                "kubectl",

@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -258,6 +260,9 @@ func startAgent(s *stages, so serverOptions, o *apiserver.Options) error {
 		return nil
 	}
 	ao := so.agent
+	// The agent forwards explain's questions to the proxy of this same
+	// process, wherever its metrics are served.
+	ao.ProxyStatusAddress = localAddress(so.proxy.MetricsBindAddress)
 	if err := ao.Validate(); err != nil {
 		return err
 	}
@@ -380,4 +385,20 @@ func readyCheck(name string, ready func() bool) healthz.HealthChecker {
 		}
 		return nil
 	})
+}
+
+// localAddress turns a bind address into one to dial on this host: an
+// unspecified host (0.0.0.0, ::, "") becomes loopback.
+func localAddress(bind string) string {
+	host, port, err := net.SplitHostPort(bind)
+	if err != nil || bind == "" {
+		return bind
+	}
+	if ip, err := netip.ParseAddr(host); host == "" || (err == nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+		if err == nil && ip.Is6() {
+			host = "::1"
+		}
+	}
+	return net.JoinHostPort(host, port)
 }

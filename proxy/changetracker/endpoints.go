@@ -150,6 +150,23 @@ func (t *EndpointsTracker) removeLocked(s *Slice) bool {
 	return true
 }
 
+// Received returns the resourceVersions of the EndpointSlices of nn the
+// tracker holds, by slice name, and whether changes of nn wait for the
+// next snapshot. The proxy's status endpoint shows them.
+func (t *EndpointsTracker) Received(nn types.NamespacedName) (map[string]string, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var versions map[string]string
+	for name, s := range t.slices[nn] {
+		if versions == nil {
+			versions = map[string]string{}
+		}
+		versions[name] = s.ResourceVersion
+	}
+	_, dirty := t.dirty[nn]
+	return versions, dirty
+}
+
 // Pending returns how many Services have unapplied endpoint changes.
 func (t *EndpointsTracker) Pending() int {
 	t.mu.Lock()
