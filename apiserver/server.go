@@ -222,7 +222,7 @@ func newServer(o Options, ca *pki.CA, cidrs []netip.Prefix) (*genericapiserver.G
 		// authenticate and authorize their callers themselves (see ui).
 		view := ui.New(ui.Config{
 			Authenticator: c.Authentication.Authenticator, Authorizer: c.Authorization.Authorizer,
-			Loopback: c.LoopbackClientConfig, Stop: c.DrainedNotify(),
+			Loopback: c.LoopbackClientConfig, ClusterDomain: o.ClusterDomain, Stop: c.DrainedNotify(),
 		})
 		return view.Wrap(genericapiserver.DefaultBuildHandlerChain(withVersion(h), c))
 	}

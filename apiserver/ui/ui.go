@@ -13,7 +13,6 @@
 package ui
 
 import (
-	"context"
 	"embed"
 	"encoding/json"
 	"io/fs"
@@ -25,8 +24,6 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-
-	"portal.dev/portal/explain"
 )
 
 //go:embed assets
@@ -34,10 +31,6 @@ var assets embed.FS
 
 // Prefix is the path the UI is served under.
 const Prefix = "/ui/"
-
-// ExplainFunc runs the full diagnosis of target in namespace with a client
-// built from cfg, which impersonates the user who asked.
-type ExplainFunc func(ctx context.Context, cfg *rest.Config, namespace, target string) (*explain.Report, error)
 
 // Config is what the UI needs from the API server it is part of.
 type Config struct {
@@ -49,8 +42,9 @@ type Config struct {
 	// Loopback reaches the API as the server; the UI uses it for its
 	// caches and, impersonating the caller, for explain.
 	Loopback *rest.Config
-	// Explain runs the live diagnosis; nil answers 501.
-	Explain ExplainFunc
+	// ClusterDomain is the DNS zone explain asks names in (default
+	// cluster.local).
+	ClusterDomain string
 	// Stop ends the caches once the server shuts down.
 	Stop <-chan struct{}
 }
