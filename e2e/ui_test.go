@@ -84,6 +84,14 @@ func TestUIMap(t *testing.T) {
 		if took > 2*time.Second {
 			t.Errorf("the map turned red %v after the break, want within 2s", took)
 		}
+		err := chromedp.Do(tab, chromedp.Click(chromedp.CSS(`.svc[data-key="shop/web"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`#detail-steps li`)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := uiEval[string](t, tab, `document.getElementById('detail-steps').textContent`); !strings.Contains(got, "app=wbe") {
+			t.Errorf("explain of the broken Service: got %q, want the selector named", got)
+		}
 		uiScreenshot(t, tab, "ui-map-broken.png")
 		s.MustKubectl("-n", "shop", "patch", "service", "web", "--type", "merge", "-p", `{"spec":{"selector":{"app":"web"}}}`)
 		took = uiWaitStatus(t, tab, web, "ok", 10*time.Second)

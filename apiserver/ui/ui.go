@@ -10,6 +10,11 @@
 // caches, and /ui/api/explain impersonates the caller, so no user sees
 // through the UI what the API would refuse them. This package must not
 // grant anything the API does not.
+//
+// The map shows no request or error rates: no component publishes
+// per-Service counters through the API (the Ingress controller's are on
+// its own metrics address, which the API does not reach), and a blank is
+// better than a guess.
 package ui
 
 import (

@@ -152,6 +152,14 @@ function servicesSelecting(pod) {
   return out;
 }
 
+// slicesBySvc finds a Service's EndpointSlices without a scan of all.
+const slicesBySvc = new Map(); // service key -> Map(slice key -> slice)
+function sliceOf(sl) {
+  const k = keyOf(sl.ns, sl.service);
+  if (!slicesBySvc.has(k)) slicesBySvc.set(k, new Map());
+  return slicesBySvc.get(k);
+}
+
 const svcByNs = new Map(); // ns -> Set(service key)
 function servicesIn(ns) {
   const out = [];
@@ -192,6 +200,8 @@ function apply(kind, type, raw) {
       break;
     }
     case 'endpointslices':
+      if (old) sliceOf(old).delete(key);
+      if (type !== 'DELETED') sliceOf(o).set(key, o);
       if (initialised && o.service) dirtySvc(keyOf(o.ns, o.service), true);
       break;
     case 'ingresses':
@@ -210,15 +220,26 @@ function apply(kind, type, raw) {
   scheduleRender();
 }
 
-// list fetches every page of a kind, so that no single response (ten
-// thousand pods) has to be held whole in the page's memory.
+// PAGE bounds the objects of one list response: big enough that ten
+// thousand pods are a few round trips, small enough that no response is
+// more than a few MB to hold while it is parsed.
+const PAGE = 2000;
+
+const listTimings = {}; // kind -> [ms fetching and parsing, ms applying], for bench/ui
+
+// list fetches every page of a kind (see PAGE).
 async function list(k, path, signal) {
   let cont = '';
   let rv = '';
+  const tm = listTimings[k.name] = [0, 0];
   do {
-    const q = '?limit=500' + (cont ? '&continue=' + encodeURIComponent(cont) : '');
+    const q = '?limit=' + PAGE + (cont ? '&continue=' + encodeURIComponent(cont) : '');
+    const a = performance.now();
     const page = await api(path + q, signal);
+    const b = performance.now();
     for (const item of page.items || []) apply(k.name, 'ADDED', item);
+    tm[0] += b - a;
+    tm[1] += performance.now() - b;
     rv = page.metadata.resourceVersion;
     cont = page.metadata.continue || '';
   } while (cont);
@@ -271,7 +292,7 @@ async function relist(k, path, signal) {
   let cont = '';
   let rv = '';
   do {
-    const page = await api(path + '?limit=500' + (cont ? '&continue=' + encodeURIComponent(cont) : ''), signal);
+    const page = await api(path + '?limit=' + PAGE + (cont ? '&continue=' + encodeURIComponent(cont) : ''), signal);
     for (const item of page.items || []) {
       apply(k.name, 'MODIFIED', item);
       seen.add(objKey(k.name, slimmers[k.name](item)));
@@ -286,6 +307,7 @@ async function relist(k, path, signal) {
 function removeSlim(k, key, o) {
   k.store.delete(key);
   if (k.name === 'pods') indexPod(o, false);
+  if (k.name === 'endpointslices') sliceOf(o).delete(key);
   if (k.name === 'services') { (svcByNs.get(o.ns) || new Set()).delete(key); S.status.delete(key); dirtySvc(key, false); dirtyNs.add(o.ns); }
   scheduleRender();
 }
@@ -359,6 +381,7 @@ function renderNamespace(ns) {
   let total = 0;
   for (const p of S.pods.values()) if (p.ns === ns) total++;
   const unselected = total - selected.size;
+  s.root.classList.toggle('empty', !svcs.length && !ings.length && !total);
   s.note.textContent = svcs.length + ' services, ' + total + ' pods' + (unselected ? ', ' + unselected + ' behind no Service' : '');
   s.ingresses.replaceChildren(...ings.sort((a, b) => (a.name < b.name ? -1 : 1)).map(ingressCard));
 }
@@ -396,9 +419,7 @@ function fillCard(c, svc) {
   name.textContent = svc.name;
   let ready = 0;
   let total = 0;
-  for (const sl of S.slices.values()) {
-    if (sl.ns === svc.ns && sl.service === svc.name) { ready += sl.ready; total += sl.total; }
-  }
+  for (const sl of (slicesBySvc.get(key) || new Map()).values()) { ready += sl.ready; total += sl.total; }
   const addr = svc.type === 'ExternalName' ? svc.externalName : svc.clusterIP;
   meta.textContent = svc.type + ' ' + addr + ' ' + svc.ports.join(' ') + ' · endpoints ' + ready + '/' + total;
   why.textContent = st ? st.why : '';
@@ -477,15 +498,15 @@ function flushStatus() {
   const batch = new Map(statusQueue);
   statusQueue.clear();
   for (const [ns, names] of batch) {
-    judge(ns, [...names], 0);
+    judge(ns, [...names]);
     // The server's caches may see a change a moment after this page's
     // watch did; judge once more a little later so the late view wins.
-    setTimeout(() => judge(ns, [...names], 0), 1000);
+    setTimeout(() => judge(ns, [...names]), 1000);
   }
 }
 
 // judge asks the server for the verdict on names in ns (all when empty).
-async function judge(ns, names, attempt) {
+async function judge(ns, names) {
   let q = '/ui/api/status?namespace=' + encodeURIComponent(ns);
   if (names.length && names.length <= 50) for (const n of names) q += '&service=' + encodeURIComponent(n);
   let reply;
@@ -592,6 +613,10 @@ async function start() {
   $('scope').value = scope;
   running = new AbortController();
   const signal = running.signal;
+  const t0 = performance.now();
+  // The server fills its caches on the first verdict asked; ask one now,
+  // while the lists load, so that colouring the map does not wait for it.
+  api('/ui/api/status?namespace=' + encodeURIComponent(scope || 'default') + '&service=kubernetes').catch(() => {});
   const rvs = await Promise.all(kinds.map(async (k) => {
     const path = kindPath(k);
     if (!path) return null;
@@ -610,10 +635,13 @@ async function start() {
     }
   }));
   if (scope) S.namespaces.set(scope, { name: scope });
+  const t1 = performance.now();
   renderAll();
+  // The load's two parts, for bench/ui: fetching the lists, drawing them.
+  window.portalTimings = { listMs: Math.round(t1 - t0), renderMs: Math.round(performance.now() - t1), kinds: listTimings };
   initialised = true;
   kinds.forEach((k, i) => { if (rvs[i] !== null) watch(k, kindPath(k), rvs[i], signal); });
-  for (const ns of svcByNs.keys()) judge(ns, [], 0);
+  for (const ns of svcByNs.keys()) judge(ns, []);
   document.body.dataset.loaded = 'true';
 }
 
