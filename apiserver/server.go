@@ -50,6 +50,7 @@ import (
 	"portal.dev/portal/apiserver/registry"
 	"portal.dev/portal/apiserver/scheme"
 	"portal.dev/portal/apiserver/svcconfig"
+	"portal.dev/portal/apiserver/ui"
 	"portal.dev/portal/apiserver/watchshare"
 	"portal.dev/portal/internal/memrelease"
 	"portal.dev/portal/pki"
@@ -250,7 +251,14 @@ func newServer(o Options, ca *pki.CA, cidrs []netip.Prefix) (*genericapiserver.G
 	config.OpenAPIV3Config.Info.Title, config.OpenAPIV3Config.Info.Version = "Kubernetes", baseversion.DefaultKubeBinaryVersion
 	config.LongRunningFunc = longRunning
 	config.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
-		return withJoinEndpoints(genericapiserver.DefaultBuildHandlerChain(withVersion(h), c), o.joinHandler)
+		// The service map at /ui/ sits in front of the chain: its page is
+		// the login page anonymous clients may load, and its endpoints
+		// authenticate and authorize their callers themselves (see ui).
+		view := ui.New(ui.Config{
+			Authenticator: c.Authentication.Authenticator, Authorizer: c.Authorization.Authorizer,
+			Loopback: c.LoopbackClientConfig, ClusterDomain: o.ClusterDomain, Stop: c.DrainedNotify(),
+		})
+		return withJoinEndpoints(view.Wrap(genericapiserver.DefaultBuildHandlerChain(withVersion(h), c)), o.joinHandler)
 	}
 	config.ExternalAddress = net.JoinHostPort(o.AdvertiseAddress.String(), fmt.Sprint(o.SecurePort))
 	config.PublicAddress = o.AdvertiseAddress

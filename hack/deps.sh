@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what Portal and its tests need on Debian: the kernel tools the
-# data-plane tests drive and dig. Skips what is already there; needs root
+# data-plane tests drive and dig; with --test, also Chromium for the
+# browser test. Skips what is already there; needs root
 # (or sudo) only when something is missing.
 set -euo pipefail
 
@@ -14,6 +15,9 @@ command -v curl >/dev/null || need+=(curl)
 command -v python3 >/dev/null || need+=(python3)       # pods in the end-to-end tests run python3 -m http.server
 command -v unshare >/dev/null || need+=(util-linux)
 command -v modprobe >/dev/null || need+=(kmod)        # the agent loads br_netfilter where it is a module
+if [[ ${1:-} == --test ]]; then
+	command -v chromium >/dev/null || need+=(chromium) # the browser test of the service map (e2e/ui_test.go)
+fi
 
 if ((${#need[@]})); then
 	sudo=""

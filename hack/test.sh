@@ -4,7 +4,7 @@
 # the real binary).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./hack/deps.sh
+./hack/deps.sh --test
 
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*'))
 if [[ -n $unformatted ]]; then
