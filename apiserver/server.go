@@ -240,6 +240,22 @@ func startEtcd(ctx context.Context, o *Options) (*embeddedetcd.Server, error) {
 	return embeddedetcd.Start(ctx, o.DataDir)
 }
 
+// handlerChain wraps the API in the generic filters (authentication,
+// authorization, audit...). The service map at /ui/ and the cluster join
+// endpoints sit in front of them: the map's page is the login page
+// anonymous clients may load and its endpoints authenticate and authorize
+// their callers themselves (see ui); a join authenticates with the join
+// token (see clusterjoin).
+func handlerChain(o Options) func(http.Handler, *genericapiserver.Config) http.Handler {
+	return func(h http.Handler, c *genericapiserver.Config) http.Handler {
+		view := ui.New(ui.Config{
+			Authenticator: c.Authentication.Authenticator, Authorizer: c.Authorization.Authorizer,
+			Loopback: c.LoopbackClientConfig, ClusterDomain: o.ClusterDomain, Stop: c.DrainedNotify(),
+		})
+		return withJoinEndpoints(view.Wrap(genericapiserver.DefaultBuildHandlerChain(withVersion(h), c)), o.joinHandler)
+	}
+}
+
 func newServer(o Options, ca *pki.CA, cidrs []netip.Prefix) (*genericapiserver.GenericAPIServer, error) {
 	config := genericapiserver.NewRecommendedConfig(scheme.Codecs)
 	config.EffectiveVersion = basecompatibility.NewEffectiveVersionFromString(baseversion.DefaultKubeBinaryVersion, "", "")
@@ -250,16 +266,7 @@ func newServer(o Options, ca *pki.CA, cidrs []netip.Prefix) (*genericapiserver.G
 	config.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(portalopenapi.GetOpenAPIDefinitions, namer)
 	config.OpenAPIV3Config.Info.Title, config.OpenAPIV3Config.Info.Version = "Kubernetes", baseversion.DefaultKubeBinaryVersion
 	config.LongRunningFunc = longRunning
-	config.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
-		// The service map at /ui/ sits in front of the chain: its page is
-		// the login page anonymous clients may load, and its endpoints
-		// authenticate and authorize their callers themselves (see ui).
-		view := ui.New(ui.Config{
-			Authenticator: c.Authentication.Authenticator, Authorizer: c.Authorization.Authorizer,
-			Loopback: c.LoopbackClientConfig, ClusterDomain: o.ClusterDomain, Stop: c.DrainedNotify(),
-		})
-		return withJoinEndpoints(view.Wrap(genericapiserver.DefaultBuildHandlerChain(withVersion(h), c)), o.joinHandler)
-	}
+	config.BuildHandlerChainFunc = handlerChain(o)
 	config.ExternalAddress = net.JoinHostPort(o.AdvertiseAddress.String(), fmt.Sprint(o.SecurePort))
 	config.PublicAddress = o.AdvertiseAddress
 
