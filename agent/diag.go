@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"time"
 
 	"portal.dev/portal/agent/dialcheck"
@@ -28,8 +29,14 @@ const (
 //	GET /dial?address=IP:PORT&protocol=TCP    does anything listen there (dialcheck.Result)
 //	GET /proxystatus/services/{ns}/{name}     this node's proxy's account of the Service (proxy/status)
 //
-// /dial dials only addresses in this node's pod CIDRs: it answers about
-// this node's pods, and must not make the node a relay to anywhere else.
+// /dial dials only the addresses of pods this agent runs (their sandboxes
+// up, not hostNetwork): it answers about this node's pods, and must not
+// make the node a relay to anywhere else. The rest of the pod CIDR is
+// refused with the rest of the world: its first address is the node's
+// own bridge, where every socket the node binds to 0.0.0.0 (etcd, the API
+// server, the agent itself) would answer. A hostNetwork pod's address is
+// the node's for the same reason, so it is refused too; portal explain
+// does not ask about hostNetwork endpoints.
 func (a *Agent) addDiagRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /dial", a.serveDial)
 	mux.HandleFunc("GET /proxystatus/services/{namespace}/{name}", a.serveProxyStatus)
@@ -41,17 +48,33 @@ func (a *Agent) serveDial(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("address: want IP:PORT: %v", err), http.StatusBadRequest)
 		return
 	}
-	inPods := false
-	for _, c := range a.podCIDRs {
-		inPods = inPods || c.Contains(ap.Addr().Unmap())
-	}
-	if !inPods {
-		http.Error(w, fmt.Sprintf("%s is not a pod address of node %s (pod CIDRs %v)", ap.Addr(), a.opts.NodeName, a.podCIDRs), http.StatusForbidden)
+	if !a.runsPodAt(ap.Addr().Unmap()) {
+		http.Error(w, fmt.Sprintf("%s is not the address of a running pod of node %s", ap.Addr(), a.opts.NodeName), http.StatusForbidden)
 		return
 	}
 	res := dialcheck.Check(r.Context(), &net.Dialer{}, ap, r.URL.Query().Get("protocol"), diagDialTimeout)
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(res)
+}
+
+// runsPodAt says whether addr is the own address of a pod whose sandbox
+// this agent has up.
+func (a *Agent) runsPodAt(addr netip.Addr) bool {
+	a.mu.Lock()
+	workers := make([]*podWorker, 0, len(a.workers))
+	for _, w := range a.workers {
+		workers = append(workers, w)
+	}
+	a.mu.Unlock()
+	for _, w := range workers {
+		w.mu.Lock()
+		pt := w.targets
+		w.mu.Unlock()
+		if pt != nil && pt.up && slices.Contains(pt.ips, addr) {
+			return true
+		}
+	}
+	return false
 }
 
 // serveProxyStatus forwards to the status endpoint of this node's proxy
