@@ -299,6 +299,39 @@ func TestExplain(t *testing.T) {
 			}
 		}
 	})
+	t.Run("explain's own failures exit 2, not 1 (broken)", func(t *testing.T) {
+		unreachable := filepath.Join(t.TempDir(), "kubeconfig")
+		kc, err := os.ReadFile(eb.s.Kubeconfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(string(kc), "\n")
+		for i, l := range lines {
+			if k, _, ok := strings.Cut(l, "server: "); ok {
+				lines[i] = k + "server: https://127.0.0.1:1"
+			}
+		}
+		if err := os.WriteFile(unreachable, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			name, kubeconfig string
+			args             []string
+		}{
+			{"the API server unreachable", unreachable, []string{"svc/web"}},
+			{"a target form it does not understand", "", []string{"deploy/web"}},
+			{"a bad -o", "", []string{"-o", "yaml", "svc/web"}},
+			{"an unknown flag", "", []string{"--nosuch", "svc/web"}},
+			{"no target", "", nil},
+		} {
+			if _, code, out := eb.explain(tc.kubeconfig, tc.args...); code != 2 {
+				t.Errorf("%s: got exit %d, want 2\n%s", tc.name, code, out)
+			}
+		}
+		if _, code, out := eb.explain("", "svc/typo"); code != 1 {
+			t.Errorf("a broken Service: got exit %d, want 1\n%s", code, out)
+		}
+	})
 	// Last: it stops node2's proxy for good.
 	t.Run("pods on a node whose proxy is stopped", func(t *testing.T) {
 		eb.proxy2.Process.Kill()
