@@ -47,6 +47,7 @@ func NewClusterDNS(client kubernetes.Interface) Resolver {
 	return &clusterDNS{client: client, timeout: 300 * time.Millisecond}
 }
 
+// find finds the cluster DNS servers.
 func (c *clusterDNS) find(ctx context.Context) {
 	svc, err := c.client.CoreV1().Services("kube-system").Get(ctx, "kube-dns", metav1.GetOptions{})
 	if err != nil {
@@ -83,6 +84,8 @@ func (c *clusterDNS) find(ctx context.Context) {
 	c.servers = slices.Compact(c.servers)
 }
 
+// Query asks the cluster DNS servers in turn, the one that last answered
+// first, for name's records of qtype.
 func (c *clusterDNS) Query(ctx context.Context, name string, qtype uint16) (*dns.Msg, string, error) {
 	c.once.Do(func() { c.find(ctx) })
 	if c.findErr != nil {

@@ -43,6 +43,7 @@ type nodeProxy struct {
 // server's nodes/NAME/proxy subresource with client's credentials.
 func NewNodeProxy(client kubernetes.Interface) NodeAsker { return nodeProxy{client} }
 
+// get asks node's agent for path and decodes its JSON answer into into.
 func (n nodeProxy) get(ctx context.Context, node, path string, params map[string]string, into any) error {
 	req := n.client.CoreV1().RESTClient().Get().Resource("nodes").Name(node).SubResource("proxy").Suffix(path)
 	for k, v := range params {
@@ -62,12 +63,14 @@ func (n nodeProxy) get(ctx context.Context, node, path string, params map[string
 	return json.Unmarshal(raw, into)
 }
 
+// Dial asks node's agent to dial address over protocol (its /dial).
 func (n nodeProxy) Dial(ctx context.Context, node, address, protocol string) (dialcheck.Result, error) {
 	var r dialcheck.Result
 	err := n.get(ctx, node, "dial", map[string]string{"address": address, "protocol": protocol}, &r)
 	return r, err
 }
 
+// ProxyStatus asks node's agent for its proxy's account of nn.
 func (n nodeProxy) ProxyStatus(ctx context.Context, node string, nn types.NamespacedName) (status.Service, error) {
 	var s status.Service
 	err := n.get(ctx, node, "proxystatus/services/"+nn.Namespace+"/"+nn.Name, nil, &s)
