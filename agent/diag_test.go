@@ -48,6 +48,8 @@ func TestDiagRoutes(t *testing.T) {
 		{"a pod whose sandbox is down is not dialed", "", "/dial?address=127.0.0.2:80", 403, "is not the address of a running pod"},
 		{"a hostNetwork pod's node address is not dialed", "", "/dial?address=127.0.0.3:80", 403, "is not the address of a running pod"},
 		{"garbage is refused", "", "/dial?address=web", 400, "want IP:PORT"},
+		{"a DNS question without a type is refused", "", "/dnsquery?name=web.default.svc.cluster.local", 400, "want name=NAME&type=N"},
+		{"no cluster DNS configured", "", "/dnsquery?name=web.default.svc.cluster.local&type=1", 404, "has no --cluster-dns"},
 		{"the proxy's status is forwarded", strings.TrimPrefix(proxy.URL, "http://"), "/proxystatus/services/default/web", 200, `"path":"/status/services/default/web"`},
 		{"a proxy that does not answer says so", closedAddr, "/proxystatus/services/default/web", 502, "the service proxy of node node1 does not answer at " + closedAddr},
 		{"no proxy address configured", "", "/proxystatus/services/default/web", 404, "no --proxy-status-address"},

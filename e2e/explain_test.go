@@ -232,6 +232,11 @@ func TestExplain(t *testing.T) {
 					return false, "no step " + want + ": " + out
 				}
 			}
+			// The cluster DNS is asked through a node's agent, which
+			// works from outside the cluster network too.
+			if !strings.Contains(out, "(from node node1)") {
+				return false, "the cluster DNS was not asked through node1's agent: " + out
+			}
 			return true, ""
 		})
 		t.Log(last)

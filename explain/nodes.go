@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+
+	"github.com/miekg/dns"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -75,6 +78,26 @@ func (n nodeProxy) ProxyStatus(ctx context.Context, node string, nn types.Namesp
 	var s status.Service
 	err := n.get(ctx, node, "proxystatus/services/"+nn.Namespace+"/"+nn.Name, nil, &s)
 	return s, err
+}
+
+// dnsAnswer is the agent's /dnsquery answer (agent.DNSAnswer).
+type dnsAnswer struct {
+	Server  string `json:"server"`
+	Message []byte `json:"message"`
+}
+
+// DNSQuery asks node's agent to ask the cluster DNS, from the node, for
+// name's records of qtype.
+func (n nodeProxy) DNSQuery(ctx context.Context, node, name string, qtype uint16) (*dns.Msg, string, error) {
+	var a dnsAnswer
+	if err := n.get(ctx, node, "dnsquery", map[string]string{"name": name, "type": strconv.Itoa(int(qtype))}, &a); err != nil {
+		return nil, "", err
+	}
+	m := new(dns.Msg)
+	if err := m.Unpack(a.Message); err != nil {
+		return nil, "", fmt.Errorf("the answer relayed by node %s: %w", node, err)
+	}
+	return m, a.Server, nil
 }
 
 // askError describes a failed question to a node in one line, and whether
