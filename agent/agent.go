@@ -107,11 +107,10 @@ type Agent struct {
 	services   corelisters.ServiceLister
 	pods       corelisters.PodLister
 
-	runtime  Runtime
-	cgroups  *cgroup.Manager // nil: pods run without cgroups
-	net      Network         // nil until the pod CIDRs are known
-	podCIDRs []netip.Prefix
-	dnsNode  resolvconf.File
+	runtime Runtime
+	cgroups *cgroup.Manager // nil: pods run without cgroups
+	net     Network         // nil until the pod CIDRs are known
+	dnsNode resolvconf.File
 
 	mu        sync.Mutex
 	workers   map[types.UID]*podWorker
@@ -216,7 +215,6 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil || ctx.Err() != nil {
 		return err
 	}
-	a.podCIDRs = cidrs
 	newNetwork := a.opts.NewNetwork
 	if newNetwork == nil {
 		newNetwork = newPodNetwork

@@ -10,7 +10,12 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
+
+	"github.com/miekg/dns"
 
 	"portal.dev/portal/agent/dialcheck"
 )
@@ -20,19 +25,75 @@ import (
 const (
 	diagDialTimeout  = 500 * time.Millisecond
 	diagProxyTimeout = 500 * time.Millisecond
+	diagDNSTimeout   = 300 * time.Millisecond
 )
+
+// DNSAnswer is what /dnsquery returns: the cluster DNS's reply in wire
+// format and the server that gave it.
+type DNSAnswer struct {
+	Server  string `json:"server"`
+	Message []byte `json:"message"`
+}
 
 // addDiagRoutes adds the diagnostics portal explain reaches through the
 // API server's nodes/NAME/proxy:
 //
 //	GET /dial?address=IP:PORT&protocol=TCP    does anything listen there (dialcheck.Result)
 //	GET /proxystatus/services/{ns}/{name}     this node's proxy's account of the Service (proxy/status)
+//	GET /dnsquery?name=NAME&type=N            the cluster DNS's answer, asked from the node (DNSAnswer)
 //
-// /dial dials only addresses in this node's pod CIDRs: it answers about
-// this node's pods, and must not make the node a relay to anywhere else.
+// /dnsquery lets a caller outside the cluster network (a workstation) see
+// what pods are told: it asks only the cluster DNS (--cluster-dns, the
+// pods' nameservers), so the node relays nothing else.
+//
+// /dial dials only the addresses of pods this agent runs (their sandboxes
+// up, not hostNetwork): it answers about this node's pods, and must not
+// make the node a relay to anywhere else. The rest of the pod CIDR is
+// refused with the rest of the world: its first address is the node's
+// own bridge, where every socket the node binds to 0.0.0.0 (etcd, the API
+// server, the agent itself) would answer. A hostNetwork pod's address is
+// the node's for the same reason, so it is refused too; portal explain
+// does not ask about hostNetwork endpoints.
 func (a *Agent) addDiagRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /dial", a.serveDial)
 	mux.HandleFunc("GET /proxystatus/services/{namespace}/{name}", a.serveProxyStatus)
+	mux.HandleFunc("GET /dnsquery", a.serveDNSQuery)
+}
+
+// serveDNSQuery asks each cluster DNS server in turn one question and
+// returns the first answer; none answering is a 502 that says why.
+func (a *Agent) serveDNSQuery(w http.ResponseWriter, r *http.Request) {
+	name := r.URL.Query().Get("name")
+	qtype, err := strconv.ParseUint(r.URL.Query().Get("type"), 10, 16)
+	if name == "" || err != nil {
+		http.Error(w, "want name=NAME&type=N (a DNS type number)", http.StatusBadRequest)
+		return
+	}
+	if len(a.opts.ClusterDNS) == 0 {
+		http.Error(w, "the agent of node "+a.opts.NodeName+" has no --cluster-dns", http.StatusNotFound)
+		return
+	}
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(name), uint16(qtype))
+	client := &dns.Client{Timeout: diagDNSTimeout}
+	var errs []string
+	for _, ip := range a.opts.ClusterDNS {
+		server := netip.AddrPortFrom(ip, 53).String()
+		reply, _, err := client.ExchangeContext(r.Context(), m, server)
+		if err != nil {
+			errs = append(errs, server+": "+err.Error())
+			continue
+		}
+		wire, err := reply.Pack()
+		if err != nil {
+			errs = append(errs, server+": "+err.Error())
+			continue
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(DNSAnswer{Server: server, Message: wire})
+		return
+	}
+	http.Error(w, fmt.Sprintf("the cluster DNS does not answer from node %s: %s", a.opts.NodeName, strings.Join(errs, "; ")), http.StatusBadGateway)
 }
 
 func (a *Agent) serveDial(w http.ResponseWriter, r *http.Request) {
@@ -41,17 +102,33 @@ func (a *Agent) serveDial(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("address: want IP:PORT: %v", err), http.StatusBadRequest)
 		return
 	}
-	inPods := false
-	for _, c := range a.podCIDRs {
-		inPods = inPods || c.Contains(ap.Addr().Unmap())
-	}
-	if !inPods {
-		http.Error(w, fmt.Sprintf("%s is not a pod address of node %s (pod CIDRs %v)", ap.Addr(), a.opts.NodeName, a.podCIDRs), http.StatusForbidden)
+	if !a.runsPodAt(ap.Addr().Unmap()) {
+		http.Error(w, fmt.Sprintf("%s is not the address of a running pod of node %s", ap.Addr(), a.opts.NodeName), http.StatusForbidden)
 		return
 	}
 	res := dialcheck.Check(r.Context(), &net.Dialer{}, ap, r.URL.Query().Get("protocol"), diagDialTimeout)
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(res)
+}
+
+// runsPodAt says whether addr is the own address of a pod whose sandbox
+// this agent has up.
+func (a *Agent) runsPodAt(addr netip.Addr) bool {
+	a.mu.Lock()
+	workers := make([]*podWorker, 0, len(a.workers))
+	for _, w := range a.workers {
+		workers = append(workers, w)
+	}
+	a.mu.Unlock()
+	for _, w := range workers {
+		w.mu.Lock()
+		pt := w.targets
+		w.mu.Unlock()
+		if pt != nil && pt.up && slices.Contains(pt.ips, addr) {
+			return true
+		}
+	}
+	return false
 }
 
 // serveProxyStatus forwards to the status endpoint of this node's proxy

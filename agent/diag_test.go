@@ -10,10 +10,13 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // TestDiagRoutes: what portal explain asks of an agent through
-// nodes/NAME/proxy. Loopback stands in for the node's pod CIDR.
+// nodes/NAME/proxy. A running pod at 127.0.0.1 stands in for the node's
+// pods; 127.0.0.2 is a pod that is not up, 127.0.0.3 a hostNetwork pod.
 func TestDiagRoutes(t *testing.T) {
 	listening, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -37,16 +40,28 @@ func TestDiagRoutes(t *testing.T) {
 	}{
 		{"a listening pod port is open", "", "/dial?address=" + listening.Addr().String(), 200, `"result":"open"`},
 		{"a closed pod port is refused", "", "/dial?address=" + closedAddr, 200, `"result":"refused"`},
-		{"an address outside the pod CIDRs is not dialed", "", "/dial?address=192.0.2.1:80", 403, "is not a pod address of node node1"},
+		{"an address outside the pod CIDRs is not dialed", "", "/dial?address=192.0.2.1:80", 403, "is not the address of a running pod of node node1"},
+		// Regression: the pod CIDR's gateway is the node's bridge, so dialing it
+		// reached the node's own sockets (etcd, the API server).
+		{"the pod CIDR's gateway is not dialed", "", "/dial?address=10.244.1.1:2379", 403, "is not the address of a running pod"},
+		{"an unallocated pod CIDR address is not dialed", "", "/dial?address=10.244.1.9:80", 403, "is not the address of a running pod"},
+		{"a pod whose sandbox is down is not dialed", "", "/dial?address=127.0.0.2:80", 403, "is not the address of a running pod"},
+		{"a hostNetwork pod's node address is not dialed", "", "/dial?address=127.0.0.3:80", 403, "is not the address of a running pod"},
 		{"garbage is refused", "", "/dial?address=web", 400, "want IP:PORT"},
+		{"a DNS question without a type is refused", "", "/dnsquery?name=web.default.svc.cluster.local", 400, "want name=NAME&type=N"},
+		{"no cluster DNS configured", "", "/dnsquery?name=web.default.svc.cluster.local&type=1", 404, "has no --cluster-dns"},
 		{"the proxy's status is forwarded", strings.TrimPrefix(proxy.URL, "http://"), "/proxystatus/services/default/web", 200, `"path":"/status/services/default/web"`},
 		{"a proxy that does not answer says so", closedAddr, "/proxystatus/services/default/web", 502, "the service proxy of node node1 does not answer at " + closedAddr},
 		{"no proxy address configured", "", "/proxystatus/services/default/web", 404, "no --proxy-status-address"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			a := &Agent{opts: Options{NodeName: "node1", ProxyStatusAddress: tc.proxyAddr},
-				podCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+			a := &Agent{opts: Options{NodeName: "node1", ProxyStatusAddress: tc.proxyAddr}, workers: map[types.UID]*podWorker{
+				"up":   {targets: &podTargets{up: true, ips: []netip.Addr{netip.MustParseAddr("127.0.0.1")}}},
+				"down": {targets: &podTargets{ips: []netip.Addr{netip.MustParseAddr("127.0.0.2")}}},
+				"host": {targets: &podTargets{up: true}},
+				"new":  {},
+			}}
 			mux := http.NewServeMux()
 			a.addDiagRoutes(mux)
 			rec := httptest.NewRecorder()

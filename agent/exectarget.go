@@ -4,6 +4,7 @@ package agent
 
 import (
 	"fmt"
+	"net/netip"
 	"path/filepath"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,6 +34,10 @@ type podTargets struct {
 	up    bool
 	netns string // "" with hostNetwork: the agent's own
 	ctrs  map[string]*execTarget
+	// ips are the pod's own addresses while its sandbox is up, the only
+	// ones /dial reaches; none with hostNetwork, whose addresses are the
+	// node's.
+	ips []netip.Addr
 }
 
 // publishTargets records what of w's pod the streaming handlers may reach;
@@ -42,6 +47,13 @@ func (a *Agent) publishTargets(w *podWorker) {
 	pt := &podTargets{ctrs: map[string]*execTarget{}}
 	if rt := w.rt; rt != nil && pod != nil && !rt.cleaned && rt.sandboxUp {
 		pt.up, pt.netns = true, rt.namespaces().Net
+		if !pod.Spec.HostNetwork {
+			for _, ip := range rt.st.IPs {
+				if addr, err := netip.ParseAddr(ip); err == nil {
+					pt.ips = append(pt.ips, addr)
+				}
+			}
+		}
 		for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 			for i := range cs {
 				cr, ok := rt.ctrs[cs[i].Name]

@@ -232,6 +232,11 @@ func TestExplain(t *testing.T) {
 					return false, "no step " + want + ": " + out
 				}
 			}
+			// The cluster DNS is asked through a node's agent, which
+			// works from outside the cluster network too.
+			if !strings.Contains(out, "(from node node1)") {
+				return false, "the cluster DNS was not asked through node1's agent: " + out
+			}
 			return true, ""
 		})
 		t.Log(last)
@@ -297,6 +302,39 @@ func TestExplain(t *testing.T) {
 			if s.Name == "node/node1" && s.Status != explain.StatusOK {
 				t.Errorf("node1 after a silent node: got %s %q, want ok", s.Status, s.Message)
 			}
+		}
+	})
+	t.Run("explain's own failures exit 2, not 1 (broken)", func(t *testing.T) {
+		unreachable := filepath.Join(t.TempDir(), "kubeconfig")
+		kc, err := os.ReadFile(eb.s.Kubeconfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(string(kc), "\n")
+		for i, l := range lines {
+			if k, _, ok := strings.Cut(l, "server: "); ok {
+				lines[i] = k + "server: https://127.0.0.1:1"
+			}
+		}
+		if err := os.WriteFile(unreachable, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			name, kubeconfig string
+			args             []string
+		}{
+			{"the API server unreachable", unreachable, []string{"svc/web"}},
+			{"a target form it does not understand", "", []string{"deploy/web"}},
+			{"a bad -o", "", []string{"-o", "yaml", "svc/web"}},
+			{"an unknown flag", "", []string{"--nosuch", "svc/web"}},
+			{"no target", "", nil},
+		} {
+			if _, code, out := eb.explain(tc.kubeconfig, tc.args...); code != 2 {
+				t.Errorf("%s: got exit %d, want 2\n%s", tc.name, code, out)
+			}
+		}
+		if _, code, out := eb.explain("", "svc/typo"); code != 1 {
+			t.Errorf("a broken Service: got exit %d, want 1\n%s", code, out)
 		}
 	})
 	// Last: it stops node2's proxy for good.

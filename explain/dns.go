@@ -26,28 +26,52 @@ type Resolver interface {
 // ErrNoDNS is returned when no cluster DNS server could be found or asked.
 var ErrNoDNS = errors.New("the cluster DNS did not answer")
 
-// clusterDNS asks the kube-system/kube-dns Service: its cluster IP first
-// (what pods ask), then each server behind it (its EndpointSlices), for a
-// caller outside the cluster network where the cluster IP is not routed.
+// dnsAsker asks the cluster DNS through a node's agent (nodeProxy).
+type dnsAsker interface {
+	DNSQuery(ctx context.Context, node, name string, qtype uint16) (*dns.Msg, string, error)
+}
+
+// clusterDNS asks the cluster DNS through a Ready node's agent first (its
+// /dnsquery, behind nodes/NAME/proxy like /dial), so that a caller outside
+// the cluster network, where neither the cluster IP nor the pods are
+// routed, still sees what pods are told. When that fails (no nodes/proxy
+// permission, an agent without /dnsquery) it asks the kube-system/kube-dns
+// Service itself: its cluster IP first (what pods ask), then each server
+// behind it (its EndpointSlices).
 type clusterDNS struct {
 	client  kubernetes.Interface
+	nodes   dnsAsker
 	timeout time.Duration
 
 	once    sync.Once
+	node    string // the Ready node whose agent is asked; "" when none
 	servers []string
 	findErr error
 
 	mu        sync.Mutex
 	preferred string // the server that last answered
+	nodeErr   error  // why asking through node failed; then it is not asked again
 }
 
 // NewClusterDNS returns a Resolver that asks the cluster's own DNS, found
 // through client as the kube-system/kube-dns Service.
 func NewClusterDNS(client kubernetes.Interface) Resolver {
-	return &clusterDNS{client: client, timeout: 300 * time.Millisecond}
+	return &clusterDNS{client: client, nodes: nodeProxy{client}, timeout: 300 * time.Millisecond}
 }
 
+// find finds the node to ask through and the cluster DNS servers.
 func (c *clusterDNS) find(ctx context.Context) {
+	if nodes, err := c.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err == nil {
+		var ready []string
+		for i := range nodes.Items {
+			if nodeReady(&nodes.Items[i]) {
+				ready = append(ready, nodes.Items[i].Name)
+			}
+		}
+		if len(ready) > 0 {
+			c.node = slices.Min(ready)
+		}
+	}
 	svc, err := c.client.CoreV1().Services("kube-system").Get(ctx, "kube-dns", metav1.GetOptions{})
 	if err != nil {
 		c.findErr = fmt.Errorf("kube-system/kube-dns: %w", err)
@@ -83,8 +107,33 @@ func (c *clusterDNS) find(ctx context.Context) {
 	c.servers = slices.Compact(c.servers)
 }
 
+// Query asks the cluster DNS for name's records of qtype, through a
+// node's agent, else directly.
 func (c *clusterDNS) Query(ctx context.Context, name string, qtype uint16) (*dns.Msg, string, error) {
 	c.once.Do(func() { c.find(ctx) })
+	c.mu.Lock()
+	viaNode := c.node != "" && c.nodeErr == nil
+	c.mu.Unlock()
+	if viaNode {
+		r, server, err := c.nodes.DNSQuery(ctx, c.node, name, qtype)
+		if err == nil {
+			return r, server + " (from node " + c.node + ")", nil
+		}
+		c.mu.Lock()
+		c.nodeErr = fmt.Errorf("through node %s: %w", c.node, err)
+		c.mu.Unlock()
+	}
+	r, server, err := c.direct(ctx, name, qtype)
+	if err != nil && c.node != "" {
+		c.mu.Lock()
+		err = fmt.Errorf("%w; %v", err, c.nodeErr)
+		c.mu.Unlock()
+	}
+	return r, server, err
+}
+
+// direct asks the cluster DNS servers from this host.
+func (c *clusterDNS) direct(ctx context.Context, name string, qtype uint16) (*dns.Msg, string, error) {
 	if c.findErr != nil {
 		return nil, "", fmt.Errorf("%w: %v", ErrNoDNS, c.findErr)
 	}

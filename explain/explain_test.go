@@ -13,8 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes/fake"
@@ -61,6 +63,9 @@ func (f fakeNodes) Dial(_ context.Context, node, address, protocol string) (dial
 		return dialcheck.Result{}, err
 	}
 	r := f.dial[address]
+	if r == "forbidden" { // what the agent answers for an address not its pods'
+		return dialcheck.Result{}, apierrors.NewForbidden(schema.GroupResource{Resource: "nodes/proxy"}, node, fmt.Errorf("%s is not the address of a running pod", address))
+	}
 	if r == "" {
 		r = dialcheck.Open
 	}
@@ -158,6 +163,15 @@ func TestExplain(t *testing.T) {
 					s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
 				})},
 			wantStatus: StatusOK, wantStep: "dns", wantMsg: "-> 10.96.0.20,fd00::20"},
+		// Regression: the agent refuses to dial the node's own address, and
+		// that 403 was shown as the user lacking nodes/proxy.
+		{name: "a hostNetwork endpoint is not dialed", target: "svc/web", dns: healthyDNS,
+			nodes: fakeNodes{dial: map[string]string{"10.0.0.1:8080": "forbidden"},
+				proxy: map[string]status.Service{"node1": programmed("node1", "10.0.0.1:8080"), "node2": programmed("node2", "10.0.0.1:8080")}},
+			objects: []runtime.Object{withAddress(readyNode("node1"), "10.0.0.1"), readyNode("node2"), webService(nil),
+				webPod("web-10.0.0.1", "node1", "10.0.0.1", true, func(p *corev1.Pod) { p.Spec.HostNetwork = true }),
+				webSlice(ep("10.0.0.1", "node1", true))},
+			wantStatus: StatusOK, wantStep: "endpoint/10.0.0.1:8080", wantMsg: "hostNetwork endpoint: not checked"},
 		{name: "selector matching nothing shows the nearest label", target: "svc/web", dns: healthyDNS, nodes: healthyNodes,
 			objects: []runtime.Object{readyNode("node1"), webService(nil),
 				webPod("db-1", "node1", "10.244.1.6", true, func(p *corev1.Pod) { p.Labels = map[string]string{"app": "database"} }),

@@ -50,6 +50,7 @@ func (e *Explainer) dialSteps(ctx context.Context, svc *corev1.Service, in Objec
 		node, addr, proto string
 	}
 	var jobs []job
+	var unchecked []Step
 	for _, ep := range sliceEndpoints(svc, in.Slices) {
 		if ep.node == "" {
 			continue
@@ -59,7 +60,13 @@ func (e *Explainer) dialSteps(ctx context.Context, svc *corev1.Service, in Objec
 			if err != nil {
 				continue
 			}
-			jobs = append(jobs, job{ep.node, netip.AddrPortFrom(a, uint16(p)).String(), string(servicePortProtocol(svc, p, in))})
+			addr := netip.AddrPortFrom(a, uint16(p)).String()
+			if hostNetworkEndpoint(svc.Namespace, ep, in) {
+				unchecked = append(unchecked, Step{Name: "endpoint/" + addr, Status: StatusOK,
+					Message: "hostNetwork endpoint: not checked (its address is node " + ep.node + "'s own, which the agent does not dial)"})
+				continue
+			}
+			jobs = append(jobs, job{ep.node, addr, string(servicePortProtocol(svc, p, in))})
 		}
 	}
 	jobs = jobs[:min(len(jobs), e.cfg.MaxDials)]
@@ -74,7 +81,31 @@ func (e *Explainer) dialSteps(ctx context.Context, svc *corev1.Service, in Objec
 		})
 	}
 	wg.Wait()
-	return steps
+	return append(steps, unchecked...)
+}
+
+// hostNetworkEndpoint says whether ep is a hostNetwork pod's: its pod says
+// so, or its address is one of its node's. The agent's /dial reaches only
+// its pods' own addresses, never the node's (that would expose every
+// socket the node binds), so such an endpoint is not dialed; asking would
+// only come back as a 403 that reads like a missing permission.
+func hostNetworkEndpoint(namespace string, ep endpoint, in Objects) bool {
+	for _, p := range in.Pods {
+		if p.Namespace == namespace && p.Name == ep.pod && p.Spec.HostNetwork {
+			return true
+		}
+	}
+	for _, n := range in.Nodes {
+		if n.Name != ep.node {
+			continue
+		}
+		for _, a := range n.Status.Addresses {
+			if a.Address == ep.addr {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // servicePortProtocol is the protocol of the slice port numbered p.

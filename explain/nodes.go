@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+
+	"github.com/miekg/dns"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -43,6 +46,7 @@ type nodeProxy struct {
 // server's nodes/NAME/proxy subresource with client's credentials.
 func NewNodeProxy(client kubernetes.Interface) NodeAsker { return nodeProxy{client} }
 
+// get asks node's agent for path and decodes its JSON answer into into.
 func (n nodeProxy) get(ctx context.Context, node, path string, params map[string]string, into any) error {
 	req := n.client.CoreV1().RESTClient().Get().Resource("nodes").Name(node).SubResource("proxy").Suffix(path)
 	for k, v := range params {
@@ -62,16 +66,38 @@ func (n nodeProxy) get(ctx context.Context, node, path string, params map[string
 	return json.Unmarshal(raw, into)
 }
 
+// Dial asks node's agent to dial address over protocol (its /dial).
 func (n nodeProxy) Dial(ctx context.Context, node, address, protocol string) (dialcheck.Result, error) {
 	var r dialcheck.Result
 	err := n.get(ctx, node, "dial", map[string]string{"address": address, "protocol": protocol}, &r)
 	return r, err
 }
 
+// ProxyStatus asks node's agent for its proxy's account of nn.
 func (n nodeProxy) ProxyStatus(ctx context.Context, node string, nn types.NamespacedName) (status.Service, error) {
 	var s status.Service
 	err := n.get(ctx, node, "proxystatus/services/"+nn.Namespace+"/"+nn.Name, nil, &s)
 	return s, err
+}
+
+// dnsAnswer is the agent's /dnsquery answer (agent.DNSAnswer).
+type dnsAnswer struct {
+	Server  string `json:"server"`
+	Message []byte `json:"message"`
+}
+
+// DNSQuery asks node's agent to ask the cluster DNS, from the node, for
+// name's records of qtype.
+func (n nodeProxy) DNSQuery(ctx context.Context, node, name string, qtype uint16) (*dns.Msg, string, error) {
+	var a dnsAnswer
+	if err := n.get(ctx, node, "dnsquery", map[string]string{"name": name, "type": strconv.Itoa(int(qtype))}, &a); err != nil {
+		return nil, "", err
+	}
+	m := new(dns.Msg)
+	if err := m.Unpack(a.Message); err != nil {
+		return nil, "", fmt.Errorf("the answer relayed by node %s: %w", node, err)
+	}
+	return m, a.Server, nil
 }
 
 // askError describes a failed question to a node in one line, and whether

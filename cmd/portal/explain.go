@@ -33,37 +33,30 @@ load balancer or external IP, a pod. A HOST is a Service's DNS name (NAME.NAMESP
 without .svc.cluster.local; asked in the wrong namespace it says where the name exists) or an
 Ingress host.
 
-Exit status: 0 when the target is reachable (ok or warnings), 1 when a step is broken.`,
-		Args: cobra.ExactArgs(1),
+Exit status: 0 when the target is reachable (ok or warnings), 1 when a step is broken, 2
+when explain itself failed and says nothing about the target (the API server unreachable or
+too slow, a bad kubeconfig, a target or flag it does not understand, a bad -o).`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				explainFailed(cmd, fmt.Errorf("want one target, got %d", len(args)))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "" && output != "json" && output != "text" {
-				return fmt.Errorf("-o %s: want json or text", output)
-			}
-			client, err := explainClient(kubeconfig, dataDir)
+			broken, err := runExplain(cmd, args[0], explainFlags{kubeconfig, namespace, output, dataDir, domain, timeout})
 			if err != nil {
-				return err
+				explainFailed(cmd, err)
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
-			defer cancel()
-			e := explain.New(explain.Config{Client: client, ClusterDomain: domain})
-			r, err := e.Explain(ctx, namespace, args[0])
-			if err != nil {
-				return err
-			}
-			if output == "json" {
-				err = explain.WriteJSON(cmd.OutOrStdout(), r)
-			} else {
-				err = explain.WriteText(cmd.OutOrStdout(), r)
-			}
-			if err != nil {
-				return err
-			}
-			if r.Status == explain.StatusBroken {
+			if broken {
 				os.Exit(1)
 			}
 			return nil
 		},
 	}
+	cmd.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		explainFailed(cmd, err)
+		return nil
+	})
 	fs := cmd.Flags()
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig to use (default: $KUBECONFIG, else the data directory's admin kubeconfig)")
 	fs.StringVarP(&namespace, "namespace", "n", "default", "namespace of the target")
@@ -72,6 +65,44 @@ Exit status: 0 when the target is reachable (ok or warnings), 1 when a step is b
 	fs.StringVar(&domain, "cluster-domain", "cluster.local", "the cluster's DNS zone")
 	fs.DurationVar(&timeout, "timeout", 10*time.Second, "give up after this long")
 	return cmd
+}
+
+// explainFlags are portal explain's flags.
+type explainFlags struct {
+	kubeconfig, namespace, output, dataDir, domain string
+	timeout                                        time.Duration
+}
+
+// runExplain explains target and writes the report; broken says whether
+// a step is broken. An error means there is no verdict on the target.
+func runExplain(cmd *cobra.Command, target string, f explainFlags) (broken bool, err error) {
+	if f.output != "" && f.output != "json" && f.output != "text" {
+		return false, fmt.Errorf("-o %s: want json or text", f.output)
+	}
+	client, err := explainClient(f.kubeconfig, f.dataDir)
+	if err != nil {
+		return false, err
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+	defer cancel()
+	e := explain.New(explain.Config{Client: client, ClusterDomain: f.domain})
+	r, err := e.Explain(ctx, f.namespace, target)
+	if err != nil {
+		return false, err
+	}
+	if f.output == "json" {
+		err = explain.WriteJSON(cmd.OutOrStdout(), r)
+	} else {
+		err = explain.WriteText(cmd.OutOrStdout(), r)
+	}
+	return r.Status == explain.StatusBroken, err
+}
+
+// explainFailed ends portal explain with status 2, which scripts tell
+// apart from 1 (the target is broken): explain could not say either way.
+func explainFailed(cmd *cobra.Command, err error) {
+	fmt.Fprintf(cmd.ErrOrStderr(), "Error: %v\n", err)
+	os.Exit(2)
 }
 
 // explainClient builds the client explain uses: --kubeconfig, else

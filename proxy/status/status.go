@@ -81,7 +81,9 @@ type Book struct {
 
 // Synced records a successful sync at now of snap, in which the Services
 // changed were rewritten; triggers are the slice trigger times behind
-// those changes.
+// those changes. Services gone from snap are forgotten, so that churning
+// Services (CI namespaces, preview environments) do not grow the Book
+// without end; one deleted in this very sync is kept until the next.
 func (b *Book) Synced(snap *snapshot.Snapshot, changed map[types.NamespacedName]struct{}, triggers map[types.NamespacedName][]time.Time, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -89,6 +91,11 @@ func (b *Book) Synced(snap *snapshot.Snapshot, changed map[types.NamespacedName]
 		b.changed = map[types.NamespacedName]programmed{}
 	}
 	b.snap, b.lastSync = snap, now
+	for nn := range b.changed {
+		if _, ok := changed[nn]; !ok && (snap == nil || snap.Services[nn] == nil) {
+			delete(b.changed, nn)
+		}
+	}
 	for nn := range changed {
 		p := programmed{at: now}
 		for _, t := range triggers[nn] {

@@ -55,6 +55,19 @@ func TestBook(t *testing.T) {
 				t.Errorf("got programmedAt %v lastSync %v, want %v and a minute later", s.ProgrammedAt, s.LastSync, now)
 			}
 		}},
+		// Regression: the Book kept every Service ever synced.
+		{"a Service gone from the snapshot is forgotten at the next sync", func() {
+			gone := &snapshot.Snapshot{Services: map[types.NamespacedName]*snapshot.Service{}, Endpoints: map[types.NamespacedName]*snapshot.ServiceEndpoints{}}
+			b.Synced(gone, map[types.NamespacedName]struct{}{web: {}}, nil, now.Add(2*time.Minute))
+			if _, ok := b.changed[web]; !ok {
+				t.Errorf("the sync that deleted web forgot it at once; want it kept until the next")
+			}
+			b.Synced(gone, nil, nil, now.Add(3*time.Minute))
+		}, web, func(t *testing.T, s Service) {
+			if s.Programmed || !s.ProgrammedAt.IsZero() || len(b.changed) != 0 {
+				t.Errorf("got %+v and %d Services in the book, want web forgotten", s, len(b.changed))
+			}
+		}},
 		{"an unknown Service is not programmed", func() {}, types.NamespacedName{Namespace: "x", Name: "y"}, func(t *testing.T, s Service) {
 			if s.Programmed {
 				t.Errorf("got %+v, want not programmed", s)
