@@ -47,6 +47,8 @@ type Manager struct {
 	// parents are the Portal parent directories: one per v1 controller,
 	// or the single v2 one under "".
 	parents map[string]string
+	// roots are the root cgroups, keyed as parents: the node's figures.
+	roots map[string]string
 }
 
 // Detect finds the layout of the cgroup file system mounted at root
@@ -58,16 +60,17 @@ type Manager struct {
 // itself, so the agent's own cgroup cannot be the pods' parent.
 func Detect(root, self string) (*Manager, error) {
 	if _, err := os.Stat(filepath.Join(root, "cgroup.controllers")); err == nil {
-		return &Manager{version: V2, parents: map[string]string{"": filepath.Join(root, Parent)}}, nil
+		return &Manager{version: V2, parents: map[string]string{"": filepath.Join(root, Parent)}, roots: map[string]string{"": root}}, nil
 	}
 	own := parseSelf(self)
-	m := &Manager{version: V1, parents: map[string]string{}}
+	m := &Manager{version: V1, parents: map[string]string{}, roots: map[string]string{}}
 	for _, c := range v1Controllers {
 		mount, path, ok := v1Mount(root, c, own)
 		if !ok {
 			return nil, fmt.Errorf("no cgroup v2 at %s and no cgroup v1 %s hierarchy", root, c)
 		}
 		m.parents[c] = filepath.Join(mount, path, Parent)
+		m.roots[c] = mount
 	}
 	return m, nil
 }

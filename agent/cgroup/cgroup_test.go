@@ -60,9 +60,13 @@ func TestDetect(t *testing.T) {
 			"memory":  hybrid + "/memory/sup/agent/portal",
 			"cpu":     hybrid + "/cpu,cpuacct/portal",
 			"cpuacct": hybrid + "/cpu,cpuacct/portal",
+		}, roots: map[string]string{
+			"memory":  hybrid + "/memory",
+			"cpu":     hybrid + "/cpu,cpuacct",
+			"cpuacct": hybrid + "/cpu,cpuacct",
 		}}},
 		{name: "pure v2", root: v2, self: "0::/system.slice/portal.service\n",
-			want: &Manager{version: V2, parents: map[string]string{"": v2 + "/portal"}}},
+			want: &Manager{version: V2, parents: map[string]string{"": v2 + "/portal"}, roots: map[string]string{"": v2}}},
 		{name: "no cgroups", root: none, self: "0::/\n", wantErr: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -252,16 +256,54 @@ func TestPodsAndRemove(t *testing.T) {
 	}
 }
 
+// TestNodeStats pins the node's figures to kubelet's: the root cgroup's
+// where there is one, never the hypervisor's steal time.
 func TestNodeStats(t *testing.T) {
 	proc := t.TempDir()
 	write(t, proc, map[string]string{
-		"stat":    "cpu  100 5 50 1000 20 3 2 0 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n",
+		// busy: user 100, nice 5, system 50, irq 3, softirq 2; steal 7 is not.
+		"stat":    "cpu  100 5 50 1000 20 3 2 7 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n",
 		"meminfo": "MemTotal:       1000 kB\nMemFree:         200 kB\nInactive(file):  100 kB\n",
 	})
-	got, err := NodeStats(proc)
-	want := Stats{CPUNanos: 160 * 1e7, WorkingSetBytes: 700 * 1024}
-	if err != nil || got != want {
-		t.Errorf("got %+v, %v, want %+v", got, err, want)
+	fromProc := Stats{CPUNanos: 160 * 1e7, WorkingSetBytes: 700 * 1024}
+	v1, self := hybridRoot(t)
+	write(t, v1, map[string]string{
+		"cpu,cpuacct/cpuacct.usage":    "4000000000\n",
+		"memory/memory.usage_in_bytes": "3000000\n",
+		"memory/memory.stat":           "cache 5\ntotal_inactive_file 1000000\n",
+	})
+	m1, err := Detect(v1, self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2 := t.TempDir()
+	write(t, v2, map[string]string{"cgroup.controllers": "", "cpu.stat": "usage_usec 2500000\nuser_usec 2000000\n"})
+	m2, err := Detect(v2, "0::/\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldV2 := t.TempDir() // a kernel without the root's cpu.stat
+	write(t, oldV2, map[string]string{"cgroup.controllers": ""})
+	m3, err := Detect(oldV2, "0::/\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		read func() (Stats, error)
+		want Stats
+	}{
+		{"no cgroups: /proc", func() (Stats, error) { return NodeStats(proc) }, fromProc},
+		{"v1 root cgroup", func() (Stats, error) { return m1.NodeStats(proc) }, Stats{CPUNanos: 4e9, WorkingSetBytes: 2000000}},
+		{"v2 root cpu.stat, memory from meminfo", func() (Stats, error) { return m2.NodeStats(proc) }, Stats{CPUNanos: 2.5e9, WorkingSetBytes: 700 * 1024}},
+		{"v2 root without cpu.stat", func() (Stats, error) { return m3.NodeStats(proc) }, fromProc},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.read()
+			if err != nil || got != tc.want {
+				t.Errorf("got %+v, %v, want %+v", got, err, tc.want)
+			}
+		})
 	}
 }
 
