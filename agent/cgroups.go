@@ -29,7 +29,7 @@ func (a *Agent) detectCgroups(ctx context.Context) {
 	}
 	self, err := os.ReadFile("/proc/self/cgroup")
 	if err == nil {
-		a.cgroups, err = cgroup.Detect(a.opts.CgroupRoot, string(self))
+		a.cgroups, err = cgroup.Detect(a.opts.CgroupRoot, string(self), a.opts.NodeName)
 	}
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "No cgroups: pod limits are not enforced and pods are not measured")
@@ -104,9 +104,10 @@ func (a *Agent) removeCgroups(ctx context.Context, uid types.UID) {
 }
 
 // cleanOrphanCgroups removes the cgroups of pods this agent no longer
-// runs (gone while no agent ran). The kernel refuses to remove one that
-// still holds a process, so a pod another agent on the same machine runs
-// is left alone.
+// runs (gone while no agent ran). Only this node's parent is looked in:
+// another agent on the same machine has its own, so its pods' cgroups,
+// even empty ones (a container in back-off, an ended run whose OOM kill
+// count is yet to be read), are never this agent's to remove.
 func (a *Agent) cleanOrphanCgroups(ctx context.Context) {
 	if a.cgroups == nil {
 		return

@@ -47,7 +47,7 @@ func TestOOMKilledFromTheCgroup(t *testing.T) {
 		os.MkdirAll(filepath.Join(root, d), 0o755)
 		os.WriteFile(filepath.Join(root, d, "cgroup.procs"), nil, 0o644)
 	}
-	m, err := cgroup.Detect(root, "")
+	m, err := cgroup.Detect(root, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
