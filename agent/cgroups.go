@@ -15,9 +15,11 @@ import (
 	"portal.dev/portal/agent/container"
 )
 
-// detectCgroups finds the node's cgroup layout. Without cgroups (not
-// root, or none mounted) pods run unlimited and unmeasured, as before
-// the agent had them; that is logged, not fatal.
+// detectCgroups finds the node's cgroup layout and makes the pods'
+// parent. Without cgroups (none mounted, or a parent the agent may not
+// make: not root, a read-only mount, a cgroup namespace whose root holds
+// the agent) pods run unlimited and unmeasured, as before the agent had
+// them; that is logged once, not fatal.
 func (a *Agent) detectCgroups(ctx context.Context) {
 	if _, ok := a.runtime.(processRuntime); !ok {
 		return // a test's runtime starts no real process
@@ -27,7 +29,7 @@ func (a *Agent) detectCgroups(ctx context.Context) {
 	}
 	self, err := os.ReadFile("/proc/self/cgroup")
 	if err == nil {
-		a.cgroups, err = cgroup.Detect(a.opts.CgroupRoot, string(self))
+		a.cgroups, err = cgroup.Detect(a.opts.CgroupRoot, string(self), a.opts.NodeName)
 	}
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "No cgroups: pod limits are not enforced and pods are not measured")
@@ -35,7 +37,9 @@ func (a *Agent) detectCgroups(ctx context.Context) {
 	}
 	cpu := a.allocatable()[corev1.ResourceCPU]
 	if err := a.cgroups.SetupParent(cpu.MilliValue()); err != nil {
-		klog.FromContext(ctx).Error(err, "Weigh the pods' parent cgroup")
+		klog.FromContext(ctx).Error(err, "No cgroups: the pods' parent cgroup cannot be set up; pod limits are not enforced and pods are not measured")
+		a.cgroups = nil
+		return
 	}
 	klog.FromContext(ctx).V(1).Info("Pod cgroups", "version", a.cgroups.Version())
 }
@@ -100,9 +104,10 @@ func (a *Agent) removeCgroups(ctx context.Context, uid types.UID) {
 }
 
 // cleanOrphanCgroups removes the cgroups of pods this agent no longer
-// runs (gone while no agent ran). The kernel refuses to remove one that
-// still holds a process, so a pod another agent on the same machine runs
-// is left alone.
+// runs (gone while no agent ran). Only this node's parent is looked in:
+// another agent on the same machine has its own, so its pods' cgroups,
+// even empty ones (a container in back-off, an ended run whose OOM kill
+// count is yet to be read), are never this agent's to remove.
 func (a *Agent) cleanOrphanCgroups(ctx context.Context) {
 	if a.cgroups == nil {
 		return

@@ -3,6 +3,7 @@
 package agent
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -46,7 +47,7 @@ func TestOOMKilledFromTheCgroup(t *testing.T) {
 		os.MkdirAll(filepath.Join(root, d), 0o755)
 		os.WriteFile(filepath.Join(root, d, "cgroup.procs"), nil, 0o644)
 	}
-	m, err := cgroup.Detect(root, "")
+	m, err := cgroup.Detect(root, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,5 +87,30 @@ func TestOOMKilledFromTheCgroup(t *testing.T) {
 				t.Errorf("got reason %q, want %q", got, tc.wantReason)
 			}
 		})
+	}
+}
+
+// TestCgroupSetupFailureRunsPodsUnlimited pins a bug: a cgroup file
+// system the agent may not set up (read-only, or a namespace root that
+// holds the agent) kept the manager, and then every pod failed to start.
+func TestCgroupSetupFailureRunsPodsUnlimited(t *testing.T) {
+	root := t.TempDir()
+	// A cgroup v2 root where the parent cannot be made: its name is
+	// taken by a file, which fails even for root.
+	for name, v := range map[string]string{"cgroup.controllers": "cpu memory", "cgroup.subtree_control": "", cgroup.Parent: ""} {
+		if err := os.WriteFile(filepath.Join(root, name), []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := &Agent{opts: Options{CgroupRoot: root}, runtime: processRuntime{}}
+	a.detectCgroups(context.Background())
+	if a.cgroups != nil {
+		t.Fatalf("got cgroups %v after a failed set-up, want none", a.cgroups.Version())
+	}
+	pod := &corev1.Pod{}
+	pod.UID = "u1"
+	var spec container.Spec
+	if err := a.joinCgroup(pod, &corev1.Container{Name: "main"}, &ctrRuntime{st: &ctrState{}}, &spec); err != nil || spec.Cgroups != nil {
+		t.Errorf("join: got %v, cgroups %v; want the container to start outside any cgroup", err, spec.Cgroups)
 	}
 }

@@ -11,13 +11,17 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
 	utilexec "k8s.io/client-go/util/exec"
+
+	"portal.dev/portal/agent/cgroup"
 )
 
 // TestRemoteCommand runs commands through the remote command protocol as
@@ -106,5 +110,48 @@ func TestExecFindsCommandInContainersView(t *testing.T) {
 	}
 	if !slices.Contains(spec.Args, "./run.sh") {
 		t.Errorf("got argv %q, want it to run ./run.sh", spec.Args)
+	}
+}
+
+// TestExecWithoutContainerCgroup pins a bug: a container adopted from an
+// agent that ran without cgroups has none at the expected path, and every
+// exec into it failed to join it. It is exec'd outside any cgroup; one
+// that has its cgroup is exec'd in it.
+func TestExecWithoutContainerCgroup(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"memory", "cpu", "cpuacct"} {
+		os.MkdirAll(filepath.Join(root, d), 0o755)
+		os.WriteFile(filepath.Join(root, d, "cgroup.procs"), nil, 0o644)
+	}
+	m, err := cgroup.Detect(root, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &Agent{cgroups: m}
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "adopted"}, {Name: "fresh"}}}}
+	pod.UID = "u1"
+	procs, err := m.Container("u1", "fresh", cgroup.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range procs { // the kernel's file, in a real cgroup
+		os.WriteFile(p, nil, 0o644)
+	}
+	rt := &podRuntime{sandboxUp: true, st: podState{HostNetwork: true}, ctrs: map[string]*ctrRuntime{}}
+	for _, c := range pod.Spec.Containers {
+		rt.ctrs[c.Name] = &ctrRuntime{st: &ctrState{}, env: []string{"PATH=/usr/bin:/bin"},
+			proc: &fakeProc{pid: os.Getpid(), done: make(chan struct{})}}
+	}
+	w := &podWorker{pod: pod, rt: rt}
+	a.publishTargets(w)
+	if got := w.targets.ctrs["adopted"].cgroups; got != nil {
+		t.Errorf("adopted container: got cgroups %v, want none to join", got)
+	}
+	spec, err := a.commandSpec(w.targets.ctrs["adopted"], []string{"true"})
+	if err != nil || spec.Cgroups != nil {
+		t.Errorf("exec into the adopted container: got %v, cgroups %v; want it run outside any cgroup", err, spec.Cgroups)
+	}
+	if got := w.targets.ctrs["fresh"].cgroups; len(got) != 3 {
+		t.Errorf("container with a cgroup: got cgroups %v, want its 3 cgroup.procs files", got)
 	}
 }

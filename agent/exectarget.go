@@ -5,6 +5,7 @@ package agent
 import (
 	"fmt"
 	"net/netip"
+	"os"
 	"path/filepath"
 
 	corev1 "k8s.io/api/core/v1"
@@ -64,7 +65,7 @@ func (a *Agent) publishTargets(w *podWorker) {
 					log: filepath.Join(rt.dir, "logs", cs[i].Name, fmt.Sprintf("%d.log", cr.st.RestartCount))}
 				t.uid, t.gid = runAs(pod, &cs[i])
 				if a.cgroups != nil {
-					t.cgroups = a.cgroups.Procs(string(pod.UID), cs[i].Name)
+					t.cgroups = existing(a.cgroups.Procs(string(pod.UID), cs[i].Name))
 				}
 				pt.ctrs[cs[i].Name] = t
 			}
@@ -73,6 +74,20 @@ func (a *Agent) publishTargets(w *podWorker) {
 	w.mu.Lock()
 	w.targets = pt
 	w.mu.Unlock()
+}
+
+// existing is procs when every one of them exists, else none. A
+// container started outside the cgroup the agent would give it now (by
+// an agent without cgroups before an upgrade, or under a v1 parent the
+// agent has since moved from) runs in none of Portal's, and its exec'd
+// commands run as it does rather than fail to join.
+func existing(procs []string) []string {
+	for _, p := range procs {
+		if _, err := os.Stat(p); err != nil {
+			return nil
+		}
+	}
+	return procs
 }
 
 // runAs is the user and group c's processes run as: the container's

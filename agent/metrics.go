@@ -30,7 +30,13 @@ func (a *Agent) serveResourceMetrics(w http.ResponseWriter, r *http.Request) {
 func (a *Agent) resourceSample(now time.Time) (resourcemetrics.Sample, bool) {
 	var s resourcemetrics.Sample
 	failed := false
-	node, err := cgroup.NodeStats("/proc")
+	var node cgroup.Stats
+	var err error
+	if a.cgroups != nil {
+		node, err = a.cgroups.NodeStats("/proc")
+	} else {
+		node, err = cgroup.NodeStats("/proc")
+	}
 	if err != nil {
 		failed = true
 	}

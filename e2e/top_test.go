@@ -33,7 +33,7 @@ func withLimits(p *corev1.Pod, cpu, memory string) *corev1.Pod {
 
 // testMemoryCgroup is the memory cgroup directory the test (and so the
 // agent it starts) runs in: the agent makes its pods' memory cgroups
-// under it (portal/pod<uid>/<container>).
+// under it (portal/node1/pod<uid>/<container>).
 func testMemoryCgroup(t *testing.T) string {
 	self, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
@@ -73,7 +73,7 @@ func (ab *agentBed) busyCPU(t *testing.T) func() uint64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := cgroup.Detect("/sys/fs/cgroup", string(self))
+	m, err := cgroup.Detect("/sys/fs/cgroup", string(self), "node1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func (ab *agentBed) removeCgroupsAtEnd(pods []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := cgroup.Detect("/sys/fs/cgroup", string(self))
+	m, err := cgroup.Detect("/sys/fs/cgroup", string(self), "node1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestTop(t *testing.T) {
 
 	t.Run("memory limit in the container's cgroup", func(t *testing.T) {
 		p := ab.get("oom-always")
-		f := filepath.Join(memRoot, cgroup.Parent, cgroup.PodName(string(p.UID)), "main", "memory.limit_in_bytes")
+		f := filepath.Join(memRoot, cgroup.ParentName("node1"), cgroup.PodName(string(p.UID)), "main", "memory.limit_in_bytes")
 		data, err := os.ReadFile(f)
 		if got := strings.TrimSpace(string(data)); err != nil || got != "20971520" {
 			t.Errorf("%s: got %q (%v), want 20971520", f, got, err)
@@ -254,7 +254,7 @@ func TestTop(t *testing.T) {
 	t.Run("kubectl exec runs in the container's cgroup", func(t *testing.T) {
 		p := ab.get("idle")
 		out, errOut, code := ab.kubectlRun("", "exec", "idle", "--", "cat", "/proc/self/cgroup")
-		want := "/" + cgroup.Parent + "/" + cgroup.PodName(string(p.UID)) + "/main"
+		want := "/" + cgroup.ParentName("node1") + "/" + cgroup.PodName(string(p.UID)) + "/main"
 		if code != 0 || !strings.Contains(out, "memory:") || !strings.Contains(out, want) {
 			t.Errorf("got exit %d, stderr %q, cgroups:\n%s\nwant memory in %s", code, errOut, out, want)
 		}
@@ -299,7 +299,7 @@ func TestTop(t *testing.T) {
 
 	t.Run("a deleted pod's cgroups go", func(t *testing.T) {
 		p := ab.get("busy")
-		dir := filepath.Join(memRoot, cgroup.Parent, cgroup.PodName(string(p.UID)))
+		dir := filepath.Join(memRoot, cgroup.ParentName("node1"), cgroup.PodName(string(p.UID)))
 		if _, err := os.Stat(dir); err != nil {
 			t.Fatalf("busy's cgroup %s: %v", dir, err)
 		}

@@ -1,6 +1,6 @@
 // Package cgroup owns the node agent's control groups: one per pod under a
-// parent named for Portal, one per container inside it
-// (`portal/pod<uid>/<container>`). It creates them with the container's
+// parent named for Portal and the node, one per container inside it
+// (`portal/<node>/pod<uid>/<container>`). It creates them with the container's
 // limits, reads their CPU and memory figures and out-of-memory kills, and
 // removes them. It works at the level of files under a cgroup file system
 // root, so that the logic is tested against a temporary directory; it
@@ -34,8 +34,14 @@ const (
 	V2 Version = 2
 )
 
-// Parent is the name of the cgroup that holds every pod's.
+// Parent is the name of the cgroup that holds every node's pods' parent.
 const Parent = "portal"
+
+// ParentName is the path of the cgroup that holds node's pods' cgroups,
+// under the cgroup the parent is placed in. Each node has its own, so
+// that agents sharing a machine (a test bed, or nodes in containers that
+// share a cgroup root) never take each other's pods for orphans.
+func ParentName(node string) string { return filepath.Join(Parent, node) }
 
 // v1Controllers are the v1 hierarchies a pod's cgroup is made in.
 var v1Controllers = []string{"memory", "cpu", "cpuacct"}
@@ -47,27 +53,30 @@ type Manager struct {
 	// parents are the Portal parent directories: one per v1 controller,
 	// or the single v2 one under "".
 	parents map[string]string
+	// roots are the root cgroups, keyed as parents: the node's figures.
+	roots map[string]string
 }
 
 // Detect finds the layout of the cgroup file system mounted at root
-// (/sys/fs/cgroup) and where the Portal parent goes in it. self is the
-// content of /proc/self/cgroup. In v1 the parent sits under the agent's
+// (/sys/fs/cgroup) and where the parent of node's pods goes in it. self
+// is the content of /proc/self/cgroup. In v1 the parent sits under the agent's
 // own cgroup of each hierarchy, so that pods stay inside whatever limit
 // the node's supervisor gave the agent. In v2 it sits at the root: a
 // cgroup that hands controllers to its children may hold no process
 // itself, so the agent's own cgroup cannot be the pods' parent.
-func Detect(root, self string) (*Manager, error) {
+func Detect(root, self, node string) (*Manager, error) {
 	if _, err := os.Stat(filepath.Join(root, "cgroup.controllers")); err == nil {
-		return &Manager{version: V2, parents: map[string]string{"": filepath.Join(root, Parent)}}, nil
+		return &Manager{version: V2, parents: map[string]string{"": filepath.Join(root, ParentName(node))}, roots: map[string]string{"": root}}, nil
 	}
 	own := parseSelf(self)
-	m := &Manager{version: V1, parents: map[string]string{}}
+	m := &Manager{version: V1, parents: map[string]string{}, roots: map[string]string{}}
 	for _, c := range v1Controllers {
 		mount, path, ok := v1Mount(root, c, own)
 		if !ok {
 			return nil, fmt.Errorf("no cgroup v2 at %s and no cgroup v1 %s hierarchy", root, c)
 		}
-		m.parents[c] = filepath.Join(mount, path, Parent)
+		m.parents[c] = filepath.Join(mount, path, ParentName(node))
+		m.roots[c] = mount
 	}
 	return m, nil
 }
@@ -195,16 +204,19 @@ func (m *Manager) RemovePod(uid string) error {
 	return errors.Join(errs...)
 }
 
-// RemoveParent removes the Portal parent cgroups if no pod's is left in
-// them (a node that stops running Portal, or a test's cleanup). Another
-// agent's pods keep them: the kernel refuses to remove a cgroup that has
-// children, and that is not an error.
+// RemoveParent removes the node's parent cgroups if no pod's is left in
+// them (a node that stops running Portal, or a test's cleanup), and
+// Portal's above them if no other node's is. A cgroup that still has
+// children is kept (the kernel refuses to remove it), and that is not an
+// error.
 func (m *Manager) RemoveParent() error {
 	var errs []error
 	for _, d := range m.dirs("") {
-		err := syscall.Rmdir(d)
-		if err != nil && !errors.Is(err, syscall.EBUSY) && !errors.Is(err, syscall.ENOTEMPTY) && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("remove cgroup %s: %w", d, err))
+		for _, dir := range []string{d, filepath.Dir(d)} {
+			err := syscall.Rmdir(dir)
+			if err != nil && !errors.Is(err, syscall.EBUSY) && !errors.Is(err, syscall.ENOTEMPTY) && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("remove cgroup %s: %w", dir, err))
+			}
 		}
 	}
 	return errors.Join(errs...)

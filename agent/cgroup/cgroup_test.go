@@ -57,16 +57,20 @@ func TestDetect(t *testing.T) {
 		wantErr          bool
 	}{
 		{name: "hybrid v1", root: hybrid, self: hybridSelf, want: &Manager{version: V1, parents: map[string]string{
-			"memory":  hybrid + "/memory/sup/agent/portal",
-			"cpu":     hybrid + "/cpu,cpuacct/portal",
-			"cpuacct": hybrid + "/cpu,cpuacct/portal",
+			"memory":  hybrid + "/memory/sup/agent/portal/node1",
+			"cpu":     hybrid + "/cpu,cpuacct/portal/node1",
+			"cpuacct": hybrid + "/cpu,cpuacct/portal/node1",
+		}, roots: map[string]string{
+			"memory":  hybrid + "/memory",
+			"cpu":     hybrid + "/cpu,cpuacct",
+			"cpuacct": hybrid + "/cpu,cpuacct",
 		}}},
 		{name: "pure v2", root: v2, self: "0::/system.slice/portal.service\n",
-			want: &Manager{version: V2, parents: map[string]string{"": v2 + "/portal"}}},
+			want: &Manager{version: V2, parents: map[string]string{"": v2 + "/portal/node1"}, roots: map[string]string{"": v2}}},
 		{name: "no cgroups", root: none, self: "0::/\n", wantErr: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := Detect(tc.root, tc.self)
+			got, err := Detect(tc.root, tc.self, "node1")
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("got error %v, want error %v", err, tc.wantErr)
 			}
@@ -79,7 +83,7 @@ func TestDetect(t *testing.T) {
 
 func TestContainerLimitsV1(t *testing.T) {
 	root, self := hybridRoot(t)
-	m, err := Detect(root, self)
+	m, err := Detect(root, self, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,10 +124,10 @@ func TestContainerLimitsV2(t *testing.T) {
 	root := t.TempDir()
 	write(t, root, map[string]string{"cgroup.controllers": "cpu memory pids", "cgroup.subtree_control": "memory"})
 	// A real cgroup file system makes these files itself.
-	for _, d := range []string{"portal", "portal/podu1"} {
+	for _, d := range []string{"portal", "portal/n1", "portal/n1/podu1"} {
 		write(t, root, map[string]string{d + "/cgroup.subtree_control": ""})
 	}
-	m, err := Detect(root, "0::/\n")
+	m, err := Detect(root, "0::/\n", "n1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,15 +135,17 @@ func TestContainerLimitsV2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{root + "/portal/podu1/web/cgroup.procs"}; !reflect.DeepEqual(procs, want) {
+	if want := []string{root + "/portal/n1/podu1/web/cgroup.procs"}; !reflect.DeepEqual(procs, want) {
 		t.Errorf("got procs %v, want %v", procs, want)
 	}
 	for p, want := range map[string]string{
-		"cgroup.subtree_control":              "+cpu", // memory was on already
-		"portal/podu1/cgroup.subtree_control": "+memory",
-		"portal/podu1/web/memory.max":         "67108864",
-		"portal/podu1/web/cpu.max":            "150000 100000",
-		"portal/podu1/web/cpu.weight":         "39",
+		"cgroup.subtree_control":                 "+cpu", // memory was on already
+		"portal/cgroup.subtree_control":          "+memory",
+		"portal/n1/cgroup.subtree_control":       "+memory",
+		"portal/n1/podu1/cgroup.subtree_control": "+memory",
+		"portal/n1/podu1/web/memory.max":         "67108864",
+		"portal/n1/podu1/web/cpu.max":            "150000 100000",
+		"portal/n1/podu1/web/cpu.weight":         "39",
 	} {
 		if got := read(t, filepath.Join(root, p)); got != want {
 			t.Errorf("%s: got %q, want %q", p, got, want)
@@ -191,11 +197,11 @@ func TestStatsAndOOM(t *testing.T) {
 		"portal/podu1/web/memory.stat":    "anon 8000000\ninactive_file 1048576\n",
 		"portal/podu1/web/memory.events":  "low 0\nhigh 0\nmax 5\noom 1\noom_kill 1\n",
 	})
-	m1, err := Detect(v1, self)
+	m1, err := Detect(v1, self, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m2, err := Detect(v2, "0::/\n")
+	m2, err := Detect(v2, "0::/\n", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +229,7 @@ func TestStatsAndOOM(t *testing.T) {
 
 func TestPodsAndRemove(t *testing.T) {
 	root, self := hybridRoot(t)
-	m, err := Detect(root, self)
+	m, err := Detect(root, self, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,29 +258,105 @@ func TestPodsAndRemove(t *testing.T) {
 	}
 }
 
+// TestNodesApart pins a bug: agents sharing a machine shared one parent,
+// and each starting agent took the other's pods for orphans and removed
+// their empty cgroups.
+func TestNodesApart(t *testing.T) {
+	root, self := hybridRoot(t)
+	m1, err := Detect(root, self, "node1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m2, err := Detect(root, self, "node2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		m   *Manager
+		uid string
+	}{{m1, "a"}, {m2, "b"}} {
+		if _, err := c.m.Container(c.uid, "c", Limits{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if uids, err := m1.Pods(); err != nil || strings.Join(uids, ",") != "a" {
+		t.Errorf("node1's pods: got %v, %v, want a alone", uids, err)
+	}
+	if err := m1.RemovePod("a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m1.RemoveParent(); err != nil {
+		t.Fatal(err)
+	}
+	if uids, err := m2.Pods(); err != nil || strings.Join(uids, ",") != "b" {
+		t.Errorf("node2's pods after node1's went: got %v, %v, want b", uids, err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "cpu,cpuacct/portal/node1")); !os.IsNotExist(err) {
+		t.Errorf("node1's parent left behind (%v)", err)
+	}
+}
+
+// TestNodeStats pins the node's figures to kubelet's: the root cgroup's
+// where there is one, never the hypervisor's steal time.
 func TestNodeStats(t *testing.T) {
 	proc := t.TempDir()
 	write(t, proc, map[string]string{
-		"stat":    "cpu  100 5 50 1000 20 3 2 0 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n",
+		// busy: user 100, nice 5, system 50, irq 3, softirq 2; steal 7 is not.
+		"stat":    "cpu  100 5 50 1000 20 3 2 7 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n",
 		"meminfo": "MemTotal:       1000 kB\nMemFree:         200 kB\nInactive(file):  100 kB\n",
 	})
-	got, err := NodeStats(proc)
-	want := Stats{CPUNanos: 160 * 1e7, WorkingSetBytes: 700 * 1024}
-	if err != nil || got != want {
-		t.Errorf("got %+v, %v, want %+v", got, err, want)
+	fromProc := Stats{CPUNanos: 160 * 1e7, WorkingSetBytes: 700 * 1024}
+	v1, self := hybridRoot(t)
+	write(t, v1, map[string]string{
+		"cpu,cpuacct/cpuacct.usage":    "4000000000\n",
+		"memory/memory.usage_in_bytes": "3000000\n",
+		"memory/memory.stat":           "cache 5\ntotal_inactive_file 1000000\n",
+	})
+	m1, err := Detect(v1, self, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2 := t.TempDir()
+	write(t, v2, map[string]string{"cgroup.controllers": "", "cpu.stat": "usage_usec 2500000\nuser_usec 2000000\n"})
+	m2, err := Detect(v2, "0::/\n", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldV2 := t.TempDir() // a kernel without the root's cpu.stat
+	write(t, oldV2, map[string]string{"cgroup.controllers": ""})
+	m3, err := Detect(oldV2, "0::/\n", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		read func() (Stats, error)
+		want Stats
+	}{
+		{"no cgroups: /proc", func() (Stats, error) { return NodeStats(proc) }, fromProc},
+		{"v1 root cgroup", func() (Stats, error) { return m1.NodeStats(proc) }, Stats{CPUNanos: 4e9, WorkingSetBytes: 2000000}},
+		{"v2 root cpu.stat, memory from meminfo", func() (Stats, error) { return m2.NodeStats(proc) }, Stats{CPUNanos: 2.5e9, WorkingSetBytes: 700 * 1024}},
+		{"v2 root without cpu.stat", func() (Stats, error) { return m3.NodeStats(proc) }, fromProc},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.read()
+			if err != nil || got != tc.want {
+				t.Errorf("got %+v, %v, want %+v", got, err, tc.want)
+			}
+		})
 	}
 }
 
 func TestSetupParent(t *testing.T) {
 	v1, self := hybridRoot(t)
-	m1, err := Detect(v1, self)
+	m1, err := Detect(v1, self, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	v2 := t.TempDir()
 	write(t, v2, map[string]string{"cgroup.controllers": "cpu memory", "cgroup.subtree_control": "cpu memory",
 		"portal/cgroup.subtree_control": "cpu memory"})
-	m2, err := Detect(v2, "0::/\n")
+	m2, err := Detect(v2, "0::/\n", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +385,7 @@ func TestSetupParent(t *testing.T) {
 
 func TestRemoveParent(t *testing.T) {
 	root, self := hybridRoot(t)
-	m, err := Detect(root, self)
+	m, err := Detect(root, self, "")
 	if err != nil {
 		t.Fatal(err)
 	}

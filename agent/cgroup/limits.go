@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -106,8 +107,12 @@ func (m *Manager) Procs(uid, name string) []string {
 // enableV2 makes the parent and pod cgroups and hands the cpu and memory
 // controllers down from the root to the container level.
 func (m *Manager) enableV2(pod string) error {
-	parent := m.parents[""]
-	levels := []string{filepath.Dir(parent), parent, filepath.Join(parent, pod)}
+	root, parent := m.roots[""], m.parents[""]
+	levels := []string{root}
+	for d := parent; d != root && d != filepath.Dir(d); d = filepath.Dir(d) {
+		levels = slices.Insert(levels, 1, d)
+	}
+	levels = append(levels, filepath.Join(parent, pod))
 	for i, d := range levels {
 		if i > 0 {
 			if err := os.MkdirAll(d, 0o755); err != nil {

@@ -2,6 +2,7 @@ package metricsapi
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -51,8 +52,9 @@ func listers(t *testing.T) (corelisters.NodeLister, corelisters.PodLister) {
 	pods := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	for _, o := range []any{
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"zone": "a"}}},
-		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "busy", Labels: map[string]string{"app": "spin"}}},
-		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "idle"}},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "busy", Labels: map[string]string{"app": "spin"}},
+			Spec: corev1.PodSpec{NodeName: "n1"}},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "idle"}, Spec: corev1.PodSpec{NodeName: "n1"}},
 	} {
 		var err error
 		if n, ok := o.(*corev1.Node); ok {
@@ -178,4 +180,85 @@ func TestRESTSelectAndNotFound(t *testing.T) {
 	for _, m := range store.Pods("default") {
 		t.Errorf("got metrics %+v for a restarted container, want none", m)
 	}
+}
+
+// addPair stores two samples of node, 10 s apart, in which the pod
+// default/busy uses cores.
+func addPair(store *Store, node string, cores float64) {
+	t0 := time.Unix(1000, 0)
+	for i, at := range []time.Time{t0, t0.Add(10 * time.Second)} {
+		u := resourcemetrics.Usage{CPUSeconds: float64(i) * 10 * cores, MemoryBytes: 1 << 20, Time: at}
+		store.Add(node, resourcemetrics.Sample{Node: u, Pods: []resourcemetrics.Pod{
+			{Namespace: "default", Name: "busy", Usage: u, Containers: []resourcemetrics.Container{{Name: "spin", Usage: u}}},
+		}})
+	}
+}
+
+// TestStalePodMetrics pins a bug: a pod recreated on another node under
+// its old name was listed twice (and got at random), once with the old
+// node's figures, and a deleted pod's figures were still got.
+func TestStalePodMetrics(t *testing.T) {
+	_, pods := listers(t)
+	store := &Store{}
+	addPair(store, "n0", 1) // an earlier default/busy, on a node no longer scraped
+	addPair(store, "n1", 0.25)
+	podREST := NewPodREST(store, pods)
+	ctx := genericapirequest.WithNamespace(context.Background(), "default")
+	obj, err := podREST.List(ctx, &metainternalversion.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := obj.(*metricsv1beta1.PodMetricsList).Items
+	if len(items) != 1 || items[0].Containers[0].Usage.Cpu().MilliValue() != 250 {
+		t.Errorf("list: got %+v, want busy once at 250m", items)
+	}
+	for range 10 { // the map's order is random; n0's must never win
+		obj, err := podREST.Get(ctx, "busy", &metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := obj.(*metricsv1beta1.PodMetrics).Containers[0].Usage.Cpu().MilliValue(); got != 250 {
+			t.Fatalf("get busy: got %dm, want 250m from the node it is bound to", got)
+		}
+	}
+	gone := NewPodREST(store, corelisters.NewPodLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})))
+	if _, err := gone.Get(ctx, "busy", &metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("get a deleted pod: got %v, want NotFound", err)
+	}
+}
+
+// TestUnreachableNodeForgotten pins a bug: a node whose agent stopped
+// answering kept being served with its last figures.
+func TestUnreachableNodeForgotten(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		nodes, _ := listers(t)
+		agent := &fakeNode{start: time.Now()}
+		down := false
+		fetch := func(ctx context.Context, n *corev1.Node) (resourcemetrics.Sample, error) {
+			if down {
+				return resourcemetrics.Sample{}, errors.New("connection refused")
+			}
+			return agent.fetch(ctx, n)
+		}
+		store := &Store{}
+		s := &Scraper{Nodes: nodes, Fetch: fetch, Store: store, Interval: 10 * time.Second}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		go s.Run(ctx)
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if _, ok := store.Node("n1"); !ok {
+			t.Fatal("got no node metrics after two scrapes")
+		}
+		down = true
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if m, ok := store.Node("n1"); ok {
+			t.Errorf("got %+v for a node that did not answer, want none", m)
+		}
+		if p := store.Pods(""); len(p) != 0 {
+			t.Errorf("got %d pod metrics from a node that did not answer, want none", len(p))
+		}
+		cancel()
+	})
 }

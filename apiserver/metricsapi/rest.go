@@ -125,15 +125,16 @@ func (r *PodREST) NamespaceScoped() bool { return true }
 // GetSingularName is podmetrics' singular, as metrics-server names it.
 func (r *PodREST) GetSingularName() string { return "pod" }
 
-// Get returns one pod's metrics; not found until two samples are in.
+// Get returns one pod's metrics; not found until two samples are in, or
+// when the pod is gone.
 func (r *PodREST) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
 	ns := genericapirequest.NamespaceValue(ctx)
-	for _, m := range r.store.Pods(ns) {
-		if m.Name == name {
-			if p, err := r.pods.Pods(ns).Get(name); err == nil {
-				m.Labels = p.Labels
+	if p, err := r.pods.Pods(ns).Get(name); err == nil {
+		for _, m := range r.store.Pods(ns) {
+			if m.Metrics.Name == name && m.Node == p.Spec.NodeName {
+				m.Metrics.Labels = p.Labels
+				return &m.Metrics, nil
 			}
-			return &m, nil
 		}
 	}
 	return nil, apierrors.NewNotFound(metricsv1beta1.Resource("pods"), name)
@@ -153,9 +154,12 @@ func (r *PodREST) List(ctx context.Context, opts *metainternalversion.ListOption
 		byKey[[2]string{p.Namespace, p.Name}] = p
 	}
 	out := &metricsv1beta1.PodMetricsList{}
-	for _, m := range r.store.Pods(ns) {
+	for _, nm := range r.store.Pods(ns) {
+		m := nm.Metrics
 		p := byKey[[2]string{m.Namespace, m.Name}]
-		if p == nil || !fsel.Matches(fields.Set{"metadata.name": m.Name, "metadata.namespace": m.Namespace}) {
+		// Only the figures from the node the pod is bound to are its:
+		// another node's are of an earlier pod of the same name.
+		if p == nil || p.Spec.NodeName != nm.Node || !fsel.Matches(fields.Set{"metadata.name": m.Name, "metadata.namespace": m.Namespace}) {
 			continue
 		}
 		m.Labels = p.Labels

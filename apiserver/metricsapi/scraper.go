@@ -50,7 +50,7 @@ func (s *Scraper) Run(ctx context.Context) {
 }
 
 // scrapeAll scrapes the nodes in parallel, each within timeout, and
-// forgets the nodes that are gone.
+// forgets the nodes that are gone or did not answer.
 func (s *Scraper) scrapeAll(ctx context.Context, timeout time.Duration) {
 	nodes, err := s.Nodes.List(labels.Everything())
 	if err != nil {
@@ -68,6 +68,7 @@ func (s *Scraper) scrapeAll(ctx context.Context, timeout time.Duration) {
 			sample, err := s.Fetch(ctx, n)
 			if err != nil {
 				klog.FromContext(ctx).V(2).Info("Scrape node resource metrics", "node", n.Name, "err", err)
+				s.Store.Forget(n.Name)
 				return
 			}
 			s.Store.Add(n.Name, sample)

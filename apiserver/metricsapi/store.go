@@ -47,6 +47,15 @@ func (s *Store) Add(node string, sample resourcemetrics.Sample) {
 	p.prev, p.last, p.full = p.last, sample, true
 }
 
+// Forget drops node's samples: a node that could not be scraped has no
+// current figures, and old ones must not be served as if they were (nor
+// a pod that has since moved to another node be listed from both).
+func (s *Store) Forget(node string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.nodes, node)
+}
+
 // Retain forgets the nodes not in keep (deleted ones).
 func (s *Store) Retain(keep map[string]bool) {
 	s.mu.Lock()
@@ -80,13 +89,21 @@ func (s *Store) Node(node string) (*metricsv1beta1.NodeMetrics, bool) {
 	}, true
 }
 
+// NodePodMetrics is a pod's metrics and the node they were read from.
+type NodePodMetrics struct {
+	Node    string
+	Metrics metricsv1beta1.PodMetrics
+}
+
 // Pods is the metrics of every pod that has two samples on its node, in
-// namespace ns ("" for all).
-func (s *Store) Pods(ns string) []metricsv1beta1.PodMetrics {
+// namespace ns ("" for all). A pod name may come from more than one node
+// (a pod recreated elsewhere under its old name); the caller keeps the
+// one from the node the pod is bound to.
+func (s *Store) Pods(ns string) []NodePodMetrics {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []metricsv1beta1.PodMetrics
-	for _, p := range s.nodes {
+	var out []NodePodMetrics
+	for node, p := range s.nodes {
 		if !p.full {
 			continue
 		}
@@ -103,7 +120,7 @@ func (s *Store) Pods(ns string) []metricsv1beta1.PodMetrics {
 				continue
 			}
 			if m, ok := podMetrics(old, pod); ok {
-				out = append(out, m)
+				out = append(out, NodePodMetrics{Node: node, Metrics: m})
 			}
 		}
 	}
