@@ -97,11 +97,11 @@ func withLoadBalancer(ctx context.Context, cfg *rest.Config, extra []string) (*r
 	return through, nil
 }
 
-// healthCheck judges a server alive when it answers HTTP on /readyz with
-// cfg's CA, whatever the status: a server that is up but not ready (its
-// storage unreachable, say) still serves watches from its cache, and a
-// server shutting down leaves the kubernetes Service and closes its
-// connections itself.
+// healthCheck judges a server ready when it answers 200 on /readyz with
+// cfg's credential. Any other answer (500 from a server cut from etcd quorum,
+// whose watch cache no longer moves; 403 from one still syncing its RBAC
+// caches) is apilb.ErrNotReady, so the balancer moves components to a ready
+// server when there is one and keeps using this one when there is not.
 func healthCheck(cfg *rest.Config) (func(context.Context, string) error, error) {
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
@@ -121,6 +121,9 @@ func healthCheck(cfg *rest.Config) (func(context.Context, string) error, error) 
 			return err
 		}
 		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%w: /readyz answered %s", apilb.ErrNotReady, resp.Status)
+		}
 		return nil
 	}, nil
 }

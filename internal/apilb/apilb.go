@@ -7,10 +7,12 @@
 //
 // The balancer prefers one server and stays on it while it answers; a failed
 // dial or health check moves it to the next. Connections forwarded to a
-// server that failed are closed at once, so a watch on them ends with a
-// connection error and client-go's reflector resumes it, from its
+// server that failed its health check are closed, so a watch on them ends
+// with a connection error and client-go's reflector resumes it, from its
 // resourceVersion, through the next server, instead of waiting minutes for
-// TCP to give up. The package owns only its listener and the connections it
+// TCP to give up. A server that answers but is not ready (cut from etcd
+// quorum, still starting) loses its connections only while another server
+// is ready: when none is, a server that answers is still the best there is. The package owns only its listener and the connections it
 // forwards; it does not know HTTP beyond what a health check asks.
 package apilb
 
@@ -35,7 +37,8 @@ type Config struct {
 	Servers []string
 	// ListenAddress is where the balancer listens; 127.0.0.1:0 when empty.
 	ListenAddress string
-	// Check tells whether a server answers; nil dials TCP.
+	// Check tells whether a server answers; nil dials TCP. An error that
+	// wraps ErrNotReady says the server answered but is not ready.
 	Check func(ctx context.Context, server string) error
 	// CheckInterval is how often every server is checked; 2 s when zero.
 	CheckInterval time.Duration
@@ -45,6 +48,10 @@ type Config struct {
 	// keep-alive when nil.
 	Dial func(ctx context.Context, network, address string) (net.Conn, error)
 }
+
+// ErrNotReady is what a Check wraps when the server answered but said it is
+// not ready to serve.
+var ErrNotReady = errors.New("not ready")
 
 // Balancer forwards connections from its loopback listener to the API
 // server it prefers.
@@ -215,7 +222,7 @@ func (b *Balancer) forward(ctx context.Context, client net.Conn) {
 			break
 		}
 		klog.V(2).InfoS("API server did not answer a dial", "server", s, "err", err)
-		b.markDown(s)
+		b.markDown(s, true)
 	}
 	if server == nil {
 		client.Close()
@@ -279,19 +286,23 @@ func (b *Balancer) untrack(server string, pair pairConn) {
 	delete(b.conns[server], pair)
 }
 
-// markDown records that server failed, closes what was forwarded to it and,
-// if it was the current server, moves on to the next.
-func (b *Balancer) markDown(server string) {
+// markDown records that server failed, closes what was forwarded to it when
+// closeConns is set and, if it was the current server, moves on to the next.
+func (b *Balancer) markDown(server string, closeConns bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.down[server] || !slices.Contains(b.servers, server) {
+	if !slices.Contains(b.servers, server) {
 		return
 	}
-	klog.InfoS("API server is down; closing its connections", "server", server, "connections", len(b.conns[server]))
-	b.down[server] = true
-	b.closeConnsLocked(server)
-	if server == b.current {
-		b.pickLocked()
+	if !b.down[server] {
+		klog.InfoS("API server is down", "server", server, "closingConnections", closeConns, "connections", len(b.conns[server]))
+		b.down[server] = true
+		if server == b.current {
+			b.pickLocked()
+		}
+	}
+	if closeConns {
+		b.closeConnsLocked(server)
 	}
 }
 
@@ -344,7 +355,9 @@ func (b *Balancer) checkLoop(ctx context.Context) {
 	}
 }
 
-// checkAll checks every server at once and records the results.
+// checkAll checks every server at once and records the results. A server
+// that cannot be reached loses its connections at once; one that is not
+// ready loses them only when another server is ready to take them.
 func (b *Balancer) checkAll(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, s := range b.Servers() {
@@ -359,13 +372,32 @@ func (b *Balancer) checkAll(ctx context.Context) {
 			}
 			if err != nil {
 				klog.V(2).InfoS("API server failed its health check", "server", s, "err", err)
-				b.markDown(s)
+				b.markDown(s, !errors.Is(err, ErrNotReady))
 				return
 			}
 			b.markUp(s)
 		}()
 	}
 	wg.Wait()
+	if ctx.Err() == nil {
+		b.leaveDownServers()
+	}
+}
+
+// leaveDownServers closes the connections forwarded to servers that are
+// down, when at least one server is up to take them.
+func (b *Balancer) leaveDownServers() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !slices.ContainsFunc(b.servers, func(s string) bool { return !b.down[s] }) {
+		return
+	}
+	for _, s := range b.servers {
+		if b.down[s] && len(b.conns[s]) > 0 {
+			klog.InfoS("Moving connections off an API server that is down", "server", s, "connections", len(b.conns[s]))
+			b.closeConnsLocked(s)
+		}
+	}
 }
 
 func dedup(in []string) []string {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"slices"
@@ -47,10 +48,21 @@ func startServer(t *testing.T, name string) *fakeServer {
 
 func (s *fakeServer) addr() string { return s.l.Addr().String() }
 
-// health is a Check whose answers the test sets.
+// health is a Check whose answers the test sets: down servers cannot be
+// reached, notReady ones answer but are not ready.
 type health struct {
-	mu   sync.Mutex
-	down map[string]bool
+	mu       sync.Mutex
+	down     map[string]bool
+	notReady map[string]bool
+}
+
+func (h *health) setNotReady(server string, notReady bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.notReady == nil {
+		h.notReady = map[string]bool{}
+	}
+	h.notReady[server] = notReady
 }
 
 func (h *health) set(server string, down bool) {
@@ -63,7 +75,10 @@ func (h *health) check(_ context.Context, server string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.down[server] {
-		return errors.New("not ready")
+		return errors.New("connection refused")
+	}
+	if h.notReady[server] {
+		return fmt.Errorf("%w: /readyz answered 500", ErrNotReady)
 	}
 	return nil
 }
@@ -147,6 +162,65 @@ func TestHealthCheck(t *testing.T) {
 	b.checkAll(context.Background())
 	if _, got := dialThrough(t, b); got != "b" {
 		t.Errorf("after a recovered, connection went to %q, want b (stay put)", got)
+	}
+}
+
+// stillOpen tells whether c still reaches a server: the fake servers echo.
+func stillOpen(c net.Conn) bool {
+	if _, err := io.WriteString(c, "ping\n"); err != nil {
+		return false
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	return err == nil && line == "ping\n"
+}
+
+// A server cut from etcd quorum answers /readyz with 500: components must
+// move to a ready server, not stay on it because it answers at all.
+func TestNotReadyServerLosesItsConnections(t *testing.T) {
+	a, bsrv := startServer(t, "a"), startServer(t, "b")
+	h := &health{down: map[string]bool{}}
+	b := startBalancer(t, h, a.addr(), bsrv.addr())
+	watch, got := dialThrough(t, b)
+	if got != "a" {
+		t.Fatalf("connection went to %q, want a", got)
+	}
+	h.setNotReady(a.addr(), true)
+	b.checkAll(context.Background())
+	if !closedByBalancer(watch) {
+		t.Error("the connection forwarded to a server that is not ready stayed open while b was ready")
+	}
+	if _, got := dialThrough(t, b); got != "b" {
+		t.Errorf("after a became not ready, connection went to %q, want b", got)
+	}
+}
+
+// When no server is ready, one that answers is still the best there is: its
+// connections stay and new ones still reach it.
+func TestNoServerReadyKeepsConnections(t *testing.T) {
+	a, bsrv := startServer(t, "a"), startServer(t, "b")
+	h := &health{down: map[string]bool{}}
+	b := startBalancer(t, h, a.addr(), bsrv.addr())
+	watch, got := dialThrough(t, b)
+	if got != "a" {
+		t.Fatalf("connection went to %q, want a", got)
+	}
+	h.setNotReady(a.addr(), true)
+	h.setNotReady(bsrv.addr(), true)
+	b.checkAll(context.Background())
+	if !stillOpen(watch) {
+		t.Error("with no server ready, the connection to a was closed")
+	}
+	if _, got := dialThrough(t, b); got == "" {
+		t.Error("with no server ready, a new connection reached no server")
+	}
+	// b becomes ready: the connection to a moves off at the next check.
+	h.setNotReady(bsrv.addr(), false)
+	b.checkAll(context.Background())
+	if !closedByBalancer(watch) {
+		t.Error("the connection to a stayed open after b became ready")
+	}
+	if _, got := dialThrough(t, b); got != "b" {
+		t.Errorf("after b became ready, connection went to %q, want b", got)
 	}
 }
 
