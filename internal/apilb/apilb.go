@@ -149,7 +149,9 @@ func (b *Balancer) SetServers(discovered []string) {
 }
 
 // Run accepts and forwards connections, and checks the servers, until ctx
-// ends; then it closes the listener and every forwarded connection.
+// ends; then it closes the listener and every forwarded connection. A
+// failed accept is retried after a back-off; Run ends early only if the
+// listener is closed under it.
 func (b *Balancer) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -171,14 +173,30 @@ func (b *Balancer) Run(ctx context.Context) error {
 		defer wg.Done()
 		b.checkLoop(ctx)
 	}()
+	var backoff time.Duration
 	for {
 		c, err := b.listener.Accept()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
-			return fmt.Errorf("apilb: accept: %w", err)
+			if errors.Is(err, net.ErrClosed) {
+				return fmt.Errorf("apilb: accept: %w", err)
+			}
+			// Running out of file descriptors or a connection aborted
+			// before it was accepted passes; back off and accept again,
+			// as net/http's server does, rather than leave the component
+			// with no way to the API.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			klog.ErrorS(err, "API load balancer could not accept a connection; retrying", "delay", backoff)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(backoff):
+			}
+			continue
 		}
+		backoff = 0
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -297,5 +299,48 @@ func TestServersFromSlices(t *testing.T) {
 				t.Errorf("got %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// failingListener fails its first Accept with errs, one each, then accepts.
+type failingListener struct {
+	net.Listener
+	mu   sync.Mutex
+	errs []error
+}
+
+func (l *failingListener) Accept() (net.Conn, error) {
+	l.mu.Lock()
+	if len(l.errs) > 0 {
+		err := l.errs[0]
+		l.errs = l.errs[1:]
+		l.mu.Unlock()
+		return nil, err
+	}
+	l.mu.Unlock()
+	return l.Listener.Accept()
+}
+
+// Running out of file descriptors once must not end the balancer for good:
+// the component would keep running with no way to the API.
+func TestAcceptErrorIsRetried(t *testing.T) {
+	a := startServer(t, "a")
+	b, err := New(Config{Servers: []string{a.addr()}, Check: (&health{}).check, CheckInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.listener = &failingListener{Listener: b.listener, errs: []error{
+		&net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)},
+		&net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.ECONNABORTED)},
+	}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- b.Run(ctx) }()
+	if _, got := dialThrough(t, b); got != "a" {
+		t.Errorf("after failed accepts, connection went to %q, want a", got)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run returned %v, want nil when its context ends", err)
 	}
 }
