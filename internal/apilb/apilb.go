@@ -7,7 +7,7 @@
 //
 // The balancer prefers one server and stays on it while it answers; a failed
 // dial or health check moves it to the next. Connections forwarded to a
-// server that failed its health check are closed, so a watch on them ends
+// server that failed its health check (not merely one dial) are closed, so a watch on them ends
 // with a connection error and client-go's reflector resumes it, from its
 // resourceVersion, through the next server, instead of waiting minutes for
 // TCP to give up. A server that answers but is not ready (cut from etcd
@@ -239,8 +239,11 @@ func (b *Balancer) forward(ctx context.Context, client net.Conn) {
 		if ctx.Err() != nil {
 			break
 		}
+		// One failed dial (a full SYN backlog, a hiccup) says little about
+		// the connections already open to s: steer new connections away
+		// and leave those to the health check.
 		klog.V(2).InfoS("API server did not answer a dial", "server", s, "err", err)
-		b.markDown(s, true)
+		b.markDown(s, false)
 	}
 	if server == nil {
 		client.Close()

@@ -344,3 +344,48 @@ func TestAcceptErrorIsRetried(t *testing.T) {
 		t.Errorf("Run returned %v, want nil when its context ends", err)
 	}
 }
+
+// A single failed dial to a server must not cut the watches already open to
+// it: only its health check decides that.
+func TestFailedDialKeepsOpenConnections(t *testing.T) {
+	a, bsrv := startServer(t, "a"), startServer(t, "b")
+	var mu sync.Mutex
+	failA := false
+	d := &net.Dialer{}
+	b, err := New(Config{
+		Servers:       []string{a.addr(), bsrv.addr()},
+		Check:         (&health{}).check,
+		CheckInterval: time.Hour,
+		Dial: func(ctx context.Context, network, address string) (net.Conn, error) {
+			mu.Lock()
+			fail := failA && address == a.addr()
+			failA = failA && !fail
+			mu.Unlock()
+			if fail {
+				return nil, errors.New("dial timeout")
+			}
+			return d.DialContext(ctx, network, address)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { b.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	watch, got := dialThrough(t, b)
+	if got != "a" {
+		t.Fatalf("connection went to %q, want a", got)
+	}
+	mu.Lock()
+	failA = true
+	mu.Unlock()
+	if _, got := dialThrough(t, b); got != "b" {
+		t.Errorf("with a dial to a failing, connection went to %q, want b", got)
+	}
+	if !stillOpen(watch) {
+		t.Error("one failed dial to a closed the connection already open to it")
+	}
+}
