@@ -87,7 +87,7 @@ func withLoadBalancer(ctx context.Context, cfg *rest.Config, extra []string) (*r
 		}
 	}()
 	through := rest.CopyConfig(cfg)
-	through.Host = "https://" + lb.Addr()
+	through.Host = schemeOf(cfg.Host) + "://" + lb.Addr()
 	discovery, err := kubernetes.NewForConfig(rest.CopyConfig(through))
 	if err != nil {
 		return nil, err
@@ -107,10 +107,7 @@ func healthCheck(cfg *rest.Config) (func(context.Context, string) error, error) 
 	if err != nil {
 		return nil, err
 	}
-	scheme := "https"
-	if u, err := url.Parse(cfg.Host); err == nil && u.Scheme == "http" {
-		scheme = "http"
-	}
+	scheme := schemeOf(cfg.Host)
 	return func(ctx context.Context, server string) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+server+"/readyz", nil)
 		if err != nil {
@@ -126,6 +123,16 @@ func healthCheck(cfg *rest.Config) (func(context.Context, string) error, error) 
 		}
 		return nil
 	}, nil
+}
+
+// schemeOf is the scheme of a server URL: http when it says so, https
+// otherwise (a bare host:port included). The balancer passes bytes through,
+// so the client must speak what the server speaks.
+func schemeOf(server string) string {
+	if u, err := url.Parse(server); err == nil && u.Scheme == "http" {
+		return "http"
+	}
+	return "https"
 }
 
 // hostPort turns a server URL (https://host:port, or host:port) into

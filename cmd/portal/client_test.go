@@ -43,3 +43,26 @@ func TestHealthCheck(t *testing.T) {
 		})
 	}
 }
+
+// A plain-http kubeconfig must stay http behind the balancer, or the
+// component speaks TLS to a plaintext server.
+func TestLoadBalancerKeepsScheme(t *testing.T) {
+	tests := []struct{ host, want string }{
+		{host: "http://127.0.0.1:8080", want: "http://"},
+		{host: "https://127.0.0.1:6443", want: "https://"},
+		{host: "127.0.0.1:6443", want: "https://"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.host, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			through, err := withLoadBalancer(ctx, &rest.Config{Host: tc.host}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(through.Host, tc.want) {
+				t.Errorf("host through the balancer %q, want scheme %q", through.Host, tc.want)
+			}
+		})
+	}
+}
