@@ -7,13 +7,15 @@
 //
 // The balancer prefers one server and stays on it while it answers; a failed
 // dial or health check moves it to the next. Connections forwarded to a
-// server that failed its health check (not merely one dial) are closed, so a watch on them ends
-// with a connection error and client-go's reflector resumes it, from its
-// resourceVersion, through the next server, instead of waiting minutes for
-// TCP to give up. A server that answers but is not ready (cut from etcd
-// quorum, still starting) loses its connections only while another server
-// is ready: when none is, a server that answers is still the best there is. The package owns only its listener and the connections it
-// forwards; it does not know HTTP beyond what a health check asks.
+// server that failed its health check (not merely one dial) are closed, so
+// a watch on them ends with a connection error and client-go's reflector
+// resumes it, from its resourceVersion, through the next server, instead of
+// waiting minutes for TCP to give up. A server that answers but is not
+// ready (cut from etcd quorum, still starting) loses its connections only
+// while another server is ready: when none is, a server that answers is
+// still the best there is. The package owns only its listener and the
+// connections it forwards; it does not know HTTP beyond what a health check
+// asks.
 package apilb
 
 import (
