@@ -99,6 +99,12 @@ type bootstrapper struct {
 	mu     sync.Mutex
 	client kubernetes.Interface
 	left   bool
+	// seen is when this server first saw each peer lease's current
+	// renewTime: a peer is judged dead by how long this server watched
+	// its lease stand still, not by the renewTime alone (see peerDeadLocked).
+	seen map[string]peerSighting
+	// now is time.Now unless a test sets it.
+	now func() time.Time
 }
 
 func (b *bootstrapper) loopbackClient() kubernetes.Interface {
@@ -155,10 +161,14 @@ func (b *bootstrapper) reconcile(ctx context.Context, client kubernetes.Interfac
 		}
 	}
 	if err := b.renewLease(ctx, client); err != nil {
+		// The peers may have failed to renew for the same reason: judge
+		// them afresh once the API answers.
+		b.seen = nil
 		return err
 	}
-	peers, err := b.livePeers(ctx, client, true)
+	peers, err := b.livePeersLocked(ctx, client, true)
 	if err != nil {
+		b.seen = nil
 		return err
 	}
 	if err := b.reconcileService(ctx, client, peers); err != nil {

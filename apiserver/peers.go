@@ -54,7 +54,7 @@ func (b *bootstrapper) ownAddr() netip.Addr {
 
 func (b *bootstrapper) renewLease(ctx context.Context, client kubernetes.Interface) error {
 	leases := client.CoordinationV1().Leases("kube-system")
-	now := metav1.NewMicroTime(time.Now())
+	now := metav1.NewMicroTime(b.clock())
 	host, _ := os.Hostname()
 	lease, err := leases.Get(ctx, b.leaseName(), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -90,19 +90,68 @@ func leaseExpired(l coordinationv1.Lease, now time.Time) bool {
 	return now.Sub(l.Spec.RenewTime.Time) > d
 }
 
-// livePeers lists the API servers whose lease is fresh, this one always
-// included unless withSelf is false (it is leaving). The port is the one
-// of the longest-running server; servers on other ports are left out (a
-// Service has one target port).
-func (b *bootstrapper) livePeers(ctx context.Context, client kubernetes.Interface, withSelf bool) (peerSet, error) {
+func (b *bootstrapper) clock() time.Time {
+	if b.now != nil {
+		return b.now()
+	}
+	return time.Now()
+}
+
+// peerSighting is a peer lease's renewTime and when this server first saw it.
+type peerSighting struct {
+	renew, at time.Time
+}
+
+// peerDeadLocked tells whether l expired and this server has watched its
+// renewTime stand still for the lease's whole duration, as dns/publish and
+// the node lifecycle controller judge their peers. After every API server
+// was down, every lease is old; the first server back must not take the
+// others out of the kubernetes Service (and send every component's load
+// balancer through a reconnect wave) before they had a chance to renew.
+func (b *bootstrapper) peerDeadLocked(l coordinationv1.Lease, now time.Time) bool {
+	var renew time.Time
+	if l.Spec.RenewTime != nil {
+		renew = l.Spec.RenewTime.Time
+	}
+	s, ok := b.seen[l.Name]
+	if !ok || !s.renew.Equal(renew) {
+		if b.seen == nil {
+			b.seen = map[string]peerSighting{}
+		}
+		s = peerSighting{renew: renew, at: now}
+		b.seen[l.Name] = s
+	}
+	if !leaseExpired(l, now) {
+		return false
+	}
+	d := time.Duration(ptr.Deref(l.Spec.LeaseDurationSeconds, peerLeaseDuration)) * time.Second
+	return now.Sub(s.at) > d
+}
+
+// livePeersLocked lists the API servers whose lease is alive (see
+// peerDeadLocked), this one always included unless withSelf is false (it
+// is leaving). The port is the one of the longest-running server; servers
+// on other ports are left out (a Service has one target port). The
+// sightings of leases that are gone are forgotten.
+func (b *bootstrapper) livePeersLocked(ctx context.Context, client kubernetes.Interface, withSelf bool) (peerSet, error) {
 	list, err := client.CoordinationV1().Leases("kube-system").List(ctx, metav1.ListOptions{LabelSelector: peerLeaseLabel})
 	if err != nil {
 		return peerSet{}, err
 	}
-	now := time.Now()
+	now := b.clock()
+	listed := map[string]bool{}
 	live := slices.DeleteFunc(list.Items, func(l coordinationv1.Lease) bool {
-		return leaseExpired(l, now) || (!withSelf && l.Name == b.leaseName())
+		listed[l.Name] = true
+		if l.Name == b.leaseName() {
+			return !withSelf
+		}
+		return b.peerDeadLocked(l, now)
 	})
+	for name := range b.seen {
+		if !listed[name] {
+			delete(b.seen, name)
+		}
+	}
 	return peersOf(live, int32(b.o.SecurePort), b.ownAddr(), withSelf), nil
 }
 
@@ -158,7 +207,7 @@ func (b *bootstrapper) leave(client kubernetes.Interface) error {
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete the API server lease: %w", err)
 	}
-	peers, err := b.livePeers(ctx, client, false)
+	peers, err := b.livePeersLocked(ctx, client, false)
 	if err != nil {
 		return err
 	}

@@ -134,3 +134,57 @@ func TestLeaveTakesTheServerOutAtOnce(t *testing.T) {
 		t.Errorf("after the last server left: got %v, want %v (kept)", got, want)
 	}
 }
+
+// TestFirstServerBackKeepsItsPeers pins the endpoint shrink after a full
+// outage: every lease was old when the first server came back, and it
+// rewrote the kubernetes endpoints to itself alone before the others could
+// renew, sending every component's load balancer through a reconnect wave.
+func TestFirstServerBackKeepsItsPeers(t *testing.T) {
+	ctx := context.Background()
+	client := fake.NewClientset()
+	mk := func(addr string) *bootstrapper {
+		o := DefaultOptions()
+		o.AdvertiseAddress, o.SecurePort = net.ParseIP(addr), 6443
+		return &bootstrapper{o: o, cidrs: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12")}}
+	}
+	a, b := mk("10.0.0.1"), mk("10.0.0.2")
+	clock := time.Now()
+	a.now = func() time.Time { return clock }
+	b.now = a.now
+	for _, s := range []*bootstrapper{a, b} {
+		if err := s.reconcile(ctx, client); err != nil {
+			t.Fatal(err)
+		}
+	}
+	endpoints := func() []string {
+		slice, err := client.DiscoveryV1().EndpointSlices("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range slice.Endpoints {
+			out = append(out, e.Addresses...)
+		}
+		return out
+	}
+	// Every server is down for a minute; a comes back first, as a new
+	// process that has seen nothing.
+	clock = clock.Add(time.Minute)
+	a = mk("10.0.0.1")
+	a.now = func() time.Time { return clock }
+	if err := a.reconcile(ctx, client); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := endpoints(), []string{"10.0.0.1", "10.0.0.2"}; !slices.Equal(got, want) {
+		t.Errorf("right after a came back: got %v, want %v (b may still renew)", got, want)
+	}
+	// b never renews: after a watched its lease stand still for its
+	// duration, b leaves the endpoints.
+	clock = clock.Add((peerLeaseDuration + 1) * time.Second)
+	if err := a.reconcile(ctx, client); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := endpoints(), []string{"10.0.0.1"}; !slices.Equal(got, want) {
+		t.Errorf("after b stayed silent for its lease duration: got %v, want %v", got, want)
+	}
+}

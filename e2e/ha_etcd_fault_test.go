@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
@@ -261,6 +263,11 @@ func TestHAEtcdPartition(t *testing.T) {
 	t.Logf("the isolated server refused the create after %v: %v", took.Round(10*time.Millisecond), err)
 	if took > 65*time.Second {
 		t.Errorf("the isolated server took %v to refuse, want an error within the request timeout (60 s)", took)
+	}
+	// The Service is fine; its storage is not: a 5xx the client retries,
+	// not a 422 that blames the spec.
+	if status := apierrors.APIStatus(nil); !errors.As(err, &status) || status.Status().Code < 500 {
+		t.Errorf("the isolated server refused the create with %v, want a 5xx storage error", err)
 	}
 
 	b.Heal(iso)

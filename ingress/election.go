@@ -3,6 +3,7 @@ package ingress
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,7 +43,10 @@ func (o Options) electionIdentity() string {
 // ingress-nginx elects one replica to write Ingress status: several
 // controllers publishing different addresses (each its own node's) would
 // otherwise overwrite each other forever. A lost Lease cancels work's
-// context and the replica campaigns again, until ctx ends.
+// context and the replica campaigns again, until ctx ends. When work ends
+// on its own (its writer failed), the replica releases the Lease and waits
+// a lease duration before campaigning again, so that another replica writes
+// status instead of this one holding the Lease while writing nothing.
 func (c *Controller) whileLeading(ctx context.Context, work func(context.Context) error) error {
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  leaseMeta(c.opts.electionID()),
@@ -50,6 +54,8 @@ func (c *Controller) whileLeading(ctx context.Context, work func(context.Context
 		LockConfig: resourcelock.ResourceLockConfig{Identity: c.opts.electionIdentity()},
 	}
 	for ctx.Err() == nil {
+		campaign, stepDown := context.WithCancel(ctx)
+		var failed atomic.Bool
 		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 			Lock:            lock,
 			LeaseDuration:   statusLeaseDuration,
@@ -58,11 +64,15 @@ func (c *Controller) whileLeading(ctx context.Context, work func(context.Context
 			ReleaseOnCancel: true,
 			Name:            c.opts.electionID(),
 			Callbacks: leaderelection.LeaderCallbacks{
-				OnStartedLeading: func(ctx context.Context) {
+				OnStartedLeading: func(lctx context.Context) {
 					klog.InfoS("Leading; writing Ingress status", "lease", c.opts.electionID(), "identity", lock.Identity())
-					if err := work(ctx); err != nil {
-						klog.ErrorS(err, "Ingress status updater stopped")
+					err := work(lctx)
+					if lctx.Err() != nil {
+						return
 					}
+					klog.ErrorS(err, "Ingress status updater stopped; releasing the Lease", "lease", c.opts.electionID())
+					failed.Store(true)
+					stepDown()
 				},
 				OnStoppedLeading: func() {
 					klog.InfoS("Stopped leading; another replica writes Ingress status", "lease", c.opts.electionID())
@@ -70,9 +80,17 @@ func (c *Controller) whileLeading(ctx context.Context, work func(context.Context
 			},
 		})
 		if err != nil {
+			stepDown()
 			return err
 		}
-		le.Run(ctx)
+		le.Run(campaign)
+		stepDown()
+		if failed.Load() {
+			select {
+			case <-ctx.Done():
+			case <-time.After(statusLeaseDuration):
+			}
+		}
 	}
 	return nil
 }

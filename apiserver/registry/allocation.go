@@ -5,7 +5,11 @@ import (
 	"errors"
 	"fmt"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 
@@ -20,7 +24,10 @@ func allocate(ctx context.Context, cfg Config, svc, old *corev1.Service, dryRun 
 	}
 	op, err := cfg.Allocator.Allocate(ctx, svc, old, dryRun)
 	if err != nil {
-		return nil, invalidService(svc, allocationErrors(svc, err))
+		if errs := allocationErrors(svc, err); errs != nil {
+			return nil, invalidService(svc, errs)
+		}
+		return nil, allocationFailure(err)
 	}
 	return op.Finish, nil
 }
@@ -29,8 +36,9 @@ func allocate(ctx context.Context, cfg Config, svc, old *corev1.Service, dryRun 
 // service registry names, with its messages: a refused cluster IP on
 // spec.clusterIPs with the whole list as the value, a refused node port on
 // its spec.ports entry, a full range on the field that needed a value from
-// it (a Service with many ports ran out of node ports, not of cluster IPs),
-// anything else as an internal error.
+// it (a Service with many ports ran out of node ports, not of cluster IPs).
+// Anything else is not the Service's fault and gives nil (see
+// allocationFailure).
 func allocationErrors(svc *corev1.Service, err error) field.ErrorList {
 	var refused allocator.RequestErrors
 	var full *allocator.FullError
@@ -50,7 +58,28 @@ func allocationErrors(svc *corev1.Service, err error) field.ErrorList {
 	case errors.Is(err, allocator.ErrFull), errors.Is(err, allocator.ErrNoRange):
 		return field.ErrorList{field.Invalid(field.NewPath("spec", "clusterIPs"), "", "failed to allocate: "+err.Error())}
 	}
-	return field.ErrorList{field.InternalError(field.NewPath("spec"), err)}
+	return nil
+}
+
+// allocationFailure answers an allocation that failed for a reason other
+// than the Service itself, as upstream answers a storage failure: a server
+// whose etcd member lost quorum times out (504) or is unavailable (503), so
+// the client retries, elsewhere if it can; anything else is a 500. None of
+// them is a 422: the Service is fine, and a client must not give up on it.
+// No Retry-After is set: client-go would then retry the same request up to
+// ten times against a server that may stay cut off, each waiting out etcd's
+// own timeout, instead of reporting the failure.
+func allocationFailure(err error) error {
+	var etcdErr rpctypes.EtcdError
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, rpctypes.ErrTimeout),
+		errors.Is(err, rpctypes.ErrTimeoutDueToLeaderFail), errors.Is(err, rpctypes.ErrTimeoutDueToConnectionLost),
+		errors.Is(err, rpctypes.ErrTimeoutWaitAppliedIndex):
+		return apierrors.NewTimeoutError(fmt.Sprintf("storage did not answer while allocating the Service's cluster IPs and ports, please try again: %v", err), 0)
+	case errors.As(err, &etcdErr) && etcdErr.Code() == codes.Unavailable, status.Code(err) == codes.Unavailable:
+		return apierrors.NewServiceUnavailable(fmt.Sprintf("storage is unavailable for allocating the Service's cluster IPs and ports, please try again: %v", err))
+	}
+	return apierrors.NewInternalError(fmt.Errorf("allocate the Service's cluster IPs and ports: %w", err))
 }
 
 func requestFieldError(svc *corev1.Service, r *allocator.RequestError) *field.Error {

@@ -2,10 +2,13 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"net/netip"
 	"testing"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -164,6 +167,49 @@ func TestNodePortRangeFull(t *testing.T) {
 			}
 			if !apierrors.IsInvalid(err) {
 				t.Errorf("got %v, want a 422 Invalid", err)
+			}
+		})
+	}
+}
+
+// failingStore is a Store whose reservations fail with err, as etcd's do on
+// a server cut from quorum.
+type failingStore struct {
+	*allocator.MemoryStore
+	err error
+}
+
+func (s failingStore) Reserve(ctx context.Context, keys []allocator.Key, owner string) ([]allocator.Key, error) {
+	return nil, fmt.Errorf("reserve %v: %w", keys, s.err)
+}
+
+// TestAllocationStorageFailure: a server cut from etcd quorum answered a
+// Service create with 422 "spec: Internal error: reserve ...: etcdserver:
+// request timed out", blaming a Service that is fine. A storage failure is
+// a 5xx the client retries.
+func TestAllocationStorageFailure(t *testing.T) {
+	cases := []struct {
+		name string
+		err  error
+		want int32
+	}{
+		{name: "etcd request timed out", err: rpctypes.ErrTimeout, want: http.StatusGatewayTimeout},
+		{name: "deadline exceeded", err: context.DeadlineExceeded, want: http.StatusGatewayTimeout},
+		{name: "etcd has no leader", err: rpctypes.ErrNoLeader, want: http.StatusServiceUnavailable},
+		{name: "something else", err: errors.New("disk on fire"), want: http.StatusInternalServerError},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := svcconfig.ServiceConfig{ClusterIPRanges: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/24")}}
+			a := allocator.New(cfg, failingStore{MemoryStore: allocator.NewMemoryStore(), err: tc.err})
+			_, err := allocate(context.Background(), Config{Service: cfg, Allocator: a},
+				testService("web", corev1.ServiceTypeClusterIP, nil), nil, false)
+			var status apierrors.APIStatus
+			if !errors.As(err, &status) {
+				t.Fatalf("got %v, want an API status", err)
+			}
+			if got := status.Status().Code; got != tc.want {
+				t.Errorf("got %d (%v), want %d", got, err, tc.want)
 			}
 		})
 	}

@@ -87,7 +87,7 @@ func withLoadBalancer(ctx context.Context, cfg *rest.Config, extra []string) (*r
 		}
 	}()
 	through := rest.CopyConfig(cfg)
-	through.Host = "https://" + lb.Addr()
+	through.Host = schemeOf(cfg.Host) + "://" + lb.Addr()
 	discovery, err := kubernetes.NewForConfig(rest.CopyConfig(through))
 	if err != nil {
 		return nil, err
@@ -97,20 +97,17 @@ func withLoadBalancer(ctx context.Context, cfg *rest.Config, extra []string) (*r
 	return through, nil
 }
 
-// healthCheck judges a server alive when it answers HTTP on /readyz with
-// cfg's CA, whatever the status: a server that is up but not ready (its
-// storage unreachable, say) still serves watches from its cache, and a
-// server shutting down leaves the kubernetes Service and closes its
-// connections itself.
+// healthCheck judges a server ready when it answers 200 on /readyz with
+// cfg's credential. Any other answer (500 from a server cut from etcd quorum,
+// whose watch cache no longer moves; 403 from one still syncing its RBAC
+// caches) is apilb.ErrNotReady, so the balancer moves components to a ready
+// server when there is one and keeps using this one when there is not.
 func healthCheck(cfg *rest.Config) (func(context.Context, string) error, error) {
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, err
 	}
-	scheme := "https"
-	if u, err := url.Parse(cfg.Host); err == nil && u.Scheme == "http" {
-		scheme = "http"
-	}
+	scheme := schemeOf(cfg.Host)
 	return func(ctx context.Context, server string) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+server+"/readyz", nil)
 		if err != nil {
@@ -121,8 +118,21 @@ func healthCheck(cfg *rest.Config) (func(context.Context, string) error, error) 
 			return err
 		}
 		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%w: /readyz answered %s", apilb.ErrNotReady, resp.Status)
+		}
 		return nil
 	}, nil
+}
+
+// schemeOf is the scheme of a server URL: http when it says so, https
+// otherwise (a bare host:port included). The balancer passes bytes through,
+// so the client must speak what the server speaks.
+func schemeOf(server string) string {
+	if u, err := url.Parse(server); err == nil && u.Scheme == "http" {
+		return "http"
+	}
+	return "https"
 }
 
 // hostPort turns a server URL (https://host:port, or host:port) into

@@ -313,13 +313,16 @@ func portList(ports []discoveryv1.EndpointPort) []string {
 }
 
 // removeDead deletes the slices of servers whose Lease expired or vanished:
-// a server killed with -9 cannot withdraw its own.
+// a server killed with -9 cannot withdraw its own. It forgets the sightings
+// of servers whose slice is gone, so identities that come and go (pods
+// restarting under new names) do not pile up.
 func (p *Publisher) removeDead(ctx context.Context) error {
 	sel := discoveryv1.LabelManagedBy + "=" + ManagedBy
 	list, err := p.client.DiscoveryV1().EndpointSlices(p.o.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		return err
 	}
+	alive := map[string]bool{}
 	for _, s := range list.Items {
 		if s.Name == p.sliceName() {
 			continue
@@ -329,6 +332,7 @@ func (p *Publisher) removeDead(ctx context.Context) error {
 			return err
 		}
 		if err == nil && !p.dead(lease) {
+			alive[s.Name] = true
 			continue
 		}
 		klog.InfoS("Removing the endpoint of a DNS server that stopped renewing", "slice", s.Name)
@@ -337,6 +341,11 @@ func (p *Publisher) removeDead(ctx context.Context) error {
 		if err == nil {
 			p.client.CoordinationV1().Leases(p.o.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{
 				Preconditions: &metav1.Preconditions{ResourceVersion: &lease.ResourceVersion}})
+		}
+	}
+	for name := range p.seen {
+		if !alive[name] {
+			delete(p.seen, name)
 		}
 	}
 	return nil

@@ -77,6 +77,11 @@ func TestPublishRemovesDeadServers(t *testing.T) {
 	if len(list.Items) != 1 || list.Items[0].Name != "kube-dns-alive" {
 		t.Errorf("slices after the dead server's Lease expired: got %d (%v), want only kube-dns-alive", len(list.Items), list.Items)
 	}
+	// Identities come and go as pods restart under new names: the one
+	// removed must not stay in memory for good.
+	if _, ok := alive.seen["kube-dns-dead"]; ok {
+		t.Errorf("sightings after the dead server was removed: got %v, want none of kube-dns-dead", alive.seen)
+	}
 }
 
 // A server that turns ready while a round is under way must be published

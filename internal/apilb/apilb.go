@@ -7,11 +7,15 @@
 //
 // The balancer prefers one server and stays on it while it answers; a failed
 // dial or health check moves it to the next. Connections forwarded to a
-// server that failed are closed at once, so a watch on them ends with a
-// connection error and client-go's reflector resumes it, from its
-// resourceVersion, through the next server, instead of waiting minutes for
-// TCP to give up. The package owns only its listener and the connections it
-// forwards; it does not know HTTP beyond what a health check asks.
+// server that failed its health check (not merely one dial) are closed, so
+// a watch on them ends with a connection error and client-go's reflector
+// resumes it, from its resourceVersion, through the next server, instead of
+// waiting minutes for TCP to give up. A server that answers but is not
+// ready (cut from etcd quorum, still starting) loses its connections only
+// while another server is ready: when none is, a server that answers is
+// still the best there is. The package owns only its listener and the
+// connections it forwards; it does not know HTTP beyond what a health check
+// asks.
 package apilb
 
 import (
@@ -35,7 +39,8 @@ type Config struct {
 	Servers []string
 	// ListenAddress is where the balancer listens; 127.0.0.1:0 when empty.
 	ListenAddress string
-	// Check tells whether a server answers; nil dials TCP.
+	// Check tells whether a server answers; nil dials TCP. An error that
+	// wraps ErrNotReady says the server answered but is not ready.
 	Check func(ctx context.Context, server string) error
 	// CheckInterval is how often every server is checked; 2 s when zero.
 	CheckInterval time.Duration
@@ -45,6 +50,10 @@ type Config struct {
 	// keep-alive when nil.
 	Dial func(ctx context.Context, network, address string) (net.Conn, error)
 }
+
+// ErrNotReady is what a Check wraps when the server answered but said it is
+// not ready to serve.
+var ErrNotReady = errors.New("not ready")
 
 // Balancer forwards connections from its loopback listener to the API
 // server it prefers.
@@ -142,7 +151,9 @@ func (b *Balancer) SetServers(discovered []string) {
 }
 
 // Run accepts and forwards connections, and checks the servers, until ctx
-// ends; then it closes the listener and every forwarded connection.
+// ends; then it closes the listener and every forwarded connection. A
+// failed accept is retried after a back-off; Run ends early only if the
+// listener is closed under it.
 func (b *Balancer) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -164,14 +175,30 @@ func (b *Balancer) Run(ctx context.Context) error {
 		defer wg.Done()
 		b.checkLoop(ctx)
 	}()
+	var backoff time.Duration
 	for {
 		c, err := b.listener.Accept()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
-			return fmt.Errorf("apilb: accept: %w", err)
+			if errors.Is(err, net.ErrClosed) {
+				return fmt.Errorf("apilb: accept: %w", err)
+			}
+			// Running out of file descriptors or a connection aborted
+			// before it was accepted passes; back off and accept again,
+			// as net/http's server does, rather than leave the component
+			// with no way to the API.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			klog.ErrorS(err, "API load balancer could not accept a connection; retrying", "delay", backoff)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(backoff):
+			}
+			continue
 		}
+		backoff = 0
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -214,8 +241,11 @@ func (b *Balancer) forward(ctx context.Context, client net.Conn) {
 		if ctx.Err() != nil {
 			break
 		}
+		// One failed dial (a full SYN backlog, a hiccup) says little about
+		// the connections already open to s: steer new connections away
+		// and leave those to the health check.
 		klog.V(2).InfoS("API server did not answer a dial", "server", s, "err", err)
-		b.markDown(s)
+		b.markDown(s, false)
 	}
 	if server == nil {
 		client.Close()
@@ -279,19 +309,23 @@ func (b *Balancer) untrack(server string, pair pairConn) {
 	delete(b.conns[server], pair)
 }
 
-// markDown records that server failed, closes what was forwarded to it and,
-// if it was the current server, moves on to the next.
-func (b *Balancer) markDown(server string) {
+// markDown records that server failed, closes what was forwarded to it when
+// closeConns is set and, if it was the current server, moves on to the next.
+func (b *Balancer) markDown(server string, closeConns bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.down[server] || !slices.Contains(b.servers, server) {
+	if !slices.Contains(b.servers, server) {
 		return
 	}
-	klog.InfoS("API server is down; closing its connections", "server", server, "connections", len(b.conns[server]))
-	b.down[server] = true
-	b.closeConnsLocked(server)
-	if server == b.current {
-		b.pickLocked()
+	if !b.down[server] {
+		klog.InfoS("API server is down", "server", server, "closingConnections", closeConns, "connections", len(b.conns[server]))
+		b.down[server] = true
+		if server == b.current {
+			b.pickLocked()
+		}
+	}
+	if closeConns {
+		b.closeConnsLocked(server)
 	}
 }
 
@@ -344,7 +378,9 @@ func (b *Balancer) checkLoop(ctx context.Context) {
 	}
 }
 
-// checkAll checks every server at once and records the results.
+// checkAll checks every server at once and records the results. A server
+// that cannot be reached loses its connections at once; one that is not
+// ready loses them only when another server is ready to take them.
 func (b *Balancer) checkAll(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, s := range b.Servers() {
@@ -359,13 +395,32 @@ func (b *Balancer) checkAll(ctx context.Context) {
 			}
 			if err != nil {
 				klog.V(2).InfoS("API server failed its health check", "server", s, "err", err)
-				b.markDown(s)
+				b.markDown(s, !errors.Is(err, ErrNotReady))
 				return
 			}
 			b.markUp(s)
 		}()
 	}
 	wg.Wait()
+	if ctx.Err() == nil {
+		b.leaveDownServers()
+	}
+}
+
+// leaveDownServers closes the connections forwarded to servers that are
+// down, when at least one server is up to take them.
+func (b *Balancer) leaveDownServers() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !slices.ContainsFunc(b.servers, func(s string) bool { return !b.down[s] }) {
+		return
+	}
+	for _, s := range b.servers {
+		if b.down[s] && len(b.conns[s]) > 0 {
+			klog.InfoS("Moving connections off an API server that is down", "server", s, "connections", len(b.conns[s]))
+			b.closeConnsLocked(s)
+		}
+	}
 }
 
 func dedup(in []string) []string {

@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"os"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -47,10 +50,21 @@ func startServer(t *testing.T, name string) *fakeServer {
 
 func (s *fakeServer) addr() string { return s.l.Addr().String() }
 
-// health is a Check whose answers the test sets.
+// health is a Check whose answers the test sets: down servers cannot be
+// reached, notReady ones answer but are not ready.
 type health struct {
-	mu   sync.Mutex
-	down map[string]bool
+	mu       sync.Mutex
+	down     map[string]bool
+	notReady map[string]bool
+}
+
+func (h *health) setNotReady(server string, notReady bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.notReady == nil {
+		h.notReady = map[string]bool{}
+	}
+	h.notReady[server] = notReady
 }
 
 func (h *health) set(server string, down bool) {
@@ -63,7 +77,10 @@ func (h *health) check(_ context.Context, server string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.down[server] {
-		return errors.New("not ready")
+		return errors.New("connection refused")
+	}
+	if h.notReady[server] {
+		return fmt.Errorf("%w: /readyz answered 500", ErrNotReady)
 	}
 	return nil
 }
@@ -150,6 +167,65 @@ func TestHealthCheck(t *testing.T) {
 	}
 }
 
+// stillOpen tells whether c still reaches a server: the fake servers echo.
+func stillOpen(c net.Conn) bool {
+	if _, err := io.WriteString(c, "ping\n"); err != nil {
+		return false
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	return err == nil && line == "ping\n"
+}
+
+// A server cut from etcd quorum answers /readyz with 500: components must
+// move to a ready server, not stay on it because it answers at all.
+func TestNotReadyServerLosesItsConnections(t *testing.T) {
+	a, bsrv := startServer(t, "a"), startServer(t, "b")
+	h := &health{down: map[string]bool{}}
+	b := startBalancer(t, h, a.addr(), bsrv.addr())
+	watch, got := dialThrough(t, b)
+	if got != "a" {
+		t.Fatalf("connection went to %q, want a", got)
+	}
+	h.setNotReady(a.addr(), true)
+	b.checkAll(context.Background())
+	if !closedByBalancer(watch) {
+		t.Error("the connection forwarded to a server that is not ready stayed open while b was ready")
+	}
+	if _, got := dialThrough(t, b); got != "b" {
+		t.Errorf("after a became not ready, connection went to %q, want b", got)
+	}
+}
+
+// When no server is ready, one that answers is still the best there is: its
+// connections stay and new ones still reach it.
+func TestNoServerReadyKeepsConnections(t *testing.T) {
+	a, bsrv := startServer(t, "a"), startServer(t, "b")
+	h := &health{down: map[string]bool{}}
+	b := startBalancer(t, h, a.addr(), bsrv.addr())
+	watch, got := dialThrough(t, b)
+	if got != "a" {
+		t.Fatalf("connection went to %q, want a", got)
+	}
+	h.setNotReady(a.addr(), true)
+	h.setNotReady(bsrv.addr(), true)
+	b.checkAll(context.Background())
+	if !stillOpen(watch) {
+		t.Error("with no server ready, the connection to a was closed")
+	}
+	if _, got := dialThrough(t, b); got == "" {
+		t.Error("with no server ready, a new connection reached no server")
+	}
+	// b becomes ready: the connection to a moves off at the next check.
+	h.setNotReady(bsrv.addr(), false)
+	b.checkAll(context.Background())
+	if !closedByBalancer(watch) {
+		t.Error("the connection to a stayed open after b became ready")
+	}
+	if _, got := dialThrough(t, b); got != "b" {
+		t.Errorf("after b became ready, connection went to %q, want b", got)
+	}
+}
+
 func TestEveryServerDownStillTries(t *testing.T) {
 	a := startServer(t, "a")
 	h := &health{down: map[string]bool{a.addr(): true}}
@@ -223,5 +299,93 @@ func TestServersFromSlices(t *testing.T) {
 				t.Errorf("got %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// failingListener fails its first Accept with errs, one each, then accepts.
+type failingListener struct {
+	net.Listener
+	mu   sync.Mutex
+	errs []error
+}
+
+func (l *failingListener) Accept() (net.Conn, error) {
+	l.mu.Lock()
+	if len(l.errs) > 0 {
+		err := l.errs[0]
+		l.errs = l.errs[1:]
+		l.mu.Unlock()
+		return nil, err
+	}
+	l.mu.Unlock()
+	return l.Listener.Accept()
+}
+
+// Running out of file descriptors once must not end the balancer for good:
+// the component would keep running with no way to the API.
+func TestAcceptErrorIsRetried(t *testing.T) {
+	a := startServer(t, "a")
+	b, err := New(Config{Servers: []string{a.addr()}, Check: (&health{}).check, CheckInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.listener = &failingListener{Listener: b.listener, errs: []error{
+		&net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)},
+		&net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.ECONNABORTED)},
+	}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- b.Run(ctx) }()
+	if _, got := dialThrough(t, b); got != "a" {
+		t.Errorf("after failed accepts, connection went to %q, want a", got)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run returned %v, want nil when its context ends", err)
+	}
+}
+
+// A single failed dial to a server must not cut the watches already open to
+// it: only its health check decides that.
+func TestFailedDialKeepsOpenConnections(t *testing.T) {
+	a, bsrv := startServer(t, "a"), startServer(t, "b")
+	var mu sync.Mutex
+	failA := false
+	d := &net.Dialer{}
+	b, err := New(Config{
+		Servers:       []string{a.addr(), bsrv.addr()},
+		Check:         (&health{}).check,
+		CheckInterval: time.Hour,
+		Dial: func(ctx context.Context, network, address string) (net.Conn, error) {
+			mu.Lock()
+			fail := failA && address == a.addr()
+			failA = failA && !fail
+			mu.Unlock()
+			if fail {
+				return nil, errors.New("dial timeout")
+			}
+			return d.DialContext(ctx, network, address)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { b.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	watch, got := dialThrough(t, b)
+	if got != "a" {
+		t.Fatalf("connection went to %q, want a", got)
+	}
+	mu.Lock()
+	failA = true
+	mu.Unlock()
+	if _, got := dialThrough(t, b); got != "b" {
+		t.Errorf("with a dial to a failing, connection went to %q, want b", got)
+	}
+	if !stillOpen(watch) {
+		t.Error("one failed dial to a closed the connection already open to it")
 	}
 }
