@@ -83,27 +83,22 @@ func (o Options) clusterMember() *embeddedetcd.Cluster {
 // prepareJoin asks the server at --join for what the servers share, checks
 // that this data directory may join, writes the shared files into it and
 // has the member added; m.Join then says whom etcd joins. A data directory
-// that is a member of that cluster already just restarts: nothing is asked.
-// Every refusal comes before the cluster changes.
+// that is a member of a cluster already just restarts and asks nothing, so
+// a server restarts while its --join target is down. Every refusal comes
+// before the cluster changes.
 func prepareJoin(ctx context.Context, o *Options, m *embeddedetcd.Cluster) error {
 	tok, err := clusterjoin.ParseToken(o.Cluster.Token)
 	if err != nil {
 		return fmt.Errorf("--token: %w", err)
 	}
+	if embeddedetcd.HasMember(o.DataDir) {
+		return restartMember(o, tok)
+	}
 	client := &clusterjoin.Client{Server: o.Cluster.Join, Token: tok}
 	req := clusterjoin.Request{Name: m.Name, PeerURL: m.PeerURL()}
-	info, ca, err := client.Join(ctx, req)
+	_, ca, err := client.Join(ctx, req)
 	if err != nil {
 		return fmt.Errorf("--join: %w", err)
-	}
-	if embeddedetcd.HasMember(o.DataDir) {
-		id, ok := embeddedetcd.ClusterID(o.DataDir)
-		if !ok || id != info.ClusterID {
-			return fmt.Errorf("--join: the data directory %s holds the etcd data of another cluster than %s's (cluster %x): "+
-				"to join, start with another --data-dir or move this one away; to run the cluster it belongs to, start without --join", o.DataDir, o.Cluster.Join, info.ClusterID)
-		}
-		klog.InfoS("This data directory is a member of the cluster already; restarting it, --join not needed", "dataDir", o.DataDir)
-		return nil
 	}
 	if own, err := os.ReadFile(filepath.Join(o.DataDir, "pki", "ca.crt")); err == nil && !bytes.Equal(own, ca) {
 		return fmt.Errorf("--join: the data directory %s has a cluster CA of its own, not %s's: it belongs to another cluster; "+
@@ -119,6 +114,28 @@ func prepareJoin(ctx context.Context, o *Options, m *embeddedetcd.Cluster) error
 	}
 	m.Join = &embeddedetcd.Join{InitialCluster: initialCluster(b, m.Name)}
 	klog.InfoS("Joining the etcd cluster as a learner", "server", o.Cluster.Join, "member", m.Name, "cluster", fmt.Sprintf("%x", b.ClusterID))
+	return nil
+}
+
+// restartMember checks, without asking any server, that the data
+// directory, which holds an etcd member, belongs to a cluster of servers
+// and, when the token pins a CA, to that CA's cluster.
+func restartMember(o *Options, tok clusterjoin.Token) error {
+	if _, ok := embeddedetcd.ClusterID(o.DataDir); !ok {
+		return fmt.Errorf("--join: the data directory %s holds the etcd data of a single server, not of a member of a cluster: "+
+			"to join %s, start with another --data-dir or move this one away; to run it, start without --join", o.DataDir, o.Cluster.Join)
+	}
+	if tok.CAHash != "" {
+		own, err := os.ReadFile(filepath.Join(o.DataDir, "pki", "ca.crt"))
+		if err != nil {
+			return fmt.Errorf("--join: %w", err)
+		}
+		if hash, err := clusterjoin.CAHash(own); err != nil || hash != tok.CAHash {
+			return fmt.Errorf("--join: the data directory %s is a member of another cluster than the token's (its CA is not the one the token pins): "+
+				"to join, start with another --data-dir or move this one away; to run the cluster it belongs to, start without --join", o.DataDir)
+		}
+	}
+	klog.InfoS("This data directory is a member of a cluster already; restarting it, --join not needed", "dataDir", o.DataDir)
 	return nil
 }
 
