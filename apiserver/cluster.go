@@ -29,6 +29,10 @@ type ClusterOptions struct {
 	// Token is the join token; empty on the first server means the one
 	// in the data directory, or a new one.
 	Token string
+	// TokenFile is a file that holds the join token, so that the secret
+	// need not be on the command line, where every local user can read
+	// it; ValidateCluster reads it into Token.
+	TokenFile string
 	// Leave removes this server's member from the cluster when it shuts
 	// down cleanly.
 	Leave bool
@@ -51,8 +55,12 @@ func (c ClusterOptions) member(dataDir string) bool {
 	return ok
 }
 
-// ValidateCluster refuses flags that contradict each other.
-func (o Options) ValidateCluster() error {
+// ValidateCluster reads the token file into the token and refuses flags
+// that contradict each other.
+func (o *Options) ValidateCluster() error {
+	if err := o.Cluster.readTokenFile(); err != nil {
+		return err
+	}
 	c := o.Cluster
 	switch {
 	case (c.Init || c.Join != "" || c.Leave) && len(o.EtcdServers) > 0:
@@ -60,10 +68,30 @@ func (o Options) ValidateCluster() error {
 	case c.Init && c.Join != "":
 		return errors.New("--cluster-init starts a new cluster and --join joins one: pass only one")
 	case c.Join != "" && c.Token == "":
-		return fmt.Errorf("--join needs --token: the token of the cluster, in the file %q of the data directory of a server in it", "token")
+		return fmt.Errorf("--join needs --token or --token-file: the token of the cluster, in the file %q of the data directory of a server in it", "token")
 	case c.Join != "" && !strings.HasPrefix(c.Join, "https://"):
 		return fmt.Errorf("--join %s: want the https URL of a server, such as https://10.0.0.1:6443", c.Join)
 	}
+	return nil
+}
+
+// readTokenFile sets Token from TokenFile, once.
+func (c *ClusterOptions) readTokenFile() error {
+	if c.TokenFile == "" {
+		return nil
+	}
+	if c.Token != "" {
+		return errors.New("--token and --token-file both give the join token: pass only one")
+	}
+	data, err := os.ReadFile(c.TokenFile)
+	if err != nil {
+		return fmt.Errorf("--token-file: %w", err)
+	}
+	tok := strings.TrimSpace(string(data))
+	if tok == "" {
+		return fmt.Errorf("--token-file %s: the file is empty", c.TokenFile)
+	}
+	c.Token, c.TokenFile = tok, ""
 	return nil
 }
 
