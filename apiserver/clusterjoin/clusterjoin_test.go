@@ -236,3 +236,29 @@ func TestProofResistsGuessing(t *testing.T) {
 		t.Errorf("proof key work factor %d, want at least OWASP's 600000 for PBKDF2-HMAC-SHA256", proofKeyIterations)
 	}
 }
+
+// TestJoinBlockedByAnUnstartedLearner: a joiner that crashed after its
+// learner was added leaves it behind, and etcd admits one learner; a
+// later joiner is told which member blocks it and how to remove it.
+func TestJoinBlockedByAnUnstartedLearner(t *testing.T) {
+	etcd := &fakeEtcd{members: []Member{{ID: 1, Name: "s1", PeerURLs: []string{"https://10.0.0.1:2380"}},
+		{ID: 0x65, PeerURLs: []string{"https://10.0.0.2:2380"}, Learner: true}}}
+	srv, caPEM := joinServer(t, "right", etcd)
+	pinned, _ := Token{Secret: "right"}.Pinned(caPEM)
+	c := &Client{Server: srv.URL, Token: pinned}
+	_, _, err := c.Join(context.Background(), Request{Name: "s3", PeerURL: "https://10.0.0.3:2380", Add: true})
+	if !errors.Is(err, ErrConflict) {
+		t.Fatalf("Join: got error %v, want %v", err, ErrConflict)
+	}
+	for _, want := range []string{"etcd member 65 (peer URL https://10.0.0.2:2380)", "has not started", "member remove 65", "apiserver-client.crt"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Join error %q does not say %q", err, want)
+		}
+	}
+	if etcd.added != 0 {
+		t.Errorf("learners added: got %d, want 0", etcd.added)
+	}
+	if _, _, err := c.Join(context.Background(), Request{Name: "s2", PeerURL: "https://10.0.0.2:2380", Add: true}); err != nil {
+		t.Errorf("the server the learner was added for, retrying: %v, want it to start the learner", err)
+	}
+}
