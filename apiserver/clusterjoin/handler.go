@@ -97,9 +97,13 @@ func (c HandlerConfig) serveJoin(w http.ResponseWriter, r *http.Request) {
 }
 
 // ConflictError is a join the cluster refuses as it stands: the name or
-// peer URL is another member's.
-type ConflictError struct{ Msg string }
+// peer URL is another member's, or a learner that never started blocks it.
+type ConflictError struct {
+	// Msg says why, and what to do.
+	Msg string
+}
 
+// Error returns the refusal's message, which says what to do.
 func (e *ConflictError) Error() string { return e.Msg }
 
 func (c HandlerConfig) bundle(ctx context.Context, req Request) (*Bundle, error) {

@@ -43,10 +43,15 @@ type Request struct {
 
 // Member is one etcd member.
 type Member struct {
-	ID       uint64   `json:"id"`
-	Name     string   `json:"name"`
+	// ID is etcd's member ID.
+	ID uint64 `json:"id"`
+	// Name is the member's name, the node name of its server; empty
+	// until the member has started.
+	Name string `json:"name"`
+	// PeerURLs are the URLs the other members reach it on.
 	PeerURLs []string `json:"peerURLs"`
-	Learner  bool     `json:"learner,omitempty"`
+	// Learner says the member is a learner, not yet a voting member.
+	Learner bool `json:"learner,omitempty"`
 }
 
 // Bundle is the answer on JoinPath: what every server of the cluster must
