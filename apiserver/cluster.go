@@ -159,7 +159,7 @@ func restartMember(o *Options, tok clusterjoin.Token) error {
 			return fmt.Errorf("--join: %w", err)
 		}
 		if hash, err := clusterjoin.CAHash(own); err != nil || hash != tok.CAHash {
-			return fmt.Errorf("--join: the data directory %s is a member of another cluster than the token's (its CA is not the one the token pins): "+
+			return fmt.Errorf("--join: the data directory %s holds the etcd data of another cluster than the token's (its CA is not the one the token pins): "+
 				"to join, start with another --data-dir or move this one away; to run the cluster it belongs to, start without --join", o.DataDir)
 		}
 	}
