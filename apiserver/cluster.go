@@ -29,6 +29,10 @@ type ClusterOptions struct {
 	// Token is the join token; empty on the first server means the one
 	// in the data directory, or a new one.
 	Token string
+	// TokenFile is a file that holds the join token, so that the secret
+	// need not be on the command line, where every local user can read
+	// it; ValidateCluster reads it into Token.
+	TokenFile string
 	// Leave removes this server's member from the cluster when it shuts
 	// down cleanly.
 	Leave bool
@@ -51,8 +55,12 @@ func (c ClusterOptions) member(dataDir string) bool {
 	return ok
 }
 
-// ValidateCluster refuses flags that contradict each other.
-func (o Options) ValidateCluster() error {
+// ValidateCluster reads the token file into the token and refuses flags
+// that contradict each other.
+func (o *Options) ValidateCluster() error {
+	if err := o.Cluster.readTokenFile(); err != nil {
+		return err
+	}
 	c := o.Cluster
 	switch {
 	case (c.Init || c.Join != "" || c.Leave) && len(o.EtcdServers) > 0:
@@ -60,10 +68,30 @@ func (o Options) ValidateCluster() error {
 	case c.Init && c.Join != "":
 		return errors.New("--cluster-init starts a new cluster and --join joins one: pass only one")
 	case c.Join != "" && c.Token == "":
-		return fmt.Errorf("--join needs --token: the token of the cluster, in the file %q of the data directory of a server in it", "token")
+		return fmt.Errorf("--join needs --token or --token-file: the token of the cluster, in the file %q of the data directory of a server in it", "token")
 	case c.Join != "" && !strings.HasPrefix(c.Join, "https://"):
 		return fmt.Errorf("--join %s: want the https URL of a server, such as https://10.0.0.1:6443", c.Join)
 	}
+	return nil
+}
+
+// readTokenFile sets Token from TokenFile, once.
+func (c *ClusterOptions) readTokenFile() error {
+	if c.TokenFile == "" {
+		return nil
+	}
+	if c.Token != "" {
+		return errors.New("--token and --token-file both give the join token: pass only one")
+	}
+	data, err := os.ReadFile(c.TokenFile)
+	if err != nil {
+		return fmt.Errorf("--token-file: %w", err)
+	}
+	tok := strings.TrimSpace(string(data))
+	if tok == "" {
+		return fmt.Errorf("--token-file %s: the file is empty", c.TokenFile)
+	}
+	c.Token, c.TokenFile = tok, ""
 	return nil
 }
 
@@ -83,27 +111,22 @@ func (o Options) clusterMember() *embeddedetcd.Cluster {
 // prepareJoin asks the server at --join for what the servers share, checks
 // that this data directory may join, writes the shared files into it and
 // has the member added; m.Join then says whom etcd joins. A data directory
-// that is a member of that cluster already just restarts: nothing is asked.
-// Every refusal comes before the cluster changes.
+// that is a member of a cluster already just restarts and asks nothing, so
+// a server restarts while its --join target is down. Every refusal comes
+// before the cluster changes.
 func prepareJoin(ctx context.Context, o *Options, m *embeddedetcd.Cluster) error {
 	tok, err := clusterjoin.ParseToken(o.Cluster.Token)
 	if err != nil {
 		return fmt.Errorf("--token: %w", err)
 	}
+	if embeddedetcd.HasMember(o.DataDir) {
+		return restartMember(o, tok)
+	}
 	client := &clusterjoin.Client{Server: o.Cluster.Join, Token: tok}
 	req := clusterjoin.Request{Name: m.Name, PeerURL: m.PeerURL()}
-	info, ca, err := client.Join(ctx, req)
+	_, ca, err := client.Join(ctx, req)
 	if err != nil {
 		return fmt.Errorf("--join: %w", err)
-	}
-	if embeddedetcd.HasMember(o.DataDir) {
-		id, ok := embeddedetcd.ClusterID(o.DataDir)
-		if !ok || id != info.ClusterID {
-			return fmt.Errorf("--join: the data directory %s holds the etcd data of another cluster than %s's (cluster %x): "+
-				"to join, start with another --data-dir or move this one away; to run the cluster it belongs to, start without --join", o.DataDir, o.Cluster.Join, info.ClusterID)
-		}
-		klog.InfoS("This data directory is a member of the cluster already; restarting it, --join not needed", "dataDir", o.DataDir)
-		return nil
 	}
 	if own, err := os.ReadFile(filepath.Join(o.DataDir, "pki", "ca.crt")); err == nil && !bytes.Equal(own, ca) {
 		return fmt.Errorf("--join: the data directory %s has a cluster CA of its own, not %s's: it belongs to another cluster; "+
@@ -119,6 +142,28 @@ func prepareJoin(ctx context.Context, o *Options, m *embeddedetcd.Cluster) error
 	}
 	m.Join = &embeddedetcd.Join{InitialCluster: initialCluster(b, m.Name)}
 	klog.InfoS("Joining the etcd cluster as a learner", "server", o.Cluster.Join, "member", m.Name, "cluster", fmt.Sprintf("%x", b.ClusterID))
+	return nil
+}
+
+// restartMember checks, without asking any server, that the data
+// directory, which holds an etcd member, belongs to a cluster of servers
+// and, when the token pins a CA, to that CA's cluster.
+func restartMember(o *Options, tok clusterjoin.Token) error {
+	if _, ok := embeddedetcd.ClusterID(o.DataDir); !ok {
+		return fmt.Errorf("--join: the data directory %s holds the etcd data of a single server, not of a member of a cluster: "+
+			"to join %s, start with another --data-dir or move this one away; to run it, start without --join", o.DataDir, o.Cluster.Join)
+	}
+	if tok.CAHash != "" {
+		own, err := os.ReadFile(filepath.Join(o.DataDir, "pki", "ca.crt"))
+		if err != nil {
+			return fmt.Errorf("--join: %w", err)
+		}
+		if hash, err := clusterjoin.CAHash(own); err != nil || hash != tok.CAHash {
+			return fmt.Errorf("--join: the data directory %s holds the etcd data of another cluster than the token's (its CA is not the one the token pins): "+
+				"to join, start with another --data-dir or move this one away; to run the cluster it belongs to, start without --join", o.DataDir)
+		}
+	}
+	klog.InfoS("This data directory is a member of a cluster already; restarting it, --join not needed", "dataDir", o.DataDir)
 	return nil
 }
 

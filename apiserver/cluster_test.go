@@ -1,6 +1,8 @@
 package apiserver
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -33,6 +35,28 @@ func TestValidateCluster(t *testing.T) {
 				t.Errorf("got error %v, want one saying %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+func TestTokenFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(path, []byte("P10secret-from-a-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Cluster: ClusterOptions{Join: "https://10.0.0.1:6443", TokenFile: path}}
+	if err := o.ValidateCluster(); err != nil || o.Cluster.Token != "P10secret-from-a-file" {
+		t.Errorf("--token-file: got token %q, error %v; want the file's token", o.Cluster.Token, err)
+	}
+	if err := o.ValidateCluster(); err != nil {
+		t.Errorf("validating again after the file was read: %v", err)
+	}
+	both := Options{Cluster: ClusterOptions{Join: "https://10.0.0.1:6443", Token: "t", TokenFile: path}}
+	if err := both.ValidateCluster(); err == nil || !strings.Contains(err.Error(), "pass only one") {
+		t.Errorf("--token and --token-file: got %v, want an error saying to pass only one", err)
+	}
+	missing := Options{Cluster: ClusterOptions{Join: "https://10.0.0.1:6443", TokenFile: path + ".gone"}}
+	if err := missing.ValidateCluster(); err == nil || !strings.Contains(err.Error(), "--token-file") {
+		t.Errorf("missing --token-file: got %v, want an error naming the flag", err)
 	}
 }
 

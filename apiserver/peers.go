@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
+
+	"portal.dev/portal/apiserver/admission/reservedleases"
 )
 
 // Every API server announces itself with a Lease in kube-system; the
@@ -28,7 +30,7 @@ import (
 // renewed every 10 s, so a server that stops renewing leaves the endpoints
 // (and clients' load balancers drop it) within 15 s plus one reconcile.
 const (
-	peerLeaseLabel     = "portal.dev/apiserver"
+	peerLeaseLabel     = reservedleases.PeerLeaseLabel
 	peerAddressAnnot   = "portal.dev/advertise-address"
 	peerPortAnnot      = "portal.dev/secure-port"
 	peerLeaseDuration  = 15 // seconds

@@ -42,6 +42,7 @@ import (
 	"portal.dev/portal/apiserver/admission/defaultingressclass"
 	"portal.dev/portal/apiserver/admission/externalips"
 	"portal.dev/portal/apiserver/admission/noderestriction"
+	"portal.dev/portal/apiserver/admission/reservedleases"
 	saadmission "portal.dev/portal/apiserver/admission/serviceaccount"
 	"portal.dev/portal/apiserver/auditlog"
 	"portal.dev/portal/apiserver/auth"
@@ -466,13 +467,17 @@ func applyAdmission(c *genericapiserver.RecommendedConfig, client kubernetes.Int
 	// ServiceExternalIPs keeps spec.externalIPs to those allowed to set
 	// them (CVE-2020-8554).
 	externalIPs := externalips.New(externalIPCIDRs)
-	for _, p := range []admission.Interface{nsLifecycle, ingressClass, serviceAccount, nodeRestriction, externalIPs} {
+	// PortalReservedLeases keeps the API servers' peer leases and the
+	// controller manager's Lease to their owners, which RBAC cannot do
+	// for create.
+	reservedLeases := reservedleases.New()
+	for _, p := range []admission.Interface{nsLifecycle, ingressClass, serviceAccount, nodeRestriction, externalIPs, reservedLeases} {
 		init.Initialize(p)
 		if err := admission.ValidateInitialization(p); err != nil {
 			return err
 		}
 	}
-	c.AdmissionControl = admission.NewChainHandler(nsLifecycle, ingressClass, serviceAccount, nodeRestriction, externalIPs)
+	c.AdmissionControl = admission.NewChainHandler(nsLifecycle, ingressClass, serviceAccount, nodeRestriction, externalIPs, reservedLeases)
 	return nil
 }
 

@@ -66,10 +66,14 @@ func TestHAEtcdJoin(t *testing.T) {
 	}
 
 	// A joined server restarts with its data directory, its --join and
-	// all: it is a member already, so it just rejoins.
+	// all, while its --join target is down: it is a member already, so it
+	// asks nothing and rejoins the two members that hold quorum.
+	s1.Server.Stop()
 	s3.Server.Stop()
 	s3.Server.Start()
 	b.WaitMembers(s3, "s1", "s2", "s3")
+	s1.Server.Start()
+	b.WaitMembers(s1, "s1", "s2", "s3")
 
 	s4 := b.AddNode()
 	b.Join(s4, "--leave")

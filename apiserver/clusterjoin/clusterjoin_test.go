@@ -2,7 +2,10 @@ package clusterjoin
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"net"
 	"net/http"
@@ -80,9 +83,12 @@ func TestEnsureToken(t *testing.T) {
 	if _, err := EnsureToken(t.TempDir(), other.String(), ca.CertPEM); err == nil {
 		t.Error("--token pinned to another CA: no error")
 	}
-	given, err := EnsureToken(t.TempDir(), "chosen", ca.CertPEM)
-	if err != nil || given.Secret != "chosen" || given.CAHash != first.CAHash {
+	given, err := EnsureToken(t.TempDir(), "a-chosen-long-secret", ca.CertPEM)
+	if err != nil || given.Secret != "a-chosen-long-secret" || given.CAHash != first.CAHash {
 		t.Errorf("--token chosen on a new server: got %+v, %v", given, err)
+	}
+	if _, err := EnsureToken(t.TempDir(), "chosen", ca.CertPEM); err == nil || !strings.Contains(err.Error(), "at least 16 random characters") {
+		t.Errorf("--token too short to resist guessing: got %v, want an error saying how long it must be", err)
 	}
 }
 
@@ -207,5 +213,52 @@ func TestJoinEndpointNeedsTheSecret(t *testing.T) {
 	}
 	if etcd.added != 0 {
 		t.Errorf("learners added: got %d, want 0", etcd.added)
+	}
+}
+
+// TestProofResistsGuessing checks that a proof, which anyone may ask for,
+// cannot be checked against a guessed secret with one HMAC: the key is a
+// slow derivation of the secret.
+func TestProofResistsGuessing(t *testing.T) {
+	ca := []byte("-----BEGIN CERTIFICATE-----\nCA\n-----END CERTIFICATE-----\n")
+	const secret, nonce = "the-right-secret", "0123456789abcdef"
+	cheap := hmac.New(sha256.New, []byte(secret))
+	cheap.Write([]byte("portal-join-ca\x00" + nonce + "\x00"))
+	cheap.Write(ca)
+	got := proof(secret, nonce, ca)
+	if got == hex.EncodeToString(cheap.Sum(nil)) {
+		t.Fatal("the proof is the HMAC keyed with the bare secret: one hash checks a guess")
+	}
+	if got != proof(secret, nonce, ca) {
+		t.Fatal("two proofs of one secret, nonce and CA differ")
+	}
+	if proofKeyIterations < 600_000 {
+		t.Errorf("proof key work factor %d, want at least OWASP's 600000 for PBKDF2-HMAC-SHA256", proofKeyIterations)
+	}
+}
+
+// TestJoinBlockedByAnUnstartedLearner: a joiner that crashed after its
+// learner was added leaves it behind, and etcd admits one learner; a
+// later joiner is told which member blocks it and how to remove it.
+func TestJoinBlockedByAnUnstartedLearner(t *testing.T) {
+	etcd := &fakeEtcd{members: []Member{{ID: 1, Name: "s1", PeerURLs: []string{"https://10.0.0.1:2380"}},
+		{ID: 0x65, PeerURLs: []string{"https://10.0.0.2:2380"}, Learner: true}}}
+	srv, caPEM := joinServer(t, "right", etcd)
+	pinned, _ := Token{Secret: "right"}.Pinned(caPEM)
+	c := &Client{Server: srv.URL, Token: pinned}
+	_, _, err := c.Join(context.Background(), Request{Name: "s3", PeerURL: "https://10.0.0.3:2380", Add: true})
+	if !errors.Is(err, ErrConflict) {
+		t.Fatalf("Join: got error %v, want %v", err, ErrConflict)
+	}
+	for _, want := range []string{"etcd member 65 (peer URL https://10.0.0.2:2380)", "has not started", "member remove 65", "apiserver-client.crt"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Join error %q does not say %q", err, want)
+		}
+	}
+	if etcd.added != 0 {
+		t.Errorf("learners added: got %d, want 0", etcd.added)
+	}
+	if _, _, err := c.Join(context.Background(), Request{Name: "s2", PeerURL: "https://10.0.0.2:2380", Add: true}); err != nil {
+		t.Errorf("the server the learner was added for, retrying: %v, want it to start the learner", err)
 	}
 }

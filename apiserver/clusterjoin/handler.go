@@ -97,9 +97,13 @@ func (c HandlerConfig) serveJoin(w http.ResponseWriter, r *http.Request) {
 }
 
 // ConflictError is a join the cluster refuses as it stands: the name or
-// peer URL is another member's.
-type ConflictError struct{ Msg string }
+// peer URL is another member's, or a learner that never started blocks it.
+type ConflictError struct {
+	// Msg says why, and what to do.
+	Msg string
+}
 
+// Error returns the refusal's message, which says what to do.
 func (e *ConflictError) Error() string { return e.Msg }
 
 func (c HandlerConfig) bundle(ctx context.Context, req Request) (*Bundle, error) {
@@ -137,6 +141,9 @@ func (c HandlerConfig) bundle(ctx context.Context, req Request) (*Bundle, error)
 		b.MemberID = id
 		return b, nil
 	}
+	if m, ok := unstartedLearner(b.Members); ok {
+		return nil, c.unstartedLearnerError(m)
+	}
 	if b.MemberID, b.Members, err = c.Etcd.AddLearner(ctx, req.PeerURL); err != nil {
 		return nil, fmt.Errorf("add etcd learner: %w", err)
 	}
@@ -160,6 +167,37 @@ func joinable(members []Member, req Request) (uint64, error) {
 		}
 	}
 	return 0, nil
+}
+
+// unstartedLearner returns a learner that was added but never started (it
+// has no name yet). etcd admits one learner at a time, so while it stays
+// no other member can be added.
+func unstartedLearner(members []Member) (Member, bool) {
+	for _, m := range members {
+		if m.Learner && m.Name == "" {
+			return m, true
+		}
+	}
+	return Member{}, false
+}
+
+// unstartedLearnerError says which learner blocks the join and how to
+// remove it with etcdctl on this server, whose data directory holds the
+// etcd client port and credentials.
+func (c HandlerConfig) unstartedLearnerError(m Member) error {
+	endpoint := "https://127.0.0.1:<the first port in " + filepath.Join(c.DataDir, "etcd-ports") + ">"
+	if data, err := os.ReadFile(filepath.Join(c.DataDir, "etcd-ports")); err == nil {
+		var port int
+		if _, err := fmt.Sscan(string(data), &port); err == nil {
+			endpoint = fmt.Sprintf("https://127.0.0.1:%d", port)
+		}
+	}
+	etcdPKI := filepath.Join(c.DataDir, "pki", "etcd")
+	return &ConflictError{Msg: fmt.Sprintf("etcd member %x (peer URL %s) was added for a server that has not started it, and etcd admits one learner at a time: "+
+		"start that server again with --join from the same address, or, if it is gone, remove the member on the server you join with "+
+		"'etcdctl --endpoints %s --cacert %s --cert %s --key %s member remove %x', then join again",
+		m.ID, strings.Join(m.PeerURLs, ","), endpoint, filepath.Join(etcdPKI, "ca.crt"),
+		filepath.Join(etcdPKI, "apiserver-client.crt"), filepath.Join(etcdPKI, "apiserver-client.key"), m.ID)}
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

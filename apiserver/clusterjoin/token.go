@@ -100,11 +100,16 @@ func CAHash(caPEM []byte) (string, error) {
 // token, like k3s's node-token.
 func TokenPath(dataDir string) string { return filepath.Join(dataDir, "token") }
 
+// MinSecretLength is the shortest secret a first server accepts as
+// --token: a random secret of that many hexadecimal digits holds 64 bits.
+const MinSecretLength = 16
+
 // EnsureToken returns the token of the server with data directory dataDir
 // and CA caPEM: given (as a flag) it must agree with the stored one, if
 // any, and is stored; not given, the stored one, or a new random secret.
 // The stored token is pinned to caPEM, mode 0600. A given token pinned to
-// another CA is refused: it was made for another cluster.
+// another CA is refused: it was made for another cluster; so is a new
+// secret shorter than MinSecretLength.
 func EnsureToken(dataDir, given string, caPEM []byte) (Token, error) {
 	var tok Token
 	if given != "" {
@@ -126,6 +131,10 @@ func EnsureToken(dataDir, given string, caPEM []byte) (Token, error) {
 		tok.Secret = stored.Secret
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return Token{}, err
+	} else if given != "" && len(tok.Secret) < MinSecretLength {
+		return Token{}, fmt.Errorf("--token: the secret is %d characters long; it must be at least %d random characters "+
+			"(anyone who reaches the server may try to guess it offline), such as the output of 'openssl rand -hex 16', "+
+			"or leave --token out to have one made", len(tok.Secret), MinSecretLength)
 	}
 	if tok.Secret == "" {
 		tok.Secret = newSecret()

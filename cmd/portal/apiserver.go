@@ -44,8 +44,9 @@ func addAPIServerFlags(fs *pflag.FlagSet, o *apiserver.Options) {
 // servers, named as k3s names them where it has them.
 func addClusterFlags(fs *pflag.FlagSet, c *apiserver.ClusterOptions) {
 	fs.BoolVar(&c.Init, "cluster-init", c.Init, "start a one-member embedded etcd cluster that other servers can join with --join and the token this server stores in its data directory (file \"token\")")
-	fs.StringVar(&c.Join, "join", c.Join, "https URL of a server of the embedded etcd cluster to join (needs --token); ignored once the data directory is a member")
+	fs.StringVar(&c.Join, "join", c.Join, "https URL of a server of the embedded etcd cluster to join (needs --token or --token-file); ignored once the data directory is a member")
 	fs.StringVar(&c.Token, "token", c.Token, "join token of the cluster: on the first server the secret to use (default: one it makes), on others the token from the first server's data directory")
+	fs.StringVar(&c.TokenFile, "token-file", c.TokenFile, "file that holds the join token, instead of --token (which every local user can read in the process's command line)")
 	fs.BoolVar(&c.Leave, "leave", c.Leave, "on a clean shutdown, remove this server's member from the embedded etcd cluster and its etcd data from the data directory")
 	fs.IntVar(&c.PeerPort, "etcd-peer-port", apiserver.DefaultEtcdPeerPort, "port the embedded etcd's peers dial on the advertise address, with --cluster-init or --join")
 }

@@ -33,6 +33,11 @@ const (
 	IngressUser           = "system:portal-ingress"
 )
 
+// IngressLeaderLease is the kube-system Lease the Ingress controller's
+// replicas of the default class campaign for, the only one its Role may
+// read and renew.
+const IngressLeaderLease = "portal-ingress-leader-portal"
+
 // rule builds a resource rule from space-separated verbs, API groups
 // ("" is the core group; write it as "core") and resources.
 func rule(verbs, groups, resources string) rbacv1.PolicyRule {

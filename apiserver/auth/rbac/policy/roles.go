@@ -119,16 +119,24 @@ func Roles() []rbacv1.Role {
 	}
 	return []rbacv1.Role{
 		// The DNS publisher keeps the kube-dns Service and one
-		// EndpointSlice and Lease per DNS server in kube-system.
+		// EndpointSlice and Lease per DNS server in kube-system. The
+		// Leases are named after each server's identity and a server
+		// deletes those of dead ones, so they cannot be named here; the
+		// PortalReservedLeases admission plugin keeps this role off the
+		// API servers' and the controller manager's Leases.
 		role("system:kube-dns",
 			rule("get create update", "core", "services"),
 			rule("get list create update delete", "discovery.k8s.io", "endpointslices"),
 			rule("get create update delete", "coordination.k8s.io", "leases")),
 		// The Ingress controller's replicas elect the one that writes
 		// Ingress status through a Lease here, as ingress-nginx does in
-		// its namespace.
+		// its namespace: get and update only the default class's Lease
+		// (another class or --election-id needs a Role naming its own).
+		// Create cannot be limited by name; PortalReservedLeases keeps
+		// it from forging the Leases that carry authority.
 		role("system:portal-ingress",
-			rule("get create update", "coordination.k8s.io", "leases")),
+			rule("create", "coordination.k8s.io", "leases"),
+			named(rule("get update", "coordination.k8s.io", "leases"), IngressLeaderLease)),
 	}
 }
 
