@@ -32,6 +32,15 @@ func (op *Op) Finish(ctx context.Context, success bool) {
 	op.a.releaseKeys(ctx, keys, op.owner)
 }
 
+// Keep takes held, what the stored Service holds, out of what a failed
+// write gives back: a write reported failed may have landed after all.
+func (op *Op) Keep(held []Key) {
+	if op == nil {
+		return
+	}
+	op.reserved = slices.DeleteFunc(op.reserved, func(k Key) bool { return slices.Contains(held, k) })
+}
+
 // slot is one item a Service needs that it did not name: a cluster IP of a
 // family, or a node port. set writes the chosen value into the Service.
 type slot struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc/codes"
@@ -11,14 +12,24 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
+	"k8s.io/apiserver/pkg/storage"
 
 	"portal.dev/portal/allocator"
 )
 
 // allocate reserves what svc needs (see allocator.Allocate) and returns the
 // FinishFunc that settles the reservations with the write's outcome.
-func allocate(ctx context.Context, cfg Config, svc, old *corev1.Service, dryRun bool) (genericregistry.FinishFunc, error) {
+//
+// A failed write is not always one that did not happen: etcd answers a
+// write it could not confirm in time (a leader lost mid-request) with an
+// error, and may apply it all the same. So before giving back what a
+// failed write reserved, the stored Service is read from etcd; what it
+// holds stays reserved, and when it cannot be read nothing is given back
+// (the repair loop frees reservations no Service holds). Released on a
+// write that landed, a node port would go to a second Service.
+func allocate(ctx context.Context, cfg Config, stored serviceGetter, svc, old *corev1.Service, dryRun bool) (genericregistry.FinishFunc, error) {
 	if cfg.Allocator == nil {
 		return func(context.Context, bool) {}, nil
 	}
@@ -29,7 +40,58 @@ func allocate(ctx context.Context, cfg Config, svc, old *corev1.Service, dryRun 
 		}
 		return nil, allocationFailure(err)
 	}
-	return op.Finish, nil
+	return func(ctx context.Context, success bool) {
+		if success || stored == nil {
+			op.Finish(ctx, success)
+			return
+		}
+		current, err := stored(ctx, svc.Namespace, svc.Name)
+		if err != nil {
+			return
+		}
+		if current != nil {
+			op.Keep(allocator.Keys(current))
+		}
+		op.Finish(ctx, false)
+	}, nil
+}
+
+// storedReadTimeout bounds the read of a Service whose write failed.
+const storedReadTimeout = 10 * time.Second
+
+// serviceGetter returns the stored Service ns/name, nil when there is none.
+type serviceGetter func(ctx context.Context, ns, name string) (*corev1.Service, error)
+
+// storedServices reads Services from etcd, past the watch cache: the
+// Services' own store, given once it is built.
+type storedServices struct {
+	store *genericregistry.Store
+}
+
+func (s *storedServices) bind(store *genericregistry.Store) { s.store = store }
+
+// get returns the stored Service ns/name, or nil when there is none.
+func (s *storedServices) get(ctx context.Context, ns, name string) (*corev1.Service, error) {
+	if s.store == nil {
+		return nil, errors.New("the Services' store is not built")
+	}
+	// The request may be over already; the read still gets its own time.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storedReadTimeout)
+	defer cancel()
+	ctx = genericapirequest.WithNamespace(ctx, ns)
+	key, err := s.store.KeyFunc(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	out := &corev1.Service{}
+	err = s.store.Storage.Get(ctx, key, storage.GetOptions{}, out)
+	switch {
+	case storage.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	return out, nil
 }
 
 // allocationErrors reports an allocator error on the fields upstream's

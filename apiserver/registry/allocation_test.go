@@ -49,7 +49,7 @@ func TestAllocationErrors(t *testing.T) {
 		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
 		s.Spec.Ports[0].NodePort, s.Spec.HealthCheckNodePort = 30005, 30006
 	})
-	if _, err := allocate(ctx, rcfg, holder, nil, false); err != nil {
+	if _, err := allocate(ctx, rcfg, nil, holder, nil, false); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
@@ -99,7 +99,7 @@ func TestAllocationErrors(t *testing.T) {
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := allocate(ctx, rcfg, tc.svc, nil, false)
+			_, err := allocate(ctx, rcfg, nil, tc.svc, nil, false)
 			if err == nil || err.Error() != tc.want {
 				t.Errorf("got %v, want %s", err, tc.want)
 			}
@@ -107,10 +107,10 @@ func TestAllocationErrors(t *testing.T) {
 	}
 	t.Run("range full", func(t *testing.T) {
 		// 10.0.0.0/30 has two usable addresses; holder has one.
-		if _, err := allocate(ctx, rcfg, testService("second", corev1.ServiceTypeClusterIP, nil), nil, false); err != nil {
+		if _, err := allocate(ctx, rcfg, nil, testService("second", corev1.ServiceTypeClusterIP, nil), nil, false); err != nil {
 			t.Fatal(err)
 		}
-		_, err := allocate(ctx, rcfg, testService("third", corev1.ServiceTypeClusterIP, nil), nil, false)
+		_, err := allocate(ctx, rcfg, nil, testService("third", corev1.ServiceTypeClusterIP, nil), nil, false)
 		want := `Service "third" is invalid: spec.clusterIPs: Invalid value: "": failed to allocate: range is full`
 		if err == nil || err.Error() != want {
 			t.Errorf("got %v, want %s", err, want)
@@ -156,12 +156,12 @@ func TestNodePortRangeFull(t *testing.T) {
 	}}
 	// Three of the four node ports are taken first; each case then has
 	// one for its first entry and none for the next.
-	if _, err := allocate(ctx, rcfg, testService("holder", corev1.ServiceTypeNodePort, withPorts(3)), nil, false); err != nil {
+	if _, err := allocate(ctx, rcfg, nil, testService("holder", corev1.ServiceTypeNodePort, withPorts(3)), nil, false); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := allocate(ctx, rcfg, tc.svc, nil, false)
+			_, err := allocate(ctx, rcfg, nil, tc.svc, nil, false)
 			if err == nil || err.Error() != tc.want {
 				t.Errorf("got %v, want %s", err, tc.want)
 			}
@@ -202,7 +202,7 @@ func TestAllocationStorageFailure(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := svcconfig.ServiceConfig{ClusterIPRanges: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/24")}}
 			a := allocator.New(cfg, failingStore{MemoryStore: allocator.NewMemoryStore(), err: tc.err})
-			_, err := allocate(context.Background(), Config{Service: cfg, Allocator: a},
+			_, err := allocate(context.Background(), Config{Service: cfg, Allocator: a}, nil,
 				testService("web", corev1.ServiceTypeClusterIP, nil), nil, false)
 			var status apierrors.APIStatus
 			if !errors.As(err, &status) {
@@ -210,6 +210,56 @@ func TestAllocationStorageFailure(t *testing.T) {
 			}
 			if got := status.Status().Code; got != tc.want {
 				t.Errorf("got %d (%v), want %d", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestFailedWriteThatLanded: etcd may apply a write it answered with an
+// error (a leader lost mid-request). A Service create reported failed gave
+// its node port back although the Service was stored, and the next Service
+// got the same port. What the stored Service holds now stays reserved; when
+// the stored Service cannot be read, nothing is given back.
+func TestFailedWriteThatLanded(t *testing.T) {
+	withPort := func(name string, port int32) *corev1.Service {
+		return testService(name, corev1.ServiceTypeNodePort, func(s *corev1.Service) {
+			s.Spec.Ports = s.Spec.Ports[:1]
+			s.Spec.Ports[0].NodePort = port
+		})
+	}
+	cases := []struct {
+		name     string
+		stored   serviceGetter
+		wantKept bool
+	}{
+		{"the write landed", func(context.Context, string, string) (*corev1.Service, error) {
+			return withPort("web", 30001), nil
+		}, true},
+		{"the stored Service cannot be read", func(context.Context, string, string) (*corev1.Service, error) {
+			return nil, errors.New("etcdserver: request timed out")
+		}, true},
+		{"the write did not land", func(context.Context, string, string) (*corev1.Service, error) {
+			return nil, nil
+		}, false},
+		{"an older Service of that name holds another port", func(context.Context, string, string) (*corev1.Service, error) {
+			return withPort("web", 30002), nil
+		}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := svcconfig.ServiceConfig{
+				ClusterIPRanges: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/24")},
+				NodePortRange:   svcconfig.PortRange{Base: 30000, Size: 10},
+			}
+			rcfg := Config{Service: cfg, Allocator: allocator.New(cfg, allocator.NewMemoryStore())}
+			finish, err := allocate(context.Background(), rcfg, tc.stored, withPort("web", 30001), nil, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			finish(context.Background(), false)
+			_, err = allocate(context.Background(), rcfg, nil, withPort("other", 30001), nil, false)
+			if kept := err != nil; kept != tc.wantKept {
+				t.Errorf("node port 30001 still reserved after the failed write: %v (second create: %v), want %v", kept, err, tc.wantKept)
 			}
 		})
 	}

@@ -124,7 +124,7 @@ func serviceHooks(cfg Config) Hooks {
 // cluster IPs and node ports before validation, as upstream's service REST
 // does. The returned FinishFunc gives the reservations back if the create
 // fails after all.
-func serviceBeginCreate(cfg Config) genericregistry.BeginCreateFunc {
+func serviceBeginCreate(cfg Config, stored *storedServices) genericregistry.BeginCreateFunc {
 	return func(ctx context.Context, obj runtime.Object, opts *metav1.CreateOptions) (genericregistry.FinishFunc, error) {
 		svc := obj.(*corev1.Service)
 		// Reservations name their Service, so settle the name and
@@ -138,21 +138,21 @@ func serviceBeginCreate(cfg Config) genericregistry.BeginCreateFunc {
 		if errs := defaults.ServiceIPFamilies(svc, nil, cfg.Service); len(errs) > 0 {
 			return nil, invalidService(svc, errs)
 		}
-		return allocate(ctx, cfg, svc, nil, len(opts.DryRun) > 0)
+		return allocate(ctx, cfg, stored.get, svc, nil, len(opts.DryRun) > 0)
 	}
 }
 
 // serviceBeginUpdate does the same for updates, carrying allocated values
 // the client left out over from the stored Service; what the Service no
 // longer holds is released once the update is stored.
-func serviceBeginUpdate(cfg Config) genericregistry.BeginUpdateFunc {
+func serviceBeginUpdate(cfg Config, stored *storedServices) genericregistry.BeginUpdateFunc {
 	return func(ctx context.Context, obj, old runtime.Object, opts *metav1.UpdateOptions) (genericregistry.FinishFunc, error) {
 		svc, oldSvc := obj.(*corev1.Service), old.(*corev1.Service)
 		if errs := defaults.ServiceIPFamilies(svc, oldSvc, cfg.Service); len(errs) > 0 {
 			return nil, invalidService(svc, errs)
 		}
 		defaults.ServiceTypeTransition(svc, oldSvc)
-		return allocate(ctx, cfg, svc, oldSvc, len(opts.DryRun) > 0)
+		return allocate(ctx, cfg, stored.get, svc, oldSvc, len(opts.DryRun) > 0)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 // Kinds returns every served resource, in the order discovery lists them.
 // cfg carries the cluster settings some strategies need.
 func Kinds(cfg Config) []Kind {
+	services := &storedServices{}
 	core, discovery := corev1.SchemeGroupVersion, discoveryv1.SchemeGroupVersion
 	coordination, networking := coordinationv1.SchemeGroupVersion, networkingv1.SchemeGroupVersion
 	kinds := []Kind{
@@ -27,8 +28,9 @@ func Kinds(cfg Config) []Kind {
 			New: func() runtime.Object { return &corev1.Pod{} }, NewList: func() runtime.Object { return &corev1.PodList{} }},
 		{GroupVersion: core, Resource: "services", Singular: "service", ShortNames: []string{"svc"}, Categories: []string{"all"},
 			Namespaced: true, HasStatus: true, Hooks: serviceHooks(cfg),
-			BeginCreate: serviceBeginCreate(cfg), BeginUpdate: serviceBeginUpdate(cfg), AfterDelete: serviceAfterDelete(cfg),
-			New: func() runtime.Object { return &corev1.Service{} }, NewList: func() runtime.Object { return &corev1.ServiceList{} }},
+			BeginCreate: serviceBeginCreate(cfg, services), BeginUpdate: serviceBeginUpdate(cfg, services), AfterDelete: serviceAfterDelete(cfg),
+			Built: services.bind,
+			New:   func() runtime.Object { return &corev1.Service{} }, NewList: func() runtime.Object { return &corev1.ServiceList{} }},
 		{GroupVersion: core, Resource: "endpoints", Singular: "endpoints", ShortNames: []string{"ep"},
 			Namespaced: true, Hooks: endpointsHooks(),
 			New: func() runtime.Object { return &corev1.Endpoints{} }, NewList: func() runtime.Object { return &corev1.EndpointsList{} }},

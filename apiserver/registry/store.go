@@ -48,6 +48,8 @@ type Kind struct {
 	// rule that an update leaving an object terminating, with a zero
 	// grace period and no finalizers, deletes it.
 	ShouldDeleteDuringUpdate func(ctx context.Context, key string, obj, existing runtime.Object) bool
+	// Built, when set, is given the kind's store once it is complete.
+	Built func(*genericregistry.Store)
 }
 
 // REST is the storage of one resource; it adds short names and categories to
@@ -123,6 +125,9 @@ func NewStore(k Kind, opts generic.RESTOptionsGetter) (*REST, *StatusREST, error
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("storage for %s: %w", gr, err)
+	}
+	if k.Built != nil {
+		k.Built(store)
 	}
 	r := &REST{Store: store, shortNames: k.ShortNames, categories: k.Categories}
 	if !k.HasStatus {
