@@ -34,8 +34,12 @@ func (s *Servers) accept(l *servedListener) error {
 
 // serveConn serves one accepted connection: over TLS, after its
 // handshake, which hands HTTP/2 to net/http's server at once.
-func (s *Servers) serveConn(l *servedListener, conn net.Conn) {
-	c := &h1Conn{s: s, l: l, conn: conn, raw: conn}
+func (s *Servers) serveConn(l *servedListener, raw net.Conn) {
+	conn := raw
+	if d := l.handler.opts.ClientSendTimeout; d > 0 {
+		conn = &sendTimeoutConn{Conn: raw, timeout: d}
+	}
+	c := &h1Conn{s: s, l: l, conn: conn, raw: raw}
 	if !s.track(c) {
 		conn.Close()
 		return
@@ -74,6 +78,24 @@ func handshake(conn net.Conn, conf *tls.Config) *tls.Conn {
 	conn.SetDeadline(time.Time{})
 	return tc
 }
+
+// sendTimeoutConn bounds each write to the client, on the loop and
+// after a hand-off, TLS records included, as nginx's send_timeout does:
+// a client that stops reading has its connection closed, rather than
+// holding it and the endpoint's. Each write has the whole timeout, so a
+// slow client or a long-lived WebSocket is not cut off.
+type sendTimeoutConn struct {
+	net.Conn
+	timeout time.Duration
+}
+
+func (c *sendTimeoutConn) Write(p []byte) (int, error) {
+	c.Conn.SetWriteDeadline(time.Now().Add(c.timeout))
+	return c.Conn.Write(p)
+}
+
+// NetConn is the connection accepted, as tls.Conn's NetConn.
+func (c *sendTimeoutConn) NetConn() net.Conn { return c.Conn }
 
 // looksLikeHTTP says whether the first bytes of what should have been a
 // TLS record are a plain HTTP request's.
