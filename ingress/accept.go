@@ -39,14 +39,16 @@ func (s *Servers) serveConn(l *servedListener, raw net.Conn) {
 	if d := l.handler.opts.ClientSendTimeout; d > 0 {
 		conn = &sendTimeoutConn{Conn: raw, timeout: d}
 	}
-	c := &h1Conn{s: s, l: l, conn: conn, raw: raw}
+	// The first request's head, TLS handshake included, has
+	// readHeaderTimeout from the accept, as nginx's client_header_timeout.
+	c := &h1Conn{s: s, l: l, conn: conn, raw: raw, headDeadline: time.Now().Add(readHeaderTimeout)}
 	if !s.track(c) {
 		conn.Close()
 		return
 	}
 	defer s.untrack(c)
 	if l.tlsConf != nil {
-		tc := handshake(conn, l.tlsConf)
+		tc := handshake(conn, l.tlsConf, c.headDeadline)
 		if tc == nil {
 			return
 		}
@@ -60,13 +62,13 @@ func (s *Servers) serveConn(l *servedListener, raw net.Conn) {
 	c.serve()
 }
 
-// handshake runs the TLS handshake of conn, bounded as the request head
-// is, and returns the TLS connection, or nil after closing conn when the
+// handshake runs the TLS handshake of conn, bounded by the first request
+// head's deadline, and returns the TLS connection, or nil after closing conn when the
 // handshake failed. A client that spoke plain HTTP is told so, as
 // net/http's server tells it.
-func handshake(conn net.Conn, conf *tls.Config) *tls.Conn {
+func handshake(conn net.Conn, conf *tls.Config, deadline time.Time) *tls.Conn {
 	tc := tls.Server(conn, conf)
-	conn.SetDeadline(time.Now().Add(readHeaderTimeout))
+	conn.SetDeadline(deadline)
 	if err := tc.Handshake(); err != nil {
 		var re tls.RecordHeaderError
 		if errors.As(err, &re) && re.Conn != nil && looksLikeHTTP(re.RecordHeader) {
