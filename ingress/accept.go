@@ -99,6 +99,9 @@ func (c *sendTimeoutConn) Write(p []byte) (int, error) {
 // NetConn is the connection accepted, as tls.Conn's NetConn.
 func (c *sendTimeoutConn) NetConn() net.Conn { return c.Conn }
 
+// CloseWrite shuts down the writing side of the connection accepted.
+func (c *sendTimeoutConn) CloseWrite() error { return closeWrite(c.Conn) }
+
 // looksLikeHTTP says whether the first bytes of what should have been a
 // TLS record are a plain HTTP request's.
 func looksLikeHTTP(hdr [5]byte) bool {

@@ -84,3 +84,15 @@ func (c *replayConn) Read(p []byte) (int, error) {
 
 // NetConn is the connection under the replay, as tls.Conn's NetConn.
 func (c *replayConn) NetConn() net.Conn { return c.Conn }
+
+// CloseWrite shuts down the writing side of the connection, as net/http's
+// server does before closing after an error answer.
+func (c *replayConn) CloseWrite() error { return closeWrite(c.Conn) }
+
+// closeWrite shuts down the writing side of c when it can.
+func closeWrite(c net.Conn) error {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}

@@ -1,8 +1,11 @@
 package ingress
 
 import (
+	"context"
+	"crypto/tls"
 	"io"
 	"net"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -57,5 +60,34 @@ func TestHeaderTimeoutFromAccept(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// A request net/http's server reads on a TLS connection the loop handed
+// over has the connection's TLS state, as one the loop serves has: the
+// server sees the replay over the *tls.Conn, not a *tls.Conn.
+func TestHandedOverTLSState(t *testing.T) {
+	for _, overTLS := range []bool{false, true} {
+		tb := &testBed{routes: &fakeRoutes{}}
+		h := NewHandler(func() Routes { return tb.routes }, DefaultOptions(), NewMetrics())
+		s := &Servers{}
+		conf := &tls.Config{}
+		if !overTLS {
+			conf = nil
+		}
+		s.add(pipeListener{}, h, conf)
+		srv := s.listeners[0].srv
+		var conn net.Conn
+		conn, other := net.Pipe()
+		defer other.Close()
+		if overTLS {
+			conn = tls.Server(conn, conf)
+		}
+		ctx := srv.ConnContext(context.Background(), &replayConn{Conn: conn})
+		r := httptest.NewRequestWithContext(ctx, "GET", "http://foo.com/", nil)
+		srv.Handler.ServeHTTP(httptest.NewRecorder(), r)
+		if got := r.TLS != nil; got != overTLS {
+			t.Errorf("over TLS %v: got the request's TLS set %v, want %v", overTLS, got, overTLS)
+		}
 	}
 }
