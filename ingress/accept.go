@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"syscall"
 	"time"
 )
 
@@ -19,8 +20,7 @@ func (s *Servers) accept(l *servedListener) error {
 			if s.closing.Load() || errors.Is(err, net.ErrClosed) {
 				return nil
 			}
-			var ne net.Error
-			if !errors.As(err, &ne) {
+			if !temporary(err) {
 				return err
 			}
 			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
@@ -30,6 +30,22 @@ func (s *Servers) accept(l *servedListener) error {
 		delay = 0
 		go s.serveConn(l, conn)
 	}
+}
+
+// temporary says whether a failure to accept may pass: out of file
+// descriptors or memory, or a timeout. Any other leaves the listener
+// broken, and is reported rather than retried forever.
+func temporary(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	for _, e := range []error{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // serveConn serves one accepted connection: over TLS, after its

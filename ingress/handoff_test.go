@@ -6,7 +6,9 @@ import (
 	"io"
 	"net"
 	"net/http/httptest"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -90,4 +92,32 @@ func TestHandedOverTLSState(t *testing.T) {
 			t.Errorf("over TLS %v: got the request's TLS set %v, want %v", overTLS, got, overTLS)
 		}
 	}
+}
+
+// failingListener fails each Accept with the next of errs.
+type failingListener struct {
+	pipeListener
+	errs []error
+}
+
+func (l *failingListener) Accept() (net.Conn, error) {
+	err := l.errs[0]
+	l.errs = l.errs[1:]
+	return nil, err
+}
+
+// A listener that fails for good is reported, after the failures that
+// may pass (out of file descriptors) were waited out, as net/http's
+// server does. Pins the bug where every network error was retried
+// forever, so a broken listener was never reported.
+func TestAcceptFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		broken := &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EINVAL)}
+		tooMany := &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)}
+		s := &Servers{}
+		l := &servedListener{ln: &failingListener{errs: []error{tooMany, tooMany, broken}}}
+		if err := s.accept(l); err != broken {
+			t.Errorf("got %v, want the listener's failure %v", err, broken)
+		}
+	})
 }
