@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"syscall"
 	"time"
 )
 
@@ -19,8 +20,7 @@ func (s *Servers) accept(l *servedListener) error {
 			if s.closing.Load() || errors.Is(err, net.ErrClosed) {
 				return nil
 			}
-			var ne net.Error
-			if !errors.As(err, &ne) {
+			if !temporary(err) {
 				return err
 			}
 			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
@@ -32,17 +32,39 @@ func (s *Servers) accept(l *servedListener) error {
 	}
 }
 
+// temporary says whether a failure to accept may pass: out of file
+// descriptors or memory, or a timeout. Any other leaves the listener
+// broken, and is reported rather than retried forever.
+func temporary(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	for _, e := range []error{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
 // serveConn serves one accepted connection: over TLS, after its
 // handshake, which hands HTTP/2 to net/http's server at once.
-func (s *Servers) serveConn(l *servedListener, conn net.Conn) {
-	c := &h1Conn{s: s, l: l, conn: conn, raw: conn}
+func (s *Servers) serveConn(l *servedListener, raw net.Conn) {
+	conn := raw
+	if d := l.handler.opts.ClientSendTimeout; d > 0 {
+		conn = &sendTimeoutConn{Conn: raw, timeout: d}
+	}
+	// The first request's head, TLS handshake included, has
+	// readHeaderTimeout from the accept, as nginx's client_header_timeout.
+	c := &h1Conn{s: s, l: l, conn: conn, raw: raw, headDeadline: time.Now().Add(readHeaderTimeout)}
 	if !s.track(c) {
 		conn.Close()
 		return
 	}
 	defer s.untrack(c)
 	if l.tlsConf != nil {
-		tc := handshake(conn, l.tlsConf)
+		tc := handshake(conn, l.tlsConf, c.headDeadline)
 		if tc == nil {
 			return
 		}
@@ -56,13 +78,13 @@ func (s *Servers) serveConn(l *servedListener, conn net.Conn) {
 	c.serve()
 }
 
-// handshake runs the TLS handshake of conn, bounded as the request head
-// is, and returns the TLS connection, or nil after closing conn when the
+// handshake runs the TLS handshake of conn, bounded by the first request
+// head's deadline, and returns the TLS connection, or nil after closing conn when the
 // handshake failed. A client that spoke plain HTTP is told so, as
 // net/http's server tells it.
-func handshake(conn net.Conn, conf *tls.Config) *tls.Conn {
+func handshake(conn net.Conn, conf *tls.Config, deadline time.Time) *tls.Conn {
 	tc := tls.Server(conn, conf)
-	conn.SetDeadline(time.Now().Add(readHeaderTimeout))
+	conn.SetDeadline(deadline)
 	if err := tc.Handshake(); err != nil {
 		var re tls.RecordHeaderError
 		if errors.As(err, &re) && re.Conn != nil && looksLikeHTTP(re.RecordHeader) {
@@ -74,6 +96,27 @@ func handshake(conn net.Conn, conf *tls.Config) *tls.Conn {
 	conn.SetDeadline(time.Time{})
 	return tc
 }
+
+// sendTimeoutConn bounds each write to the client, on the loop and
+// after a hand-off, TLS records included, as nginx's send_timeout does:
+// a client that stops reading has its connection closed, rather than
+// holding it and the endpoint's. Each write has the whole timeout, so a
+// slow client or a long-lived WebSocket is not cut off.
+type sendTimeoutConn struct {
+	net.Conn
+	timeout time.Duration
+}
+
+func (c *sendTimeoutConn) Write(p []byte) (int, error) {
+	c.Conn.SetWriteDeadline(time.Now().Add(c.timeout))
+	return c.Conn.Write(p)
+}
+
+// NetConn is the connection accepted, as tls.Conn's NetConn.
+func (c *sendTimeoutConn) NetConn() net.Conn { return c.Conn }
+
+// CloseWrite shuts down the writing side of the connection accepted.
+func (c *sendTimeoutConn) CloseWrite() error { return closeWrite(c.Conn) }
 
 // looksLikeHTTP says whether the first bytes of what should have been a
 // TLS record are a plain HTTP request's.

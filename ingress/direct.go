@@ -257,8 +257,9 @@ func (o *upstreamRequest) appendHead(b []byte) []byte {
 	if httpguts.HeaderValuesContainsToken(r.Header["Te"], "trailers") {
 		b = append(b, "Te: trailers\r\n"...)
 	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		// As Request.Write: many servers expect a length with these.
+	if r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch {
+		// As Request.Write: many servers expect a length with the
+		// methods that usually have a body.
 		b = append(b, "Content-Length: 0\r\n"...)
 	}
 	for i, v := range o.fwd {

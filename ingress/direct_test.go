@@ -349,3 +349,21 @@ func TestHopByHopHeadersOf1xx(t *testing.T) {
 		t.Errorf("client got 1xx %q, want %q", got, want)
 	}
 }
+
+// A bodiless request goes to its endpoint with "Content-Length: 0" only
+// where Request.Write adds it: for the methods that usually have a body.
+func TestBodilessContentLength(t *testing.T) {
+	tb := newTestBed(t, DefaultOptions())
+	tb.backend("foo.com", route.Match{}, keepAliveBackend(t, func(_ int, c net.Conn, req *http.Request) bool {
+		got := fmt.Sprint(req.Header["Content-Length"])
+		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(got), got)
+		return true
+	}, nil))
+	for method, want := range map[string]string{
+		"GET": "[]", "DELETE": "[]", "OPTIONS": "[]", "POST": "[0]", "PUT": "[0]", "PATCH": "[0]",
+	} {
+		if got := body(t, tb.get(t, method, "/")); got != want {
+			t.Errorf("%s: the endpoint got Content-Length %s, want %s", method, got, want)
+		}
+	}
+}

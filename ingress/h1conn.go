@@ -68,6 +68,10 @@ type h1Conn struct {
 	tlsState *tls.ConnectionState
 	// served says a request was read before.
 	served bool
+	// headDeadline is when the head of the request being read must be
+	// in: for the first, readHeaderTimeout from the accept; for the
+	// next ones, from their first byte. It holds across a hand-off.
+	headDeadline time.Time
 
 	// The watch on the client during a request: a read for the next
 	// request, into br, which notices a client that went away.
@@ -132,17 +136,18 @@ func (c *h1Conn) next() (bool, error) {
 func (c *h1Conn) readRequest() (*http.Request, error) {
 	c.head = c.head[:0]
 	// A new connection's first request has the head's time from the
-	// start, as with net/http's server: a client that connects and says
-	// nothing is not an idle keep-alive one.
-	wait := readHeaderTimeout
-	if c.served {
-		wait = idleTimeout
+	// accept: a client that connects and says nothing is not an idle
+	// keep-alive one.
+	idle := c.served
+	deadline := c.headDeadline
+	if idle {
+		deadline = time.Now().Add(idleTimeout)
 	}
 	c.served = true
-	if !c.setReadDeadline(time.Now().Add(wait)) {
+	if !c.setReadDeadline(deadline) {
 		return nil, errServerClosing
 	}
-	end, err := c.readHead()
+	end, err := c.readHead(idle)
 	if err != nil {
 		return nil, err
 	}
@@ -167,14 +172,19 @@ func (c *h1Conn) readRequest() (*http.Request, error) {
 var errServerClosing = errors.New("server closing")
 
 // readHead waits until a whole request head is buffered, and returns its
-// length. The first bytes may wait as long as the caller set, the rest
-// of the head readHeaderTimeout. A head that does not fit the
-// buffer is errHandOff.
-func (c *h1Conn) readHead() (int, error) {
-	timed := false
+// length. The first bytes may wait as long as the caller set; after an
+// idle wait, the rest of the head has readHeaderTimeout from them. A
+// head that does not fit the buffer is errHandOff.
+func (c *h1Conn) readHead(idle bool) (int, error) {
+	// armed says the head's deadline is the connection's.
+	armed := !idle
 	for {
 		if _, err := c.peek(); err != nil {
 			return 0, err
+		}
+		if idle {
+			idle = false
+			c.headDeadline = time.Now().Add(readHeaderTimeout)
 		}
 		buf := peekBuffered(c.br)
 		if end := headEnd(buf); end > 0 {
@@ -185,9 +195,9 @@ func (c *h1Conn) readHead() (int, error) {
 			// HTTP/1.1 head does) on the plain listener.
 			return 0, errHandOff
 		}
-		if !timed {
-			timed = true
-			c.conn.SetReadDeadline(time.Now().Add(readHeaderTimeout))
+		if !armed {
+			armed = true
+			c.conn.SetReadDeadline(c.headDeadline)
 		}
 		// Wait for more: Peek asks for one more byte than buffered.
 		if _, err := c.br.Peek(len(buf) + 1); err != nil && c.br.Buffered() == len(buf) {
@@ -313,7 +323,7 @@ func (c *h1Conn) setReadDeadline(t time.Time) bool {
 func (c *h1Conn) handOff() {
 	replay := append(c.head, peekBuffered(c.br)...)
 	c.conn.SetReadDeadline(time.Time{})
-	c.l.handOff(&replayConn{Conn: c.conn, replay: replay})
+	c.l.handOff(&replayConn{Conn: c.conn, replay: replay, headDeadline: c.headDeadline})
 }
 
 // close ends the connection, once the watch's read has returned.

@@ -65,8 +65,14 @@ func TestConnectionLoop(t *testing.T) {
 		eof   bool // the connection ends after the last answer
 		// handedOff says the connection goes to net/http's server.
 		handedOff bool
+		// await says each send waits for the answer to the one before,
+		// as a keep-alive client that does not pipeline waits.
+		await bool
+		// pieces says each send but the last leaves the head unfinished:
+		// no answer comes before the next.
+		pieces bool
 	}{
-		{name: "keep-alive", sends: []string{get("/a"), get("/b")},
+		{name: "keep-alive", sends: []string{get("/a"), get("/b")}, await: true,
 			want: []answer{{code: 200, body: "GET "}, {code: 200, body: "GET "}}},
 		{name: "pipelined", sends: []string{get("/a") + get("/chunked") + get("/c")},
 			want: []answer{{code: 200, body: "GET "}, {code: 200, body: "GET "}, {code: 200, body: "GET "}}},
@@ -84,8 +90,24 @@ func TestConnectionLoop(t *testing.T) {
 			want: []answer{{code: 200, body: "GET ", close: true}}, eof: true, handedOff: true},
 		{name: "head over the buffer", sends: []string{get("/a", long), get("/b")},
 			want: []answer{{code: 200, body: "GET "}, {code: 200, body: "GET "}}, handedOff: true},
-		{name: "head in pieces", sends: []string{"GET /a HTTP/1.1\r\n", "Host: foo.com\r\n", "\r\n"},
+		{name: "head in pieces", sends: []string{"GET /a HTTP/1.1\r\n", "Host: foo.com\r\n", "\r\n"}, pieces: true,
 			want: []answer{{code: 200, body: "GET "}}},
+		// Inputs of request smuggling: each is framed as net/http's
+		// server frames it, and the request after it is read as sent.
+		{name: "Content-Length and Transfer-Encoding", sends: []string{get("/a", "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n") + "0\r\n\r\n" + get("/b")},
+			want: []answer{{code: 200, body: "GET "}, {code: 200, body: "GET "}}, handedOff: true},
+		{name: "lower-case transfer-encoding", sends: []string{get("/a", "transfer-encoding: chunked\r\n") + "0\r\n\r\n" + get("/b")},
+			want: []answer{{code: 200, body: "GET "}, {code: 200, body: "GET "}}, handedOff: true},
+		{name: "differing Content-Lengths", sends: []string{get("/a", "Content-Length: 0\r\nContent-Length: 5\r\n") + get("/b")},
+			want: []answer{{code: 400, close: true}}, eof: true, handedOff: true},
+		{name: "obs-fold", sends: []string{get("/a", "X-A: a\r\n b\r\n") + get("/b")},
+			want: []answer{{code: 200, body: "GET "}, {code: 200, body: "GET "}}},
+		{name: "bare LF", sends: []string{"GET /a HTTP/1.1\nHost: foo.com\n\n" + get("/b")},
+			want: []answer{{code: 200, body: "GET "}, {code: 200, body: "GET "}}},
+		{name: "bare CR", sends: []string{get("/a", "X-A: a\rb\r\n") + get("/b")},
+			want: []answer{{code: 400, close: true}}, eof: true, handedOff: true},
+		{name: "space before colon", sends: []string{get("/a", "X-A : a\r\n") + get("/b")},
+			want: []answer{{code: 400, close: true}}, eof: true, handedOff: true},
 		{name: "malformed header", sends: []string{get("/a"), "GET /a HTTP/1.1\r\nHost: foo.com\r\nNo colon\r\n\r\n"},
 			want: []answer{{code: 200, body: "GET "}, {code: 400, close: true}}, eof: true, handedOff: true},
 		{name: "no Host", sends: []string{"GET /a HTTP/1.1\r\n\r\n"},
@@ -100,27 +122,30 @@ func TestConnectionLoop(t *testing.T) {
 			}
 			defer c.Close()
 			c.SetDeadline(time.Now().Add(10 * time.Second))
-			for _, s := range tc.sends {
-				io.WriteString(c, s)
-			}
 			br := bufio.NewReader(c)
-			for i, want := range tc.want {
+			read := 0 // answers read
+			for i, s := range tc.sends {
+				io.WriteString(c, s)
+				if tc.await && i < len(tc.sends)-1 {
+					readAnswer(t, br, read, "GET", tc.want[read])
+					read++
+				}
+				if tc.pieces && i < len(tc.sends)-1 {
+					// The loop has the piece (with its read under way
+					// for more) before the next comes, most often.
+					c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+					if n, err := br.Peek(1); !isTimeout(err) {
+						t.Fatalf("after piece %d: got %q (%v), want no answer yet", i, n, err)
+					}
+					c.SetDeadline(time.Now().Add(10 * time.Second))
+				}
+			}
+			for i, want := range tc.want[read:] {
 				method := "GET"
-				if tc.name == "HEAD" && i == 0 {
+				if tc.name == "HEAD" && i+read == 0 {
 					method = "HEAD"
 				}
-				resp, err := http.ReadResponse(br, &http.Request{Method: method})
-				if err != nil {
-					t.Fatalf("answer %d: %v", i, err)
-				}
-				b, err := io.ReadAll(resp.Body)
-				if err != nil {
-					t.Fatalf("answer %d: body: %v", i, err)
-				}
-				if resp.StatusCode != want.code || want.code < 400 && string(b) != want.body ||
-					want.code == 404 && string(b) != want.body || resp.Close != want.close {
-					t.Errorf("answer %d: got %d %q close=%v, want %d %q close=%v", i, resp.StatusCode, b, resp.Close, want.code, want.body, want.close)
-				}
+				readAnswer(t, br, i+read, method, want)
 			}
 			if got := tb.handedOff(); got > 0 != tc.handedOff {
 				t.Errorf("got %d connections handed to net/http's server, want any: %v", got, tc.handedOff)
@@ -131,6 +156,23 @@ func TestConnectionLoop(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// readAnswer reads answer i, to a request of method, from br.
+func readAnswer(t *testing.T, br *bufio.Reader, i int, method string, want answer) {
+	t.Helper()
+	resp, err := http.ReadResponse(br, &http.Request{Method: method})
+	if err != nil {
+		t.Fatalf("answer %d: %v", i, err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("answer %d: body: %v", i, err)
+	}
+	if resp.StatusCode != want.code || want.code < 400 && string(b) != want.body ||
+		want.code == 404 && string(b) != want.body || resp.Close != want.close {
+		t.Errorf("answer %d: got %d %q close=%v, want %d %q close=%v", i, resp.StatusCode, b, resp.Close, want.code, want.body, want.close)
 	}
 }
 

@@ -316,8 +316,8 @@ func appendStatusLine(b []byte, code int) []byte {
 	return append(b, "\r\n"...)
 }
 
-// appendHeader appends the fields of h but those in skip, the trailers
-// and the announced trailer fields' own values.
+// appendHeader appends the fields of h but those in skip and those
+// named with http.TrailerPrefix, which go in the trailer.
 func appendHeader(b []byte, h http.Header, skip map[string]bool) []byte {
 	for k, vv := range h {
 		if skip[k] || strings.HasPrefix(k, http.TrailerPrefix) {

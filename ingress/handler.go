@@ -291,16 +291,20 @@ func firstOr(v, def string) string {
 
 // proxyError answers a request its endpoints did not: 503 when there was
 // no endpoint to try, 504 when one timed out, 502 otherwise. A client
-// that went away gets nothing, nor one that stalled its request body.
+// that went away gets nothing, nor one that stalled its request body:
+// the handler is aborted and the connection closed.
 func proxyError(w http.ResponseWriter, r *http.Request, err error) {
 	if req, ok := r.Context().Value(requestKey{}).(*request); ok && req.body.stalled() {
 		abortStalled(w)
 	}
 	if r.Context().Err() != nil {
+		// The connection is closed with no answer, as nginx closes it:
+		// a made-up status (the server's 200 for a handler that wrote
+		// nothing) would mislead a client or cache still reading.
 		if rec, ok := w.(*recorder); ok {
 			rec.code = 499 // nginx's "client closed request", for logs and metrics
 		}
-		return
+		panic(http.ErrAbortHandler)
 	}
 	var ne net.Error
 	switch {

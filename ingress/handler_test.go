@@ -316,3 +316,39 @@ func TestFailedResponseCounted(t *testing.T) {
 		t.Errorf("got %v requests counted, want 1", got)
 	}
 }
+
+// A client that shuts down its side of the connection while its request
+// is under way gets no answer, on the loop and on net/http's server: the
+// connection is closed, as nginx closes it, and the request is logged
+// 499. Pins the bug where it was sent a made-up "200 OK" with an empty
+// body, which a client or cache still reading took for the endpoint's.
+func TestClientGoneGetsNoAnswer(t *testing.T) {
+	for _, tc := range []struct{ name, req string }{
+		{"loop", "GET /wait HTTP/1.1\r\nHost: foo.com\r\n\r\n"},
+		{"net/http", "POST /wait HTTP/1.1\r\nHost: foo.com\r\nContent-Length: 2\r\n\r\nhi"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tb := newTestBed(t, DefaultOptions())
+			never := make(chan struct{})
+			t.Cleanup(func() { close(never) })
+			tb.backend("foo.com", route.Match{}, keepAliveBackend(t, func(_ int, c net.Conn, req *http.Request) bool {
+				<-never
+				return false
+			}, nil))
+			c, err := net.Dial("tcp", tb.http)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(10 * time.Second))
+			io.WriteString(c, tc.req)
+			c.(*net.TCPConn).CloseWrite()
+			if got, err := io.ReadAll(c); err != nil || len(got) != 0 {
+				t.Errorf("got %q (%v), want the connection closed with no answer", got, err)
+			}
+			if lines := tb.accessLines(); len(lines) != 2 || !strings.Contains(lines[0], " 499 ") {
+				t.Errorf("access log: got %q, want one request logged 499", lines)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package ingress
 import (
 	"net"
 	"sync"
+	"time"
 )
 
 // handOffListener is the listener net/http's server serves: the
@@ -52,6 +53,23 @@ func (l *handOffListener) handOff(c net.Conn) {
 type replayConn struct {
 	net.Conn
 	replay []byte
+	// headDeadline is the deadline of the head being read when the
+	// connection was handed over. net/http's server sets its header
+	// deadline first; it is held to this one, so that the head's time
+	// is counted once.
+	headDeadline time.Time
+}
+
+// SetReadDeadline sets the connection's, the first one no later than
+// headDeadline.
+func (c *replayConn) SetReadDeadline(t time.Time) error {
+	if !c.headDeadline.IsZero() {
+		if t.IsZero() || t.After(c.headDeadline) {
+			t = c.headDeadline
+		}
+		c.headDeadline = time.Time{}
+	}
+	return c.Conn.SetReadDeadline(t)
 }
 
 // Read returns the bytes to replay, then the connection's.
@@ -66,3 +84,15 @@ func (c *replayConn) Read(p []byte) (int, error) {
 
 // NetConn is the connection under the replay, as tls.Conn's NetConn.
 func (c *replayConn) NetConn() net.Conn { return c.Conn }
+
+// CloseWrite shuts down the writing side of the connection, as net/http's
+// server does before closing after an error answer.
+func (c *replayConn) CloseWrite() error { return closeWrite(c.Conn) }
+
+// closeWrite shuts down the writing side of c when it can.
+func closeWrite(c net.Conn) error {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}

@@ -71,6 +71,13 @@ type Options struct {
 	// slowly, not stall.
 	ClientBodyTimeout time.Duration
 
+	// ClientSendTimeout is --send-timeout: how long each write of a
+	// response may wait for the client to take it, as nginx's
+	// send_timeout (default 60s; zero: no limit). A client may read
+	// slowly, not stop reading and hold its connection, and the
+	// endpoint's, forever.
+	ClientSendTimeout time.Duration
+
 	// ConnectTimeout, ReadTimeout and SendTimeout are the defaults of the
 	// per-Ingress timeouts (ingress-nginx's 5s, 60s and 60s).
 	ConnectTimeout, ReadTimeout, SendTimeout time.Duration
@@ -87,6 +94,7 @@ func DefaultOptions() Options {
 		MetricsBindAddress: "127.0.0.1:10254",
 		AccessLog:          true,
 		ClientBodyTimeout:  60 * time.Second,
+		ClientSendTimeout:  60 * time.Second,
 		ConnectTimeout:     5 * time.Second,
 		ReadTimeout:        60 * time.Second,
 		SendTimeout:        60 * time.Second,
@@ -143,6 +151,9 @@ func (o Options) Validate() error {
 	}
 	if o.ClientBodyTimeout < 0 {
 		return fmt.Errorf("--client-body-timeout %v: negative", o.ClientBodyTimeout)
+	}
+	if o.ClientSendTimeout < 0 {
+		return fmt.Errorf("--send-timeout %v: negative", o.ClientSendTimeout)
 	}
 	return nil
 }

@@ -23,6 +23,7 @@ func TestValidate(t *testing.T) {
 		{name: "status addresses", change: func(o *Options) { o.PublishStatusAddress = "192.0.2.1, lb.example.com" }},
 		{name: "status address bad", change: func(o *Options) { o.PublishStatusAddress = "192.0.2.0/24" }, wantErr: "--publish-status-address"},
 		{name: "negative client body timeout", change: func(o *Options) { o.ClientBodyTimeout = -time.Second }, wantErr: "--client-body-timeout"},
+		{name: "negative send timeout", change: func(o *Options) { o.ClientSendTimeout = -time.Second }, wantErr: "--send-timeout"},
 		{name: "metrics address without port", change: func(o *Options) { o.MetricsBindAddress = "127.0.0.1" }, wantErr: "--metrics-bind-address"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -135,11 +135,25 @@ func (s *Servers) add(ln net.Listener, h *Handler, tlsConf *tls.Config) {
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s.handlers.add(1)
 			defer s.handlers.add(-1)
+			if r.TLS == nil {
+				// A connection the loop handed over is not a *tls.Conn
+				// to the server, which then leaves the request's TLS out.
+				if c, ok := r.Context().Value(clientConnKey{}).(*clientConn); ok {
+					r.TLS = c.tls
+				}
+			}
 			handler.ServeHTTP(w, r)
 		}),
 		BaseContext: func(net.Listener) context.Context { return s.base },
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			return context.WithValue(ctx, clientConnKey{}, &clientConn{conn: c})
+			cc := &clientConn{conn: c}
+			if rc, ok := c.(*replayConn); ok {
+				if tc, ok := rc.Conn.(*tls.Conn); ok {
+					st := tc.ConnectionState()
+					cc.tls = &st
+				}
+			}
+			return context.WithValue(ctx, clientConnKey{}, cc)
 		},
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
@@ -277,7 +291,10 @@ func (r *running) none() <-chan struct{} {
 // clientConn is a client's connection, in the context of its requests
 // under clientConnKey.
 type clientConn struct {
-	conn    net.Conn
+	conn net.Conn
+	// tls is the state of a TLS connection the loop handed over, for
+	// its requests' TLS.
+	tls     *tls.ConnectionState
 	probing atomic.Bool
 }
 

@@ -153,3 +153,46 @@ func TestStalledBody(t *testing.T) {
 		t.Errorf("got %v requests counted 4xx, want 1", got)
 	}
 }
+
+// A client that stops reading a response has its connection closed once
+// a write to it waits past the send timeout, as nginx's send_timeout
+// closes it, on the loop and on net/http's server alike, and the
+// endpoint's connection is given up too. Pins the bug where both waited
+// on the client forever, holding the endpoint's connection.
+func TestClientSendTimeout(t *testing.T) {
+	for _, tc := range []struct{ name, req string }{
+		{"loop", "GET /big HTTP/1.1\r\nHost: foo.com\r\n\r\n"},
+		{"net/http", "POST /big HTTP/1.1\r\nHost: foo.com\r\nContent-Length: 1\r\n\r\nx"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := DefaultOptions()
+			o.ClientSendTimeout = 50 * time.Millisecond
+			tb := newTestBed(t, o)
+			const length = 1 << 30
+			gaveUp := make(chan error, 1)
+			tb.backend("foo.com", route.Match{}, keepAliveBackend(t, func(_ int, c net.Conn, req *http.Request) bool {
+				fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", length)
+				chunk := make([]byte, 32<<10)
+				for sent := 0; sent < length; sent += len(chunk) {
+					if _, err := c.Write(chunk); err != nil {
+						gaveUp <- err
+						return false
+					}
+				}
+				return false
+			}, nil))
+			c, err := net.Dial("tcp", tb.http)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.(*net.TCPConn).SetReadBuffer(4 << 10)
+			io.WriteString(c, tc.req)
+			select {
+			case <-gaveUp:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the endpoint is still sending to a client that stopped reading 10s ago")
+			}
+		})
+	}
+}

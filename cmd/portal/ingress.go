@@ -22,6 +22,7 @@ func addIngressFlags(fs *pflag.FlagSet, o *ingress.Options) {
 	fs.StringVar(&o.ElectionID, "election-id", o.ElectionID, "name of the Lease in kube-system the replicas serving one class campaign for; only its holder writes Ingress status (default: portal-ingress-leader-CLASS; the bootstrap Role lets the ingress identity get and update only portal-ingress-leader-portal, so another name needs a Role granting them)")
 	fs.BoolVar(&o.AccessLog, "access-log", o.AccessLog, "write a line per request to standard output (false turns it off)")
 	fs.DurationVar(&o.ClientBodyTimeout, "client-body-timeout", o.ClientBodyTimeout, "how long each read of a request body may wait for the client before the request is cut off (0: no limit)")
+	fs.DurationVar(&o.ClientSendTimeout, "send-timeout", o.ClientSendTimeout, "how long each write of a response may wait for the client to take it before the connection is closed (0: no limit)")
 	fs.BoolVar(&o.TrustForwardedHeaders, "trust-forwarded-headers", o.TrustForwardedHeaders, "keep the X-Forwarded-For/-Proto/-Host/-Port headers clients send (appending to X-Forwarded-For), for a controller behind a proxy that sets them; by default they are replaced, as clients can forge them")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "address of /metrics and /healthz (empty disables)")
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "serve Go's /debug/pprof on the metrics address too")
