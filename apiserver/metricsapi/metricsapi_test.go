@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -233,9 +234,10 @@ func TestUnreachableNodeForgotten(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		nodes, _ := listers(t)
 		agent := &fakeNode{start: time.Now()}
-		down := false
+		// The scraper reads it on its own goroutine.
+		var down atomic.Bool
 		fetch := func(ctx context.Context, n *corev1.Node) (resourcemetrics.Sample, error) {
-			if down {
+			if down.Load() {
 				return resourcemetrics.Sample{}, errors.New("connection refused")
 			}
 			return agent.fetch(ctx, n)
@@ -250,7 +252,7 @@ func TestUnreachableNodeForgotten(t *testing.T) {
 		if _, ok := store.Node("n1"); !ok {
 			t.Fatal("got no node metrics after two scrapes")
 		}
-		down = true
+		down.Store(true)
 		time.Sleep(10 * time.Second)
 		synctest.Wait()
 		if m, ok := store.Node("n1"); ok {
