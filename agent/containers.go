@@ -28,7 +28,7 @@ func (a *Agent) syncContainer(ctx context.Context, w *podWorker, pod *corev1.Pod
 	if cr.proc != nil {
 		select {
 		case <-cr.proc.Done():
-			a.recordExit(rt, pod, c.Name, cr, now)
+			a.recordExit(rt, c.Name, cr, now)
 		default:
 			if cr.cancel == nil {
 				// Adopted from an earlier agent: probe it again, from
@@ -70,7 +70,7 @@ func (a *Agent) syncContainer(ctx context.Context, w *podWorker, pod *corev1.Pod
 }
 
 // recordExit records the end of container name's run.
-func (a *Agent) recordExit(rt *podRuntime, pod *corev1.Pod, name string, cr *ctrRuntime, now time.Time) {
+func (a *Agent) recordExit(rt *podRuntime, name string, cr *ctrRuntime, now time.Time) {
 	code, known := cr.proc.ExitCode()
 	st := cr.st
 	if known {
@@ -81,7 +81,7 @@ func (a *Agent) recordExit(rt *podRuntime, pod *corev1.Pod, name string, cr *ctr
 	if why, _ := cr.liveFailed.Load().(string); why != "" {
 		st.Exited.Message = why
 	}
-	a.markOOMKilled(pod.UID, name, st)
+	a.markOOMKilled(rt.st.UID, name, st)
 	st.Pid, st.Start = 0, 0
 	cr.proc, cr.killing = nil, false
 	cr.liveFailed.Store("")

@@ -207,3 +207,30 @@ func TestPodLoopStopsDeletedPodWithinGrace(t *testing.T) {
 		}
 	})
 }
+
+// A pod removed from the API at once (a forced delete, grace 0) while its
+// container runs is stopped and cleaned up with no pod object left to
+// read: the agent crashed on it once, reading the pod's UID from the pod.
+func TestPodLoopStopsPodGoneFromAPI(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newLoopBed(t, &fakeRuntime{})
+		pod := sleeper("web", corev1.RestartPolicyAlways)
+		b.apply(pod)
+		app := b.rtm.containers()[0]
+
+		if err := b.client.CoreV1().Pods(pod.Namespace).Delete(b.ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.a.podFactory.Core().V1().Pods().Informer().GetIndexer().Delete(pod); err != nil {
+			t.Fatal(err)
+		}
+		b.a.podEvent(b.ctx, pod)
+		synctest.Wait()
+		if got := app.signals(); !slices.Contains(got, syscall.SIGTERM) {
+			t.Errorf("signals after the pod left the API: got %v, want SIGTERM", got)
+		}
+		if got := b.net.detachedIDs(); !slices.Equal(got, []string{string(pod.UID)}) {
+			t.Errorf("addresses freed: got %v, want [%s]", got, pod.UID)
+		}
+	})
+}

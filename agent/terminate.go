@@ -61,7 +61,7 @@ func (a *Agent) syncTerminating(ctx context.Context, w *podWorker, pod *corev1.P
 			// the next agent, which adopts it.
 			return 0, false
 		}
-		a.recordExits(rt, pod)
+		a.recordExits(rt)
 		a.cleanup(ctx, rt)
 		a.writeStatus(ctx, pod, rt)
 	}
@@ -175,7 +175,7 @@ func (a *Agent) killPod(ctx context.Context, rt *podRuntime, pod *corev1.Pod, gr
 	if ctx.Err() != nil {
 		return false
 	}
-	a.recordExits(rt, pod)
+	a.recordExits(rt)
 	return true
 }
 
@@ -225,11 +225,11 @@ func (a *Agent) stopContainers(ctx context.Context, rt *podRuntime, pod *corev1.
 }
 
 // recordExits records the end of every container that was running.
-func (a *Agent) recordExits(rt *podRuntime, pod *corev1.Pod) {
+func (a *Agent) recordExits(rt *podRuntime) {
 	now := time.Now()
 	for name, cr := range rt.ctrs {
 		if cr.proc != nil {
-			a.recordExit(rt, pod, name, cr, now)
+			a.recordExit(rt, name, cr, now)
 		}
 	}
 }
