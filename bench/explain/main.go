@@ -10,10 +10,8 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"flag"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,6 +29,8 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"portal.dev/portal/explain"
+
+	"portal.dev/portal/bench/internal/host"
 )
 
 var (
@@ -68,7 +68,7 @@ func run() error {
 		return err
 	}
 	defer func() { srv.Process.Signal(syscall.SIGTERM); srv.Wait() }()
-	if err := waitReady("https://127.0.0.1:16997/readyz"); err != nil {
+	if err := host.WaitHTTP("https://127.0.0.1:16997/readyz", 90*time.Second); err != nil {
 		return err
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "admin.kubeconfig"))
@@ -118,20 +118,6 @@ func run() error {
 	fmt.Printf("RESULT anchor get+list p50=%s; explain/anchor=%.1fx\n", anchor[len(anchor)/2].Round(time.Millisecond),
 		float64(took[len(took)/2])/float64(anchor[len(anchor)/2]))
 	return nil
-}
-
-func waitReady(url string) error {
-	hc := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	for range 900 {
-		if resp, err := hc.Get(url); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return nil
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return fmt.Errorf("%s not ready", url)
 }
 
 // populate creates the nodes (Ready, each at a loopback address where no

@@ -12,12 +12,10 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,6 +30,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"portal.dev/portal/bench/internal/host"
 )
 
 var (
@@ -128,25 +128,11 @@ func startServer(dir string, port int) (func(), error) {
 		return nil, err
 	}
 	stop := func() { srv.Process.Signal(syscall.SIGTERM); srv.Wait() }
-	if err := waitReady(fmt.Sprintf("https://127.0.0.1:%d/readyz", port)); err != nil {
+	if err := host.WaitHTTP(fmt.Sprintf("https://127.0.0.1:%d/readyz", port), 90*time.Second); err != nil {
 		stop()
 		return nil, err
 	}
 	return stop, nil
-}
-
-func waitReady(url string) error {
-	hc := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	for range 900 {
-		if resp, err := hc.Get(url); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return nil
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return fmt.Errorf("%s not ready", url)
 }
 
 // listLikeThePage times the lists the page makes, 500 items a page, in
