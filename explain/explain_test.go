@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"portal.dev/portal/agent/dialcheck"
+	"portal.dev/portal/agent/httpprobe"
 	"portal.dev/portal/proxy/status"
 )
 
@@ -56,6 +57,21 @@ type fakeNodes struct {
 	dial   map[string]string // address -> result
 	proxy  map[string]status.Service
 	errors map[string]error // node -> error
+	// ingress is what each node's Ingress controller answers, whatever
+	// is asked; a node not in it runs none.
+	ingress map[string]httpprobe.Result
+}
+
+func (f fakeNodes) HTTPProbe(_ context.Context, node string, req httpprobe.Request) (httpprobe.Result, error) {
+	if err := f.errors[node]; err != nil {
+		return httpprobe.Result{}, err
+	}
+	r, ok := f.ingress[node]
+	if !ok {
+		return r, fmt.Errorf("%w: %s%s for %s", ErrNoIngress, noIngressText, node, req.Scheme)
+	}
+	r.Scheme, r.Host, r.Path, r.Address = req.Scheme, req.Host, req.Path, "127.0.0.1:80"
+	return r, nil
 }
 
 func (f fakeNodes) Dial(_ context.Context, node, address, protocol string) (dialcheck.Result, error) {
