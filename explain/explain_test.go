@@ -170,7 +170,7 @@ func TestExplain(t *testing.T) {
 		wantMsg    string // in that step's message
 	}{
 		{name: "healthy Service ok at every step", objects: healthy, dns: healthyDNS, nodes: healthyNodes, target: "svc/web",
-			wantStatus: StatusOK, wantStep: "latency", wantMsg: "reached 2 of 2"},
+			wantStatus: StatusOK, wantStep: "latency", wantMsg: "reached 2 of 2 node(s) asked, slowest node1 in 120ms (from the pod's change to the node's rules: the EndpointSlice update, its watch, the proxy's --min-sync-period between syncs and the write)"},
 		{name: "dual-stack Service: A and AAAA both asked", target: "svc/web", nodes: healthyNodes,
 			dns: fakeDNS{"web.default.svc.cluster.local": {"10.96.0.20", "fd00::20"}, "_http._tcp.web.default.svc.cluster.local": {"web.default.svc.cluster.local."}},
 			objects: []runtime.Object{readyNode("node1"), readyNode("node2"), webPod("web-1", "node1", "10.244.1.5", true, nil), webSlice(ep("10.244.1.5", "node1", true)),
