@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -216,12 +215,12 @@ func (e *Explainer) askIngress(ctx context.Context, node string, ing *networking
 // Service. Other 5xx are the backend's own failures, a warning.
 func judgeAnswer(rule, node string, res httpprobe.Result) (Status, string) {
 	code := res.Status
-	sent := fmt.Sprintf("%s (GET %s://%s%s from %s)", rule, res.Scheme, orAddress(res.Host, res.Address), res.Path, node)
+	sent := clean(fmt.Sprintf("%s (GET %s://%s%s from %s)", rule, res.Scheme, orAddress(res.Host, res.Address), res.Path, node))
 	answered := fmt.Sprintf("%s answers %d %s in %dms", sent, code, http.StatusText(code), res.Millis)
 	body := clean(strings.TrimSpace(res.Body))
 	switch {
 	case code == 0:
-		return StatusBroken, fmt.Sprintf("%s: no answer from the Ingress controller at %s: %s", sent, res.Address, clean(res.Error))
+		return StatusBroken, fmt.Sprintf("%s: no answer from the Ingress controller at %s: %s", sent, clean(res.Address), clean(res.Error))
 	case code >= 200 && code < 300:
 		return StatusOK, answered
 	case code >= 300 && code < 400 && res.Scheme == httpprobe.HTTP && strings.HasPrefix(res.Location, "https://"):
@@ -231,7 +230,7 @@ func judgeAnswer(rule, node string, res httpprobe.Result) (Status, string) {
 	case code == http.StatusNotFound && strings.Contains(res.Body, noRuleText):
 		return StatusWarning, answered + ": the controller has no rule for this host and path (an Ingress of another class, or not loaded yet)"
 	case code == http.StatusNotFound:
-		return StatusOK, answered + " from the backend: the rule reaches it, and it has no page at " + res.Path
+		return StatusOK, answered + " from the backend: the rule reaches it, and it has no page at " + clean(res.Path)
 	case code >= 400 && code < 500:
 		return StatusWarning, answered + withBody(body)
 	case code == http.StatusBadGateway || code == http.StatusServiceUnavailable || code == http.StatusGatewayTimeout:
@@ -259,7 +258,7 @@ func answerEvidence(a Answer) string {
 	if a.Result == nil || a.Result.Status == 0 {
 		return ""
 	}
-	line := fmt.Sprintf("%s: %d from %s via %s", a.Rule, a.Result.Status, a.Result.Address, a.Node)
+	line := fmt.Sprintf("%s: %d from %s via %s", a.Rule, a.Result.Status, clean(a.Result.Address), a.Node)
 	if a.Result.Location != "" {
 		line += ", Location " + clean(a.Result.Location)
 	}
@@ -277,5 +276,5 @@ func answersFor(answers []Answer, where string) []Answer {
 			out = append(out, a)
 		}
 	}
-	return slices.Clip(out)
+	return out
 }
