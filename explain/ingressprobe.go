@@ -47,6 +47,9 @@ const noRuleText = "no Ingress rule matches this host and path"
 // answers within a second.
 const maxIngressProbes = 10
 
+// evidenceBody is how much of an answer's body its evidence line shows.
+const evidenceBody = 80
+
 // maxIngressNodes bounds the nodes tried, in turn, to find one whose agent
 // knows an Ingress controller.
 const maxIngressNodes = 3
@@ -263,6 +266,10 @@ func answerEvidence(a Answer) string {
 		line += ", Location " + clean(a.Result.Location)
 	}
 	if b := strings.TrimSpace(a.Result.Body); b != "" {
+		// The first line's worth: the whole of it is in -o json.
+		if len(b) > evidenceBody {
+			b = strings.ToValidUTF8(b[:evidenceBody], "") + "..."
+		}
 		line += ", body " + clean(b)
 	}
 	return line
