@@ -18,6 +18,7 @@ import (
 	"github.com/miekg/dns"
 
 	"portal.dev/portal/agent/dialcheck"
+	"portal.dev/portal/agent/httpprobe"
 )
 
 // Timeouts of the diagnostics portal explain asks for: short, because
@@ -26,7 +27,12 @@ const (
 	diagDialTimeout  = 500 * time.Millisecond
 	diagProxyTimeout = 500 * time.Millisecond
 	diagDNSTimeout   = 300 * time.Millisecond
+	diagHTTPTimeout  = 500 * time.Millisecond
 )
+
+// noIngressText starts the agent's answer when its node has no Ingress
+// controller listening on the scheme asked (explain/nodes.go reads it).
+const noIngressText = "no Ingress controller known on node "
 
 // DNSAnswer is what /dnsquery returns: the cluster DNS's reply in wire
 // format and the server that gave it.
@@ -41,6 +47,7 @@ type DNSAnswer struct {
 //	GET /dial?address=IP:PORT&protocol=TCP    does anything listen there (dialcheck.Result)
 //	GET /proxystatus/services/{ns}/{name}     this node's proxy's account of the Service (proxy/status)
 //	GET /dnsquery?name=NAME&type=N            the cluster DNS's answer, asked from the node (DNSAnswer)
+//	GET /httpprobe?scheme=S&host=H&path=P     one GET through this node's Ingress controller (httpprobe.Result)
 //
 // /dnsquery lets a caller outside the cluster network (a workstation) see
 // what pods are told: it asks only the cluster DNS (--cluster-dns, the
@@ -54,10 +61,44 @@ type DNSAnswer struct {
 // server, the agent itself) would answer. A hostNetwork pod's address is
 // the node's for the same reason, so it is refused too; portal explain
 // does not ask about hostNetwork endpoints.
+//
+// /httpprobe sends only to this node's own Ingress listeners
+// (Options.IngressHTTPAddress, IngressHTTPSAddress): the caller picks the
+// Host header, path and scheme, never the address, method, headers or
+// body, and gets back a bounded, escaped answer (see agent/httpprobe).
 func (a *Agent) addDiagRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /dial", a.serveDial)
 	mux.HandleFunc("GET /proxystatus/services/{namespace}/{name}", a.serveProxyStatus)
 	mux.HandleFunc("GET /dnsquery", a.serveDNSQuery)
+	mux.HandleFunc("GET /httpprobe", a.serveHTTPProbe)
+}
+
+// serveHTTPProbe sends one request through this node's Ingress
+// controller; a node without one on the scheme asked is a 404 saying so.
+func (a *Agent) serveHTTPProbe(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	req := httpprobe.Request{Scheme: q.Get("scheme"), Host: q.Get("host"), Path: q.Get("path")}
+	if req.Scheme == "" {
+		req.Scheme = httpprobe.HTTP
+	}
+	if req.Path == "" {
+		req.Path = "/"
+	}
+	if err := req.Validate(); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	addr := a.opts.IngressHTTPAddress
+	if req.Scheme == httpprobe.HTTPS {
+		addr = a.opts.IngressHTTPSAddress
+	}
+	if addr == "" {
+		http.Error(w, fmt.Sprintf("%s%s for %s (the agent has no --ingress-%s-address)", noIngressText, a.opts.NodeName, req.Scheme, req.Scheme), http.StatusNotFound)
+		return
+	}
+	res := httpprobe.Probe(r.Context(), &net.Dialer{}, addr, req, diagHTTPTimeout)
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(res)
 }
 
 // serveDNSQuery asks each cluster DNS server in turn one question and

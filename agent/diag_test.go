@@ -30,6 +30,13 @@ func TestDiagRoutes(t *testing.T) {
 		io.WriteString(w, `{"path":"`+r.URL.Path+`"}`)
 	}))
 	defer proxy.Close()
+	// The node's Ingress controller: it says which host and path it got.
+	ingress := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, r.Method+" "+r.Host+r.URL.Path)
+	}))
+	defer ingress.Close()
+	ingressAddr := strings.TrimPrefix(ingress.URL, "http://")
 
 	tests := []struct {
 		name       string
@@ -53,10 +60,17 @@ func TestDiagRoutes(t *testing.T) {
 		{"the proxy's status is forwarded", strings.TrimPrefix(proxy.URL, "http://"), "/proxystatus/services/default/web", 200, `"path":"/status/services/default/web"`},
 		{"a proxy that does not answer says so", closedAddr, "/proxystatus/services/default/web", 502, "the service proxy of node node1 does not answer at " + closedAddr},
 		{"no proxy address configured", "", "/proxystatus/services/default/web", 404, "no --proxy-status-address"},
+		{"a request through the node's Ingress controller", "", "/httpprobe?scheme=http&host=web.example&path=/api", 200, `"status":503,"body":"GET web.example/api"`},
+		{"scheme and path default to http and /", "", "/httpprobe?host=web.example", 200, `"address":"` + ingressAddr + `","status":503,"body":"GET web.example/"`},
+		{"no Ingress controller on the scheme asked", "", "/httpprobe?scheme=https&host=web.example&path=/", 404, "no Ingress controller known on node node1 for https"},
+		// The caller chooses the Host header, never the address dialed.
+		{"a host with a port is refused", "", "/httpprobe?host=10.0.0.1:2379&path=/", 400, "want a DNS name or an IP address"},
+		{"a path that is a URL is refused", "", "/httpprobe?host=web.example&path=http://10.0.0.1:2379/", 400, "want an absolute path"},
+		{"another scheme is refused", "", "/httpprobe?scheme=file&path=/etc/passwd", 400, "want http or https"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			a := &Agent{opts: Options{NodeName: "node1", ProxyStatusAddress: tc.proxyAddr}, workers: map[types.UID]*podWorker{
+			a := &Agent{opts: Options{NodeName: "node1", ProxyStatusAddress: tc.proxyAddr, IngressHTTPAddress: ingressAddr}, workers: map[types.UID]*podWorker{
 				"up":   {targets: &podTargets{up: true, ips: []netip.Addr{netip.MustParseAddr("127.0.0.1")}}},
 				"down": {targets: &podTargets{ips: []netip.Addr{netip.MustParseAddr("127.0.0.2")}}},
 				"host": {targets: &podTargets{up: true}},

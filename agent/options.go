@@ -49,6 +49,11 @@ type Options struct {
 	// status (its --metrics-bind-address); the agent forwards
 	// /proxystatus/ there for portal explain. "" disables it.
 	ProxyStatusAddress string
+	// IngressHTTPAddress and IngressHTTPSAddress are where this node's
+	// Ingress controller listens (HOST:PORT of its --http-port and
+	// --https-port); the agent's /httpprobe sends portal explain's
+	// requests there and nowhere else. "" disables the scheme.
+	IngressHTTPAddress, IngressHTTPSAddress string
 	// MaxPods is the node's pod capacity.
 	MaxPods int
 	// LeaseDuration is the node Lease's duration; it is renewed every

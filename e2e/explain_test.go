@@ -28,7 +28,8 @@ import (
 )
 
 // explainBed is two nodes as in TestSeedsScenario: node1 runs `portal
-// server` with everything (API, controllers, DNS, proxy, agent), node2
+// server` with everything (API, controllers, DNS, proxy, agent, the
+// Ingress controller on ports 80 and 443 of its network namespace), node2
 // runs `portal proxy` and `portal agent`. LoadBalancer pools serve IPv6
 // only, so an IPv4 LoadBalancer Service finds no pool.
 type explainBed struct {
@@ -53,7 +54,7 @@ func newExplainBed(t *testing.T) *explainBed {
 	eb.s = &framework.Server{Command: "server", DataDir: t.TempDir(), Port: 6443,
 		Args: []string{"--bind-address", "0.0.0.0", "--advertise-address", "10.100.1.1",
 			"--hostname-override", "node1", "--node-ip", "10.100.1.1", "--node-monitor-grace-period", "1h",
-			"--loadbalancer-ip-pools", "fd00:99::/120", "--disable", "ingress"},
+			"--loadbalancer-ip-pools", "fd00:99::/120"},
 		Wrap: []string{"ip", "netns", "exec", eb.node1.Name},
 		Dial: eb.node1.DialContext,
 	}
@@ -208,6 +209,11 @@ func TestExplain(t *testing.T) {
 		&networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "site"}, Spec: networkingv1.IngressSpec{
 			DefaultBackend: &networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "typo",
 				Port: networkingv1.ServiceBackendPort{Number: 8080}}}}},
+		// A healthy Ingress in front of web.
+		&networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "shop"}, Spec: networkingv1.IngressSpec{
+			Rules: []networkingv1.IngressRule{{Host: "web.example", IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
+				Paths: []networkingv1.HTTPIngressPath{{Path: "/", PathType: ptr.To(networkingv1.PathTypePrefix), Backend: networkingv1.IngressBackend{
+					Service: &networkingv1.IngressServiceBackend{Name: "web", Port: networkingv1.ServiceBackendPort{Name: "http"}}}}}}}}}}},
 		// 10. The namespace a user asks web in by mistake.
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other"}},
 	)
@@ -227,10 +233,15 @@ func TestExplain(t *testing.T) {
 					return false, out
 				}
 			}
-			for _, want := range []string{"service", "dns", "selector", "endpoints", "endpoint", "node", "latency"} {
+			for _, want := range []string{"service", "dns", "selector", "endpoints", "endpoint", "node", "latency", "ingress"} {
 				if !names[want] {
 					return false, "no step " + want + ": " + out
 				}
+			}
+			// The Ingress in front of it was asked, through node1's
+			// agent and Ingress controller, and answered.
+			if !strings.Contains(out, "web.example/ (GET http://web.example/ from node1) answers 200 OK") {
+				return false, "the Ingress shop was not answered 200 through node1: " + out
 			}
 			// The cluster DNS is asked through a node's agent, which
 			// works from outside the cluster network too.
@@ -267,7 +278,19 @@ func TestExplain(t *testing.T) {
 		eb.expectStep(t, "", []string{"svc/ext"}, "dns", explain.StatusBroken, "externalName nosuch.nowhere.svc.cluster.local does not resolve (NXDOMAIN")
 	})
 	t.Run("an Ingress pointing at a missing Service port", func(t *testing.T) {
-		eb.expectStep(t, "", []string{"ingress/site"}, "ingress/default/site", explain.StatusBroken, "Service typo has no port 8080")
+		// The controller is asked, and answers the default backend 503.
+		r := eb.expectStep(t, "", []string{"ingress/site"}, "ingress/default/site", explain.StatusBroken,
+			"default backend: Service typo has no port 8080 (its ports: http 80/TCP->http); the Ingress controller: default backend (GET http://127.0.0.1:80/ from node1) answers 503 Service Unavailable")
+		if a := ingressAnswer(r, "ingress/default/site"); a == nil || a.Result == nil || a.Result.Status != 503 || a.Verdict != explain.StatusBroken {
+			t.Errorf("-o json: got answer %+v, want a 503 judged broken", a)
+		}
+	})
+	t.Run("a healthy Ingress answers 200", func(t *testing.T) {
+		r := eb.expectStep(t, "", []string{"ingress/shop"}, "ingress/default/shop", explain.StatusOK,
+			"1 route(s) to this Service: web.example/ (GET http://web.example/ from node1) answers 200 OK")
+		if a := ingressAnswer(r, "ingress/default/shop"); a == nil || a.Result == nil || a.Result.Status != 200 || a.Rule != "web.example/" || a.Node != "node1" {
+			t.Errorf("-o json: got answer %+v, want web.example/ answered 200 through node1", a)
+		}
 	})
 	t.Run("a Service name asked in the wrong namespace", func(t *testing.T) {
 		eb.expectStep(t, "", []string{"web.other"}, "dns", explain.StatusBroken, "web.other asked in the wrong namespace")
@@ -343,6 +366,16 @@ func TestExplain(t *testing.T) {
 		eb.proxy2.Wait()
 		eb.expectStep(t, "", []string{"svc/web"}, "node/node2", explain.StatusBroken, "the service proxy of node node2 does not answer")
 	})
+}
+
+// ingressAnswer is the first answer on step of r, nil when none.
+func ingressAnswer(r *explain.Report, step string) *explain.Answer {
+	for _, s := range r.Steps {
+		if s.Name == step && len(s.Answers) > 0 {
+			return &s.Answers[0]
+		}
+	}
+	return nil
 }
 
 // readOnlyUser returns a kubeconfig for a user who may read Services,

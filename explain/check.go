@@ -18,7 +18,7 @@ import (
 func CheckService(svc *corev1.Service, in Objects) []Step {
 	steps := []Step{serviceStep(svc)}
 	if svc.Spec.Type == corev1.ServiceTypeExternalName {
-		return append(steps, ingressSteps(svc, in.Ingresses)...)
+		return append(steps, ingressSteps(svc, in.Ingresses, in.IngressAnswers)...)
 	}
 	if svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
 		steps = append(steps, loadBalancerStep(svc))
@@ -31,7 +31,7 @@ func CheckService(svc *corev1.Service, in Objects) []Step {
 	if s, ok := trafficPolicyStep(svc, in.Slices, in.Nodes); ok {
 		steps = append(steps, s)
 	}
-	return append(steps, ingressSteps(svc, in.Ingresses)...)
+	return append(steps, ingressSteps(svc, in.Ingresses, in.IngressAnswers)...)
 }
 
 // serviceStep describes the Service's type, IPs and ports.

@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"portal.dev/portal/agent/dialcheck"
+	"portal.dev/portal/agent/httpprobe"
 	"portal.dev/portal/proxy/status"
 )
 
@@ -56,6 +57,21 @@ type fakeNodes struct {
 	dial   map[string]string // address -> result
 	proxy  map[string]status.Service
 	errors map[string]error // node -> error
+	// ingress is what each node's Ingress controller answers, whatever
+	// is asked; a node not in it runs none.
+	ingress map[string]httpprobe.Result
+}
+
+func (f fakeNodes) HTTPProbe(_ context.Context, node string, req httpprobe.Request) (httpprobe.Result, error) {
+	if err := f.errors[node]; err != nil {
+		return httpprobe.Result{}, err
+	}
+	r, ok := f.ingress[node]
+	if !ok {
+		return r, fmt.Errorf("%w: %s%s for %s", ErrNoIngress, noIngressText, node, req.Scheme)
+	}
+	r.Scheme, r.Host, r.Path, r.Address = req.Scheme, req.Host, req.Path, "127.0.0.1:80"
+	return r, nil
 }
 
 func (f fakeNodes) Dial(_ context.Context, node, address, protocol string) (dialcheck.Result, error) {
@@ -154,7 +170,7 @@ func TestExplain(t *testing.T) {
 		wantMsg    string // in that step's message
 	}{
 		{name: "healthy Service ok at every step", objects: healthy, dns: healthyDNS, nodes: healthyNodes, target: "svc/web",
-			wantStatus: StatusOK, wantStep: "latency", wantMsg: "reached 2 of 2"},
+			wantStatus: StatusOK, wantStep: "latency", wantMsg: "reached 2 of 2 node(s) asked, slowest node1 in 120ms (from the pod's change to the node's rules: the EndpointSlice update, its watch, the proxy's --min-sync-period between syncs and the write)"},
 		{name: "dual-stack Service: A and AAAA both asked", target: "svc/web", nodes: healthyNodes,
 			dns: fakeDNS{"web.default.svc.cluster.local": {"10.96.0.20", "fd00::20"}, "_http._tcp.web.default.svc.cluster.local": {"web.default.svc.cluster.local."}},
 			objects: []runtime.Object{readyNode("node1"), readyNode("node2"), webPod("web-1", "node1", "10.244.1.5", true, nil), webSlice(ep("10.244.1.5", "node1", true)),

@@ -112,12 +112,17 @@ func (e *Explainer) explainService(ctx context.Context, namespace, name string, 
 	if err != nil {
 		return nil, err
 	}
+	var live liveResult
+	var wg sync.WaitGroup
+	wg.Go(func() { live = e.liveSteps(ctx, svc, in, h) })
+	answers := e.serviceIngressAnswers(ctx, svc, in)
+	wg.Wait()
+	in.IngressAnswers = answers
 	steps := CheckService(svc, in)
 	steps = append(steps, denied...)
 	if h.via != "" {
 		steps[0].Evidence = append(steps[0].Evidence, "reached as "+h.via)
 	}
-	live := e.liveSteps(ctx, svc, in, h)
 	return newReport(target, placeLive(steps, live)), nil
 }
 

@@ -10,15 +10,16 @@ import (
 
 // backendRef is one place an Ingress sends traffic to a Service.
 type backendRef struct {
-	where   string // "default backend" or "host/path"
-	backend *networkingv1.IngressServiceBackend
+	where      string // "default backend" or "host/path"
+	host, path string // the rule's, as written
+	backend    *networkingv1.IngressServiceBackend
 }
 
 // ingressBackends lists the Service backends of ing, the default first.
 func ingressBackends(ing *networkingv1.Ingress) []backendRef {
 	var out []backendRef
 	if b := ing.Spec.DefaultBackend; b != nil && b.Service != nil {
-		out = append(out, backendRef{"default backend", b.Service})
+		out = append(out, backendRef{where: "default backend", backend: b.Service})
 	}
 	for _, r := range ing.Spec.Rules {
 		if r.HTTP == nil {
@@ -30,7 +31,7 @@ func ingressBackends(ing *networkingv1.Ingress) []backendRef {
 		}
 		for _, p := range r.HTTP.Paths {
 			if p.Backend.Service != nil {
-				out = append(out, backendRef{clean(host + p.Path), p.Backend.Service})
+				out = append(out, backendRef{where: clean(host + p.Path), host: r.Host, path: p.Path, backend: p.Backend.Service})
 			}
 		}
 	}
@@ -38,8 +39,9 @@ func ingressBackends(ing *networkingv1.Ingress) []backendRef {
 }
 
 // ingressSteps judges every Ingress of svc's namespace that sends traffic
-// to svc: the port it names must be one of the Service's.
-func ingressSteps(svc *corev1.Service, ingresses []*networkingv1.Ingress) []Step {
+// to svc: the port it names must be one of the Service's, and the
+// controller's answers, when asked, must reach it.
+func ingressSteps(svc *corev1.Service, ingresses []*networkingv1.Ingress, answers map[string][]Answer) []Step {
 	var out []Step
 	for _, ing := range ingresses {
 		if ing.Namespace != svc.Namespace {
@@ -52,39 +54,68 @@ func ingressSteps(svc *corev1.Service, ingresses []*networkingv1.Ingress) []Step
 			}
 		}
 		if len(refs) > 0 {
-			out = append(out, ingressStep(ing, svc, refs))
+			out = append(out, ingressStep(ing, svc, refs, answers[ing.Namespace+"/"+ing.Name]))
 		}
 	}
 	return out
 }
 
 // ingressStep judges the backends refs of ing, which all name svc (nil:
-// the Service does not exist).
-func ingressStep(ing *networkingv1.Ingress, svc *corev1.Service, refs []backendRef) Step {
+// the Service does not exist), and what the controller answered for them
+// (answers, none when it was not asked). The worst rule's verdict is the
+// step's, and its message names the rule and, when asked, the answer.
+func ingressStep(ing *networkingv1.Ingress, svc *corev1.Service, refs []backendRef, answers []Answer) Step {
 	st := Step{Name: "ingress/" + ing.Namespace + "/" + ing.Name, Status: StatusOK}
-	var broken []string
+	var worst string
+	var ok []string
 	for _, r := range refs {
-		want := backendPort(r.backend)
-		line := fmt.Sprintf("%s -> %s:%s", r.where, r.backend.Name, want)
+		status, msg := StatusOK, ""
 		switch {
 		case svc == nil:
-			broken = append(broken, fmt.Sprintf("%s: Service %s does not exist", r.where, r.backend.Name))
+			status, msg = StatusBroken, fmt.Sprintf("%s: Service %s does not exist", r.where, r.backend.Name)
 		case !servicePortExists(svc, r.backend.Port):
-			broken = append(broken, fmt.Sprintf("%s: Service %s has no port %s (its ports: %s)", r.where, svc.Name, want, portsString(svc.Spec.Ports)))
+			status, msg = StatusBroken, fmt.Sprintf("%s: Service %s has no port %s (its ports: %s)", r.where, svc.Name, backendPort(r.backend), portsString(svc.Spec.Ports))
 		}
-		st.Evidence = append(st.Evidence, line)
+		for _, a := range answersFor(answers, r.where) {
+			st.Answers = append(st.Answers, a)
+			if a.Verdict.Worse(status) {
+				status = a.Verdict
+			}
+			msg = joinNonEmpty("; the Ingress controller: ", msg, a.Message)
+			if e := answerEvidence(a); e != "" {
+				st.Evidence = append(st.Evidence, e)
+			}
+		}
+		st.Evidence = append(st.Evidence, fmt.Sprintf("%s -> %s:%s", r.where, r.backend.Name, backendPort(r.backend)))
+		switch {
+		case status.Worse(st.Status):
+			st.Status, worst = status, msg
+		case status == StatusOK && msg != "":
+			ok = append(ok, msg)
+		}
 	}
 	if addrs := ingressAddresses(ing); addrs != "" {
 		st.Evidence = append(st.Evidence, "address "+addrs)
 	}
-	if len(broken) > 0 {
-		st.Status = StatusBroken
-		st.Message = broken[0]
-		st.Evidence = append(broken[1:], st.Evidence...)
-		return st
+	st.Message = worst
+	if st.Status == StatusOK {
+		st.Message = fmt.Sprintf("%d route(s) to this Service", len(refs))
+		if len(ok) > 0 {
+			st.Message += ": " + strings.Join(firstN(ok, 3), "; ")
+		}
 	}
-	st.Message = fmt.Sprintf("%d route(s) to this Service", len(refs))
 	return st
+}
+
+// joinNonEmpty joins a and b with sep, leaving out an empty one.
+func joinNonEmpty(sep, a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + sep + b
 }
 
 func backendPort(b *networkingv1.IngressServiceBackend) string {
@@ -137,7 +168,7 @@ func CheckIngress(ing *networkingv1.Ingress, in Objects) []Step {
 	steps := []Step{st}
 	for _, name := range order {
 		svc := findService(in.Services, ing.Namespace, name)
-		steps = append(steps, ingressStep(ing, svc, bySvc[name]))
+		steps = append(steps, ingressStep(ing, svc, bySvc[name], in.IngressAnswers[ing.Namespace+"/"+ing.Name]))
 		if svc != nil {
 			for _, s := range CheckService(svc, in) {
 				if !strings.HasPrefix(s.Name, "ingress/") {

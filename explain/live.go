@@ -302,8 +302,16 @@ func proxyEvidence(st status.Service) []string {
 	return firstN(out, 12)
 }
 
+// latencyIncludes says what a programming latency figure counts.
+const latencyIncludes = "(from the pod's change to the node's rules: the EndpointSlice update, its watch, the proxy's --min-sync-period between syncs and the write)"
+
 // latencyStep reports how long the last endpoint change took to reach the
-// nodes: from the newest slice trigger time to each proxy's programming.
+// nodes: from the newest slice trigger time (when the pod changed) to each
+// proxy's programming, as kube-proxy's network programming latency is
+// measured. The figure is end to end, so the message says what it
+// includes: the EndpointSlice update, the watch that carries it, the
+// proxy's wait between syncs (--min-sync-period, when changes come in
+// bursts) and the rules' write.
 //
 // A node whose rules already match the slices but were written before
 // the newest trigger time needed no change for it (the change touched
@@ -355,7 +363,7 @@ func latencyStep(in Objects, stats []*status.Service, current []bool) (Step, boo
 	}
 	st.Message = fmt.Sprintf("the last change (%s) reached %d of %d node(s) asked", trigger.UTC().Format(time.RFC3339), reached, asked)
 	if slowNode != "" {
-		st.Message += fmt.Sprintf(", slowest %s in %s", slowNode, slowest.Round(time.Millisecond))
+		st.Message += fmt.Sprintf(", slowest %s in %s %s", slowNode, slowest.Round(time.Millisecond), latencyIncludes)
 	}
 	if len(late) > 0 {
 		st.Status = StatusWarning

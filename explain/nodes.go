@@ -15,10 +15,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"portal.dev/portal/agent/dialcheck"
+	"portal.dev/portal/agent/httpprobe"
 	"portal.dev/portal/proxy/status"
 )
 
-// NodeAsker asks a node's agent the two questions explain needs of a node.
+// NodeAsker asks a node's agent the questions explain needs of a node.
 type NodeAsker interface {
 	// Dial asks node's agent whether anything listens on address
 	// (IP:PORT) over protocol, dialing from the node.
@@ -26,6 +27,9 @@ type NodeAsker interface {
 	// ProxyStatus asks node's agent what the node's proxy programmed for
 	// the Service nn.
 	ProxyStatus(ctx context.Context, node string, nn types.NamespacedName) (status.Service, error)
+	// HTTPProbe asks node's agent to send req through the node's Ingress
+	// controller; ErrNoIngress when the node runs none for req's scheme.
+	HTTPProbe(ctx context.Context, node string, req httpprobe.Request) (httpprobe.Result, error)
 }
 
 // ErrProxyDown is returned by ProxyStatus when the node's agent answered
@@ -56,10 +60,14 @@ func (n nodeProxy) get(ctx context.Context, node, path string, params map[string
 	if err != nil {
 		// The agent says so when it reached no proxy (a 502 whose body
 		// client-go folds into the error's text).
-		text := err.Error() + " " + string(raw)
+		text := err.Error() + " " + string(raw) + " " + causes(err)
 		if i := strings.Index(text, proxyDownText); i >= 0 {
 			msg, _, _ := strings.Cut(text[i:], `")`)
 			return fmt.Errorf("%w: %s", ErrProxyDown, strings.ReplaceAll(msg, `\"`, `"`))
+		}
+		if i := strings.Index(text, noIngressText); i >= 0 {
+			msg, _, _ := strings.Cut(text[i:], "\n")
+			return fmt.Errorf("%w: %s", ErrNoIngress, strings.TrimSpace(msg))
 		}
 		return err
 	}
@@ -78,6 +86,28 @@ func (n nodeProxy) ProxyStatus(ctx context.Context, node string, nn types.Namesp
 	var s status.Service
 	err := n.get(ctx, node, "proxystatus/services/"+nn.Namespace+"/"+nn.Name, nil, &s)
 	return s, err
+}
+
+// HTTPProbe asks node's agent to send req through its Ingress controller
+// (its /httpprobe).
+func (n nodeProxy) HTTPProbe(ctx context.Context, node string, req httpprobe.Request) (httpprobe.Result, error) {
+	var r httpprobe.Result
+	err := n.get(ctx, node, "httpprobe", map[string]string{"scheme": req.Scheme, "host": req.Host, "path": req.Path}, &r)
+	return r, err
+}
+
+// causes are the messages of an API error's causes, where client-go keeps
+// the body of an answer that was not a Status (the agent's plain text).
+func causes(err error) string {
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) || st.Status().Details == nil {
+		return ""
+	}
+	var out []string
+	for _, c := range st.Status().Details.Causes {
+		out = append(out, c.Message)
+	}
+	return strings.Join(out, " ")
 }
 
 // dnsAnswer is the agent's /dnsquery answer (agent.DNSAnswer).

@@ -48,6 +48,9 @@ type Step struct {
 	Status   Status   `json:"status"`
 	Message  string   `json:"message"`
 	Evidence []string `json:"evidence,omitempty"`
+	// Answers are, on an Ingress step, what the Ingress controller
+	// answered the request sent for each of its rules.
+	Answers []Answer `json:"answers,omitempty"`
 }
 
 // Report is the diagnosis of one target, its steps in path order. Target
@@ -63,7 +66,10 @@ type Report struct {
 // pods, EndpointSlices and Ingresses of the Service's namespace, the
 // nodes, the namespace's other Services (to suggest near matches), and
 // its pods' Unhealthy events (for the readiness probes' last failures;
-// nil leaves the pods' Ready condition as the only reason shown).
+// nil leaves the pods' Ready condition as the only reason shown), and
+// what the Ingress controller answered for the Ingresses' rules, by
+// "NS/NAME" of the Ingress (nil: not asked, the rules are judged on the
+// objects alone).
 type Objects struct {
 	Pods      []*corev1.Pod
 	Slices    []*discoveryv1.EndpointSlice
@@ -71,6 +77,8 @@ type Objects struct {
 	Ingresses []*networkingv1.Ingress
 	Services  []*corev1.Service
 	Events    []*corev1.Event
+
+	IngressAnswers map[string][]Answer
 }
 
 // Worst returns the worst status among steps, ok when there are none.

@@ -349,5 +349,14 @@ func (e *Explainer) explainIngress(ctx context.Context, namespace, name string) 
 			in.Nodes, in.Events = more.Nodes, append(in.Events, more.Events...)
 		}
 	}
+	if in.Nodes == nil {
+		// No backend Service to gather for: the nodes are still where
+		// the controller is asked from.
+		if nodes, err := e.cfg.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err == nil {
+			in.Nodes = ptrs(nodes.Items)
+		}
+	}
+	refs := ingressBackends(ing)
+	in.IngressAnswers = map[string][]Answer{namespace + "/" + name: e.ingressAnswers(ctx, ing, refs[:min(len(refs), maxIngressProbes)], in.Nodes)}
 	return newReport(target, CheckIngress(ing, in)), nil
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -177,6 +178,12 @@ type serverOptions struct {
 // It returns when ctx ends or a component stops, once every component has
 // stopped, in the order of the stages.
 func runServer(ctx context.Context, so serverOptions, enabled func(string) bool) error {
+	if enabled("ingress") {
+		// The agent sends portal explain's requests through the Ingress
+		// controller of this same process.
+		so.agent.IngressHTTPAddress = listenerAddress(so.ingress.BindAddress, so.ingress.HTTPPort)
+		so.agent.IngressHTTPSAddress = listenerAddress(so.ingress.BindAddress, so.ingress.HTTPSPort)
+	}
 	var start []starter
 	for _, c := range []struct {
 		name  string
@@ -396,6 +403,15 @@ func readyCheck(name string, ready func() bool) healthz.HealthChecker {
 		}
 		return nil
 	})
+}
+
+// listenerAddress is where this host reaches a listener bound to bind
+// ("" for every address) and port, or "" for port 0 (not served).
+func listenerAddress(bind string, port int) string {
+	if port == 0 {
+		return ""
+	}
+	return localAddress(net.JoinHostPort(bind, strconv.Itoa(port)))
 }
 
 // localAddress turns a bind address into one to dial on this host: an
