@@ -22,7 +22,8 @@ var ErrLeaderChanged = fmt.Errorf("%w: the etcd leader changed while the write w
 // droppedRetryFor bounds how long a write whose proposal raft dropped (no
 // leader known yet) is tried again: as long as etcd itself waits for a
 // proposal with the default election timeout (its ReqTimeout, 5 s plus two
-// election timeouts).
+// election timeouts). Then it fails as etcd's "no leader", unavailable:
+// the write was never applied.
 const droppedRetryFor = 7 * time.Second
 
 // droppedRetryEvery is how often a dropped write is tried again when no new
@@ -111,8 +112,10 @@ func (k *leaderAwareKV) write(ctx context.Context, do func(context.Context) erro
 			return nil
 		case abandoned:
 			return ErrLeaderChanged
-		case !dropped(err) || ctx.Err() != nil || !time.Now().Before(giveUp):
+		case !dropped(err) || ctx.Err() != nil:
 			return err
+		case !time.Now().Before(giveUp):
+			return fmt.Errorf("%w: %v for %s", rpctypes.ErrNoLeader, err, droppedRetryFor)
 		}
 		wait := time.NewTimer(droppedRetryEvery)
 		select {

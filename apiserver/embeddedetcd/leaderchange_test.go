@@ -81,9 +81,9 @@ func TestLeaderAwareWrite(t *testing.T) {
 		steps:     []func(context.Context) error{func(context.Context) error { return errDropped }, succeed},
 		wantCalls: 2,
 	}, {
-		name:      "dropped for longer than etcd waits gives up",
+		name:      "dropped for longer than etcd waits: no leader",
 		steps:     []func(context.Context) error{func(context.Context) error { return errDropped }},
-		wantErr:   errDropped,
+		wantErr:   rpctypes.ErrNoLeader,
 		wantCalls: int(droppedRetryFor/droppedRetryEvery) + 1,
 	}, {
 		name:      "the caller giving up is not a leader change",
