@@ -59,8 +59,13 @@ func (c Client) OptimisticPut(ctx context.Context, key string, value []byte, exp
 		if unknownOutcome(err) {
 			continue
 		}
-		if err != nil || resp.Succeeded {
-			return resp, err
+		if err != nil {
+			// The retry failed for sure; the first attempt may still
+			// have landed.
+			return kubernetes.PutResponse{}, first
+		}
+		if resp.Succeeded {
+			return resp, nil
 		}
 		if rev, ok := c.landed(ctx, key, value, expectedRevision, opts.LeaseID, resp); ok {
 			klog.V(2).InfoS("Write of unknown outcome had landed", "key", key, "revision", rev)
@@ -68,7 +73,7 @@ func (c Client) OptimisticPut(ctx context.Context, key string, value []byte, exp
 		}
 		return kubernetes.PutResponse{}, first
 	}
-	return resp, first
+	return kubernetes.PutResponse{}, first
 }
 
 // landed says whether an earlier attempt of a put whose retry failed its
@@ -113,8 +118,11 @@ func (c Client) OptimisticDelete(ctx context.Context, key string, expectedRevisi
 		if unknownOutcome(err) {
 			continue
 		}
-		if err != nil || resp.Succeeded {
-			return resp, err
+		if err != nil {
+			return kubernetes.DeleteResponse{}, first
+		}
+		if resp.Succeeded {
+			return resp, nil
 		}
 		if resp.KV != nil && resp.KV.CreateRevision <= expectedRevision {
 			// The object this delete saw, changed by another writer
@@ -127,5 +135,5 @@ func (c Client) OptimisticDelete(ctx context.Context, key string, expectedRevisi
 		}
 		return kubernetes.DeleteResponse{}, first
 	}
-	return resp, first
+	return kubernetes.DeleteResponse{}, first
 }

@@ -15,9 +15,10 @@ import (
 type fault int
 
 const (
-	pass   fault = iota // applied and answered
-	landed              // applied, answer lost with the leader
-	lost                // never applied, answer lost with the leader
+	pass    fault = iota // applied and answered
+	landed               // applied, answer lost with the leader
+	lost                 // never applied, answer lost with the leader
+	refused              // never applied, refused for sure (no leader)
 )
 
 // faulty is a real etcd whose writes meet faults in turn, and whose
@@ -45,8 +46,11 @@ func (f *faulty) next() fault {
 
 func (f *faulty) OptimisticPut(ctx context.Context, key string, value []byte, rev int64, opts kubernetes.PutOptions) (kubernetes.PutResponse, error) {
 	fl := f.next()
-	if fl == lost {
+	switch fl {
+	case lost:
 		return kubernetes.PutResponse{}, errUnknown
+	case refused:
+		return kubernetes.PutResponse{}, rpctypes.ErrNoLeader
 	}
 	resp, err := f.Interface.OptimisticPut(ctx, key, value, rev, opts)
 	if fl == landed && err == nil {
@@ -57,8 +61,11 @@ func (f *faulty) OptimisticPut(ctx context.Context, key string, value []byte, re
 
 func (f *faulty) OptimisticDelete(ctx context.Context, key string, rev int64, opts kubernetes.DeleteOptions) (kubernetes.DeleteResponse, error) {
 	fl := f.next()
-	if fl == lost {
+	switch fl {
+	case lost:
 		return kubernetes.DeleteResponse{}, errUnknown
+	case refused:
+		return kubernetes.DeleteResponse{}, rpctypes.ErrNoLeader
 	}
 	resp, err := f.Interface.OptimisticDelete(ctx, key, rev, opts)
 	if fl == landed && err == nil {
@@ -118,6 +125,8 @@ func TestOptimisticPutOfUnknownOutcome(t *testing.T) {
 		{name: "update landed and updated since: unknown", exists: true, faults: []fault{landed}, other: "theirs", want: "unknown", stored: "theirs"},
 		{name: "lost at every leader: unknown", faults: []fault{lost, lost, lost}, want: "unknown"},
 		{name: "lost, then landed: acknowledged", faults: []fault{lost, landed}, want: "ack", stored: "mine"},
+		// The retry's refusal says nothing of the first attempt.
+		{name: "landed, then the retry refused: unknown", faults: []fault{landed, refused}, want: "unknown", stored: "mine"},
 	}
 	kc := startEtcd(t)
 	for i, tc := range tests {
@@ -188,6 +197,7 @@ func TestOptimisticDeleteOfUnknownOutcome(t *testing.T) {
 		{name: "landed: unknown", faults: []fault{landed}, want: "unknown", gone: true},
 		{name: "lost and updated since: compare failed", faults: []fault{lost}, other: "theirs", want: "compare failed"},
 		{name: "lost at every leader: unknown", faults: []fault{lost, lost, lost}, want: "unknown"},
+		{name: "landed, then the retry refused: unknown", faults: []fault{landed, refused}, want: "unknown", gone: true},
 	}
 	kc := startEtcd(t)
 	for i, tc := range tests {
