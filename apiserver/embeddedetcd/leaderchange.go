@@ -110,9 +110,11 @@ func (k *leaderAwareKV) write(ctx context.Context, do func(context.Context) erro
 		switch {
 		case err == nil:
 			return nil
-		case abandoned:
+		case ctx.Err() != nil:
+			return err
+		case abandoned && !dropped(err):
 			return ErrLeaderChanged
-		case !dropped(err) || ctx.Err() != nil:
+		case !dropped(err):
 			return err
 		case !time.Now().Before(giveUp):
 			return fmt.Errorf("%w: %v for %s", rpctypes.ErrNoLeader, err, droppedRetryFor)

@@ -77,6 +77,14 @@ func TestLeaderAwareWrite(t *testing.T) {
 		during:    func(l *leaders, _ context.CancelFunc) { l.change() },
 		wantCalls: 2,
 	}, {
+		name: "dropped as the leader changes is sent again, not of unknown outcome",
+		steps: []func(context.Context) error{func(ctx context.Context) error {
+			<-ctx.Done()
+			return errDropped
+		}, succeed},
+		during:    func(l *leaders, _ context.CancelFunc) { l.change() },
+		wantCalls: 2,
+	}, {
 		name:      "dropped and no leader announced is sent again after a while",
 		steps:     []func(context.Context) error{func(context.Context) error { return errDropped }, succeed},
 		wantCalls: 2,
