@@ -44,7 +44,7 @@ func newAuthorization(modes []string, factory informers.SharedInformerFactory) (
 			if err != nil {
 				return nil, fmt.Errorf("--authorization-mode %s: %w", m, err)
 			}
-			named = append(named, auth.Named{Mode: m, Authorizer: a})
+			named = append(named, auth.Named{Mode: m, Authorizer: auth.WaitForSync(a, hasSynced...)})
 			synced = append(synced, hasSynced...)
 		case auth.ModeRBAC:
 			v1 := factory.Rbac().V1()
@@ -57,9 +57,10 @@ func newAuthorization(modes []string, factory informers.SharedInformerFactory) (
 				RoleBindings: v1.RoleBindings().Lister(), ClusterRoleBindings: v1.ClusterRoleBindings().Lister(),
 				ClusterRoleBindingIndex: crbs.GetIndexer(),
 			})
-			named = append(named, auth.Named{Mode: m, Authorizer: rbacAuthorizer, Rules: rbacAuthorizer})
-			synced = append(synced, v1.Roles().Informer().HasSynced, v1.ClusterRoles().Informer().HasSynced,
-				v1.RoleBindings().Informer().HasSynced, v1.ClusterRoleBindings().Informer().HasSynced)
+			rbacSynced := []func() bool{v1.Roles().Informer().HasSynced, v1.ClusterRoles().Informer().HasSynced,
+				v1.RoleBindings().Informer().HasSynced, v1.ClusterRoleBindings().Informer().HasSynced}
+			named = append(named, auth.Named{Mode: m, Authorizer: auth.WaitForSync(rbacAuthorizer, rbacSynced...), Rules: rbacAuthorizer})
+			synced = append(synced, rbacSynced...)
 		default:
 			return nil, fmt.Errorf("--authorization-mode: unknown mode %q", m)
 		}
@@ -76,8 +77,9 @@ func newAuthorization(modes []string, factory informers.SharedInformerFactory) (
 }
 
 // readyCheck keeps /readyz from saying ok before the caches the modes
-// decide from are filled: until then every user but system:masters would
-// be refused.
+// decide from are filled: until then the modes keep requests of every user
+// but system:masters waiting (see auth.WaitForSync), and load balancers
+// should send them elsewhere.
 func (a *authorization) readyCheck() healthz.HealthChecker {
 	return healthz.NamedCheck("authorization-caches", func(*http.Request) error {
 		for _, s := range a.synced {

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apiserver/pkg/storage/value/encrypt/identity"
 	"k8s.io/client-go/tools/cache"
 
+	"portal.dev/portal/apiserver/etcdretry"
 	"portal.dev/portal/apiserver/snapshotwindow"
 )
 
@@ -51,7 +52,9 @@ func newInProcessStorage(inner generic.RESTOptionsGetter, client *clientv3.Clien
 	// Latency metrics per request, as the factory does.
 	client.KV = etcd3.NewETCDLatencyTracker(client.KV)
 	kc := &etcdkube.Client{Client: client}
-	kc.Kubernetes = kc
+	// A write the loss of the etcd leader left of unknown outcome is sent
+	// again and acknowledged if it had landed (see etcdretry).
+	kc.Kubernetes = etcdretry.Client{Interface: kc}
 	// etcd3.New asks the shared feature checker to probe the client's
 	// endpoints for RequestWatchProgress; an in-process client has none,
 	// so nothing would be probed and the watch cache would serve neither

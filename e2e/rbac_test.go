@@ -1,10 +1,16 @@
 package e2e
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"portal.dev/portal/e2e/framework"
 )
@@ -27,6 +33,41 @@ func TestRBAC(t *testing.T) {
 	t.Run("edit cannot bind itself admin", func(t *testing.T) { rbacEscalation(t, s, asDave) })
 	t.Run("can-i --list for the proxy shows only what it needs", func(t *testing.T) { rbacProxyRules(t, s) })
 	t.Run("bad input", func(t *testing.T) { rbacBadInput(t, s) })
+	t.Run("a restarted server never answers 403 while its caches fill", func(t *testing.T) { rbacRestart(t, s, dave) })
+}
+
+// rbacRestart: a bound user asking a restarted server from the moment it
+// serves gets answers, never a 403. The server once refused such requests
+// until the informers behind RBAC had synced, although the policy allowed
+// them.
+func rbacRestart(t *testing.T, s *framework.Server, kubeconfig string) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Dial, cfg.QPS, cfg.Burst, cfg.Timeout = s.Dial, 1000, 1000, 30*time.Second
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Stop()
+	s.Launch()
+	defer s.WaitReady(90 * time.Second)
+	deadline := time.Now().Add(90 * time.Second)
+	for attempts := 1; ; attempts++ {
+		_, err := client.CoreV1().Services("a").List(context.Background(), metav1.ListOptions{})
+		if err == nil {
+			t.Logf("the restarted server answered the bound user after %d attempts", attempts)
+			return
+		}
+		if apierrors.IsForbidden(err) {
+			t.Fatalf("restarted server refused a bound user with 403 (attempt %d): %v", attempts, err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("restarted server did not answer a bound user within 90 s: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // rbacBootstrapRoles: the bootstrap roles are listed and admin aggregates the

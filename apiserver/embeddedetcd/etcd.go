@@ -217,8 +217,14 @@ func (s *Server) Close() {
 
 // InProcessClient returns a client that calls this etcd's request handlers
 // directly, without its gRPC port: no TLS, no framing, no sockets. Requests
-// take the same path through raft and the disk as over the network.
-func (s *Server) InProcessClient() *clientv3.Client { return v3client.New(s.etcd.Server) }
+// take the same path through raft and the disk as over the network. A write
+// in flight when this member sees a new leader ends at once with
+// ErrLeaderChanged (see leaderAwareKV).
+func (s *Server) InProcessClient() *clientv3.Client {
+	c := v3client.New(s.etcd.Server)
+	c.KV = &leaderAwareKV{KV: c.KV, changed: s.etcd.Server.LeaderChangedNotify}
+	return c
+}
 
 // Err reports a fatal etcd error while it runs.
 func (s *Server) Err() <-chan error { return s.etcd.Err() }

@@ -117,6 +117,14 @@ func Attach(t testing.TB, s *Server) { s.t = t }
 // Start starts the process (again) and waits for readiness.
 func (s *Server) Start() {
 	s.t.Helper()
+	s.Launch()
+	s.WaitReady(90 * time.Second)
+}
+
+// Launch starts the process and returns at once, before it serves: for
+// tests of what a server answers while it starts.
+func (s *Server) Launch() {
+	s.t.Helper()
 	args := append([]string{s.Command, "--data-dir", s.DataDir, "--bind-address", "127.0.0.1",
 		"--secure-port", fmt.Sprint(s.Port)}, s.serverArgs()...)
 	log, err := os.OpenFile(filepath.Join(s.DataDir, "portal.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
@@ -141,7 +149,6 @@ func (s *Server) Start() {
 			s.dumpLog()
 		}
 	})
-	s.WaitReady(90 * time.Second)
 }
 
 // serverArgs are the test's arguments plus what keeps `portal server`
