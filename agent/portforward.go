@@ -212,9 +212,11 @@ func (f *forwarder) forward(ctx context.Context, p *streamPair) {
 		}
 		conn.(*net.TCPConn).CloseWrite()
 	}()
-	// Large reads make large SPDY frames: fewer frames per byte through
-	// the API server and kubectl.
-	if _, err := io.CopyBuffer(p.data, conn, make([]byte, 256<<10)); err != nil {
+	// Large reads make large SPDY frames: fewer frames, messages and
+	// writes per byte at every hop up to kubectl. The connection is
+	// wrapped so that io.CopyBuffer uses this buffer: a *net.TCPConn has a
+	// WriteTo, which would copy through 32 KiB reads instead.
+	if _, err := io.CopyBuffer(p.data, onlyReader{conn}, make([]byte, 256<<10)); err != nil {
 		p.data.Reset()
 	} else {
 		p.data.Close()
@@ -235,3 +237,8 @@ func (f *forwarder) forward(ctx context.Context, p *streamPair) {
 	p.data.Reset()
 	<-toPod
 }
+
+// onlyReader hides every method of its reader but Read.
+type onlyReader struct{ r io.Reader }
+
+func (o onlyReader) Read(p []byte) (int, error) { return o.r.Read(p) }
