@@ -262,3 +262,32 @@ func openPair(t *testing.T, conn httpstream.Connection, id, port int) (data, err
 	}
 	return data, errs
 }
+
+// countingWriter records the size of each write.
+type countingWriter struct{ writes []int }
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.writes = append(w.writes, len(p))
+	return len(p), nil
+}
+
+// TestCopyFromPodGrowsItsReads: a connection's first MiB goes in reads of
+// 32 KiB (a dropped connection puts little into the shared session), the
+// rest in 256 KiB (fewer frames per byte), whatever the source offers.
+func TestCopyFromPodGrowsItsReads(t *testing.T) {
+	src := strings.NewReader(strings.Repeat("x", 3<<20))
+	var dst countingWriter
+	if err := copyFromPod(&dst, src); err != nil {
+		t.Fatal(err)
+	}
+	var want []int
+	for range 32 {
+		want = append(want, 32<<10)
+	}
+	for range 8 {
+		want = append(want, 256<<10)
+	}
+	if fmt.Sprint(dst.writes) != fmt.Sprint(want) {
+		t.Errorf("writes: got %v, want %v", dst.writes, want)
+	}
+}
