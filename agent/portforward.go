@@ -212,9 +212,7 @@ func (f *forwarder) forward(ctx context.Context, p *streamPair) {
 		}
 		conn.(*net.TCPConn).CloseWrite()
 	}()
-	// Large reads make large SPDY frames: fewer frames per byte through
-	// the API server and kubectl.
-	if _, err := io.CopyBuffer(p.data, conn, make([]byte, 256<<10)); err != nil {
+	if err := copyFromPod(p.data, conn); err != nil {
 		p.data.Reset()
 	} else {
 		p.data.Close()
@@ -234,4 +232,44 @@ func (f *forwarder) forward(ctx context.Context, p *streamPair) {
 	conn.Close()
 	p.data.Reset()
 	<-toPod
+}
+
+const (
+	// smallRead is the size of the pod's first reads: what io.Copy
+	// reads, and small enough that connections dropped at once (a client
+	// that opens many and goes) put little into the session shared by
+	// all before the client's reset arrives.
+	smallRead = 32 << 10
+	// largeRead is the size of later reads. Large reads make large SPDY
+	// frames: fewer frames, messages and writes per byte at every hop up
+	// to kubectl.
+	largeRead = 256 << 10
+	// smallReadBytes is how much a connection carries in small reads
+	// before it counts as a long transfer.
+	smallReadBytes = 1 << 20
+)
+
+// copyFromPod copies what the pod sends to the client's stream until the
+// pod closes its side, in small reads first and large ones once the
+// connection has carried smallReadBytes.
+func copyFromPod(dst io.Writer, src io.Reader) error {
+	buf := make([]byte, largeRead)
+	size, carried := smallRead, 0
+	for {
+		n, err := src.Read(buf[:size])
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return werr
+			}
+			if carried += n; carried >= smallReadBytes {
+				size = largeRead
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
 }

@@ -18,15 +18,30 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
 )
 
 // TestForwarder speaks portforward.k8s.io to the forwarder as kubectl
 // does (an error and a data stream per connection, paired by requestID),
-// here from the agent's own network namespace: several connections at
-// once reach their port, and a closed port is reported on the error
-// stream in kubelet's words.
+// here from the agent's own network namespace, over both of kubectl's
+// transports (SPDY, and SPDY tunnelled through a WebSocket, which the API
+// server passes through): several connections at once reach their port,
+// and a closed port is reported on the error stream in kubelet's words.
 func TestForwarder(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		dial func(t *testing.T, base string) httpstream.Connection
+	}{
+		{"SPDY", dialForward},
+		{"SPDY through a WebSocket", dialTunnel},
+	} {
+		t.Run(tc.name, func(t *testing.T) { checkForwarder(t, startForwarderVia(t, 0, tc.dial)) })
+	}
+}
+
+// checkForwarder runs TestForwarder's checks through conn.
+func checkForwarder(t *testing.T, conn httpstream.Connection) {
 	echo, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +59,6 @@ func TestForwarder(t *testing.T) {
 	closed, _ := net.Listen("tcp", "127.0.0.1:0")
 	closedPort := closed.Addr().(*net.TCPAddr).Port
 	closed.Close()
-	conn := startForwarder(t, 0)
 
 	echoPort := echo.Addr().(*net.TCPAddr).Port
 	type result struct {
@@ -178,6 +192,12 @@ func TestForwarderDropsUnfitStreams(t *testing.T) {
 // returns the client's connection to it.
 func startForwarder(t *testing.T, creationTimeout time.Duration) httpstream.Connection {
 	t.Helper()
+	return startForwarderVia(t, creationTimeout, dialForward)
+}
+
+// startForwarderVia is startForwarder with the client's dialler.
+func startForwarderVia(t *testing.T, creationTimeout time.Duration, dial func(*testing.T, string) httpstream.Connection) httpstream.Connection {
+	t.Helper()
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "web", UID: "u1"}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s := upgradeSPDY(w, r, []string{portForwardV1})
@@ -187,7 +207,7 @@ func startForwarder(t *testing.T, creationTimeout time.Duration) httpstream.Conn
 		defer s.close()
 		(&forwarder{sess: s, pod: pod, pending: map[string]*streamPair{}, creationTimeout: creationTimeout}).run(r.Context())
 	}))
-	conn := dialForward(t, srv.URL)
+	conn := dial(t, srv.URL)
 	t.Cleanup(func() { conn.Close(); srv.Close() })
 	return conn
 }
@@ -200,6 +220,22 @@ func dialForward(t *testing.T, base string) httpstream.Connection {
 	}
 	u, _ := url.Parse(base + "/portForward/demo/web")
 	conn, proto, err := spdy.NewDialer(upgrader, &http.Client{Transport: rt}, "POST", u).Dial(portForwardV1)
+	if err != nil || proto != portForwardV1 {
+		t.Fatalf("dial: %v (protocol %q)", err, proto)
+	}
+	return conn
+}
+
+// dialTunnel opens a session as kubectl 1.30+ does: SPDY tunnelled
+// through a WebSocket.
+func dialTunnel(t *testing.T, base string) httpstream.Connection {
+	t.Helper()
+	u, _ := url.Parse(base + "/portForward/demo/web")
+	d, err := portforward.NewSPDYOverWebsocketDialer(u, &rest.Config{Host: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, proto, err := d.Dial(portForwardV1)
 	if err != nil || proto != portForwardV1 {
 		t.Fatalf("dial: %v (protocol %q)", err, proto)
 	}
@@ -225,4 +261,33 @@ func openPair(t *testing.T, conn httpstream.Connection, id, port int) (data, err
 		t.Error(err)
 	}
 	return data, errs
+}
+
+// countingWriter records the size of each write.
+type countingWriter struct{ writes []int }
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.writes = append(w.writes, len(p))
+	return len(p), nil
+}
+
+// TestCopyFromPodGrowsItsReads: a connection's first MiB goes in reads of
+// 32 KiB (a dropped connection puts little into the shared session), the
+// rest in 256 KiB (fewer frames per byte), whatever the source offers.
+func TestCopyFromPodGrowsItsReads(t *testing.T) {
+	src := strings.NewReader(strings.Repeat("x", 3<<20))
+	var dst countingWriter
+	if err := copyFromPod(&dst, src); err != nil {
+		t.Fatal(err)
+	}
+	var want []int
+	for range 32 {
+		want = append(want, 32<<10)
+	}
+	for range 8 {
+		want = append(want, 256<<10)
+	}
+	if fmt.Sprint(dst.writes) != fmt.Sprint(want) {
+		t.Errorf("writes: got %v, want %v", dst.writes, want)
+	}
 }

@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/streaming/pkg/httpstream"
 	"k8s.io/streaming/pkg/httpstream/spdy"
+
+	"portal.dev/portal/agent/wstunnel"
 )
 
 const (
@@ -42,30 +44,43 @@ type newStream struct {
 }
 
 // upgradeSPDY negotiates one of protocols with the client and upgrades the
-// request to SPDY. When it returns nil it has answered the request itself
-// (no common protocol, not an upgrade request). close must be called when
-// the session ends.
+// request to SPDY, or to SPDY tunnelled through a WebSocket when the
+// client asks for that (kubectl's port-forward since 1.30, which the API
+// server then passes through unchanged). When it returns nil it has
+// answered the request itself (no common protocol, not an upgrade
+// request). close must be called when the session ends.
 func upgradeSPDY(w http.ResponseWriter, r *http.Request, protocols []string) *spdySession {
-	proto, err := httpstream.Handshake(r, w, protocols)
-	if err != nil {
-		return nil
-	}
-	if proto == "" {
-		writeStatus(w, http.StatusBadRequest, "unable to upgrade: the client named no stream protocol; supported: "+protocols[0])
-		return nil
-	}
 	s := &spdySession{streams: make(chan newStream), done: make(chan struct{})}
-	s.conn = spdy.NewResponseUpgraderWithPings(streamPingPeriod).UpgradeResponse(w, r,
-		func(st httpstream.Stream, replySent <-chan struct{}) error {
-			select {
-			case s.streams <- newStream{st, replySent}:
-			case <-s.done:
-				st.Reset()
-			}
-			return nil
-		})
-	if s.conn == nil {
+	handler := func(st httpstream.Stream, replySent <-chan struct{}) error {
+		select {
+		case s.streams <- newStream{st, replySent}:
+		case <-s.done:
+			st.Reset()
+		}
 		return nil
+	}
+	if wstunnel.IsRequest(r) {
+		conn, err := wstunnel.Upgrade(w, r, protocols)
+		if err != nil {
+			return nil
+		}
+		if s.conn, err = spdy.NewServerConnectionWithPings(conn, handler, streamPingPeriod); err != nil {
+			conn.Close()
+			return nil
+		}
+	} else {
+		proto, err := httpstream.Handshake(r, w, protocols)
+		if err != nil {
+			return nil
+		}
+		if proto == "" {
+			writeStatus(w, http.StatusBadRequest, "unable to upgrade: the client named no stream protocol; supported: "+protocols[0])
+			return nil
+		}
+		s.conn = spdy.NewResponseUpgraderWithPings(streamPingPeriod).UpgradeResponse(w, r, handler)
+		if s.conn == nil {
+			return nil
+		}
 	}
 	s.conn.SetIdleTimeout(streamIdleTimeout)
 	return s

@@ -232,7 +232,7 @@ func portForwardBadInput(t *testing.T, ab *agentBed) {
 		resp.Body.Close()
 	})
 	t.Run("1000 connections opened and dropped", func(t *testing.T) {
-		_, stop := ab.startPortForward(t, "pod/web", 18093, 8080)
+		pf, stop := ab.startPortForward(t, "pod/web", 18093, 8080)
 		defer stop()
 		var wg sync.WaitGroup
 		var opened atomic.Int64
@@ -255,7 +255,8 @@ func portForwardBadInput(t *testing.T, ab *agentBed) {
 			t.Errorf("opened %d of 1,000 connections through kubectl port-forward, want all", n)
 		}
 		if failed := parallelGets(ab.nodeHTTP(), "http://127.0.0.1:18093/", 50); len(failed) > 0 {
-			t.Errorf("after 1,000 dropped connections, 50 requests: %d failed: %v", len(failed), failed)
+			t.Errorf("after 1,000 dropped connections, 50 requests: %d failed: %v\nkubectl port-forward said: %s",
+				len(failed), failed[:min(3, len(failed))], pf.output())
 		}
 	})
 }

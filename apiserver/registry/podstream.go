@@ -34,10 +34,11 @@ const (
 
 // StreamREST serves pods/exec, pods/attach and pods/portforward as
 // kube-apiserver does for a kubelet: it finds the pod's agent and proxies
-// the upgraded connection to it (SPDY end to end), or, for kubectl's
-// WebSocket protocols, terminates the WebSocket here and speaks SPDY to the
-// agent: v5.channel.k8s.io through the stream translator, portforward.k8s.io
-// tunnelled SPDY through the tunnelling handler. Agents speak only SPDY.
+// the upgraded connection to it. Port-forward is passed through whatever
+// the protocol (SPDY, or SPDY tunnelled through a WebSocket, which the
+// agent accepts as it is). For exec and attach, kubectl's WebSocket
+// protocol v5.channel.k8s.io is terminated here and spoken to the agent as
+// SPDY through the stream translator; SPDY is passed through.
 type StreamREST struct {
 	pods, nodes *REST
 	transport   http.RoundTripper
@@ -116,8 +117,10 @@ func (r *StreamREST) Connect(ctx context.Context, name string, opts runtime.Obje
 	}
 	upgrade := proxy.NewUpgradeAwareHandler(loc, r.transport, false, true, proxy.NewErrorResponder(responder))
 	if r.verb == verbPortForward {
-		return translator.NewTranslatingHandler(upgrade, translator.NewTunnelingHandler(upgrade),
-			wsstream.IsWebSocketRequestWithTunnelingProtocol), nil
+		// The agent speaks both of kubectl's port-forward protocols, SPDY
+		// and SPDY tunnelled through a WebSocket, so either upgrade is
+		// passed through byte for byte: no decoding and framing again here.
+		return upgrade, nil
 	}
 	return translator.NewTranslatingHandler(upgrade, translator.NewStreamTranslatorHandler(loc, r.transport, 0, streams),
 		wsstream.IsWebSocketRequestWithStreamCloseProtocol), nil

@@ -2,7 +2,9 @@
 // downloads of one large file from a pod, straight from the pod's IP (the
 // anchor) and through the real kubectl's port-forward to pod/NAME and to
 // svc/NAME, in alternation, with the CPU time kubectl, the API server and
-// the agent spend per MiB carried.
+// the agent spend per MiB carried. A second anchor is the bound: kubectl
+// port-forwarding from an in-process peer that serves the file from
+// memory, which is what kubectl alone can move.
 //
 // run.sh starts it inside a fresh network namespace, the node; the bench
 // gives the node an address on a veth (both ends its own) and runs `portal server` (API
@@ -43,7 +45,7 @@ var (
 	sizeMiB = flag.Int("size", 200, "size of the file downloaded, MiB")
 	rounds  = flag.Int("rounds", 5, "rounds of anchor, pod/NAME, svc/NAME downloads")
 	serve   = flag.String("serve", "", "serve this directory on :8080 (what the pod runs)")
-	spdy    = flag.Bool("spdy", false, "make kubectl use its SPDY fallback instead of WebSockets")
+	useSPDY = flag.Bool("spdy", false, "make kubectl use its SPDY fallback instead of WebSockets")
 )
 
 const (

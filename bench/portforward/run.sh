@@ -2,7 +2,9 @@
 # Port-forward benchmark: builds portal and runs bench/portforward in a
 # node network namespace it creates (API server, agent, one pod serving a
 # file); everything is removed at the end.
-# Usage (root): bench/portforward/run.sh [-size 200] [-rounds 5] [-spdy]
+# Usage (root): bench/portforward/run.sh [-size 200] [-rounds 5] [-spdy] [-portal BINARY]
+# -portal runs another build's server and agent (the last -portal given
+# wins over this tree's bin/portal), to compare two builds in turn.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ./hack/build.sh
