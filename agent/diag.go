@@ -26,6 +26,10 @@ const (
 	diagDialTimeout  = 500 * time.Millisecond
 	diagProxyTimeout = 500 * time.Millisecond
 	diagDNSTimeout   = 300 * time.Millisecond
+	// trafficProxyTimeout is longer: the proxy lists its rules to read
+	// the counters, a second or so with 10,000 Services, and the map
+	// polls every few seconds rather than answering at once.
+	trafficProxyTimeout = 3 * time.Second
 )
 
 // DNSAnswer is what /dnsquery returns: the cluster DNS's reply in wire
@@ -40,6 +44,7 @@ type DNSAnswer struct {
 //
 //	GET /dial?address=IP:PORT&protocol=TCP    does anything listen there (dialcheck.Result)
 //	GET /proxystatus/services/{ns}/{name}     this node's proxy's account of the Service (proxy/status)
+//	GET /proxystatus/traffic                  this node's proxy's counters per Service port (status.Traffic)
 //	GET /dnsquery?name=NAME&type=N            the cluster DNS's answer, asked from the node (DNSAnswer)
 //
 // /dnsquery lets a caller outside the cluster network (a workstation) see
@@ -57,6 +62,7 @@ type DNSAnswer struct {
 func (a *Agent) addDiagRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /dial", a.serveDial)
 	mux.HandleFunc("GET /proxystatus/services/{namespace}/{name}", a.serveProxyStatus)
+	mux.HandleFunc("GET /proxystatus/traffic", a.serveProxyTraffic)
 	mux.HandleFunc("GET /dnsquery", a.serveDNSQuery)
 }
 
@@ -135,13 +141,25 @@ func (a *Agent) runsPodAt(addr netip.Addr) bool {
 // (Options.ProxyStatusAddress, its --metrics-bind-address), which serves
 // only the node itself. A proxy that does not answer is a 502 that says so.
 func (a *Agent) serveProxyStatus(w http.ResponseWriter, r *http.Request) {
+	a.forwardToProxy(w, "/status/services/"+url.PathEscape(r.PathValue("namespace"))+"/"+url.PathEscape(r.PathValue("name")), diagProxyTimeout)
+}
+
+// serveProxyTraffic forwards to the proxy's counters (/status/traffic),
+// which the service map turns into request and error rates; a proxy mode
+// that counts nothing answers 404 through it.
+func (a *Agent) serveProxyTraffic(w http.ResponseWriter, r *http.Request) {
+	a.forwardToProxy(w, "/status/traffic", trafficProxyTimeout)
+}
+
+// forwardToProxy answers with the proxy's answer to GET path, waiting
+// at most timeout.
+func (a *Agent) forwardToProxy(w http.ResponseWriter, path string, timeout time.Duration) {
 	if a.opts.ProxyStatusAddress == "" {
 		http.Error(w, "the agent of node "+a.opts.NodeName+" has no --proxy-status-address", http.StatusNotFound)
 		return
 	}
-	u := url.URL{Scheme: "http", Host: a.opts.ProxyStatusAddress,
-		Path: "/status/services/" + url.PathEscape(r.PathValue("namespace")) + "/" + url.PathEscape(r.PathValue("name"))}
-	client := http.Client{Timeout: diagProxyTimeout}
+	u := url.URL{Scheme: "http", Host: a.opts.ProxyStatusAddress, Path: path}
+	client := http.Client{Timeout: timeout}
 	resp, err := client.Get(u.String())
 	if err != nil {
 		http.Error(w, fmt.Sprintf("the service proxy of node %s does not answer at %s: %v", a.opts.NodeName, a.opts.ProxyStatusAddress, err), http.StatusBadGateway)

@@ -53,6 +53,8 @@ func TestDiagRoutes(t *testing.T) {
 		{"the proxy's status is forwarded", strings.TrimPrefix(proxy.URL, "http://"), "/proxystatus/services/default/web", 200, `"path":"/status/services/default/web"`},
 		{"a proxy that does not answer says so", closedAddr, "/proxystatus/services/default/web", 502, "the service proxy of node node1 does not answer at " + closedAddr},
 		{"no proxy address configured", "", "/proxystatus/services/default/web", 404, "no --proxy-status-address"},
+		{"the proxy's counters are forwarded", strings.TrimPrefix(proxy.URL, "http://"), "/proxystatus/traffic", 200, `"path":"/status/traffic"`},
+		{"counters of a proxy that does not answer", closedAddr, "/proxystatus/traffic", 502, "the service proxy of node node1 does not answer at " + closedAddr},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
