@@ -43,6 +43,7 @@ const S = {
   nodes: new Map(),      // name -> {name,ready}
   ingresses: new Map(),  // key -> {ns,name,backends:[{service,port}]}
   status: new Map(),     // service key -> {status, why}
+  rates: new Map(),      // service key -> {conn, refused} per second, where a node's proxy counts
   byPair: new Map(),     // ns -> Map("k=v" -> Set(pod key))
 };
 
@@ -399,15 +400,20 @@ function renderCard(key) {
   let c = cards.get(key);
   if (!svc) { if (c) { c.remove(); cards.delete(key); } return; }
   if (!c) {
-    c = el('div', 'svc');
-    c.dataset.sort = svc.name;
-    c.dataset.key = key;
-    c.append(el('div', 'name'), el('div', 'meta'), el('div', 'why'), el('div', 'pods'));
-    c.addEventListener('click', () => explain(svc.ns, 'svc/' + svc.name, c));
+    c = newCard(svc);
     insertSorted(section(svc.ns).services, c);
     cards.set(key, c);
   }
   fillCard(c, svc);
+}
+
+function newCard(svc) {
+  const c = el('div', 'svc');
+  c.dataset.sort = svc.name;
+  c.dataset.key = keyOf(svc.ns, svc.name);
+  c.append(el('div', 'name'), el('div', 'meta'), el('div', 'why'), el('div', 'rate'), el('div', 'pods'));
+  c.addEventListener('click', () => explain(svc.ns, 'svc/' + svc.name, c));
+  return c;
 }
 
 function fillCard(c, svc) {
@@ -415,7 +421,7 @@ function fillCard(c, svc) {
   const st = S.status.get(key);
   c.dataset.status = st ? st.status : 'unknown';
   c.dataset.name = svc.name;
-  const [name, meta, why, pods] = c.children;
+  const [name, meta, why, rate, pods] = c.children;
   name.textContent = svc.name;
   let ready = 0;
   let total = 0;
@@ -423,6 +429,10 @@ function fillCard(c, svc) {
   const addr = svc.type === 'ExternalName' ? svc.externalName : svc.clusterIP;
   meta.textContent = svc.type + ' ' + addr + ' ' + svc.ports.join(' ') + ' · endpoints ' + ready + '/' + total;
   why.textContent = st ? st.why : '';
+  const r = S.rates.get(key);
+  rate.textContent = r ? rateText(r) : '';
+  rate.className = 'rate' + (r && r.refused > 0 ? ' errors' : '');
+  if (r) { c.dataset.rate = r.conn; c.dataset.refused = r.refused; } else { delete c.dataset.rate; delete c.dataset.refused; }
   const dots = podsOf(svc).map((p) => {
     const d = el('span', 'pod' + (p.ready ? ' ready' : p.phase === 'Pending' ? ' pending' : ''));
     d.title = p.name + ' on ' + (p.node || 'no node') + ' · ' + p.phase + (p.ready ? ' · ready' : ' · not ready');
@@ -464,11 +474,7 @@ function renderAll() {
     if (!s) continue;
     const frag = document.createDocumentFragment();
     for (const svc of servicesIn(ns).sort((a, b) => (a.name < b.name ? -1 : 1))) {
-      const c = el('div', 'svc');
-      c.dataset.sort = svc.name;
-      c.dataset.key = keyOf(ns, svc.name);
-      c.append(el('div', 'name'), el('div', 'meta'), el('div', 'why'), el('div', 'pods'));
-      c.addEventListener('click', () => explain(svc.ns, 'svc/' + svc.name, c));
+      const c = newCard(svc);
       fillCard(c, svc);
       cards.set(c.dataset.key, c);
       frag.append(c);
@@ -530,10 +536,75 @@ async function judge(ns, names) {
   scheduleRender();
 }
 
+// ---- request and error rates from /ui/api/traffic ----
+
+// The node proxies' counters only ever grow, until a proxy rewrites a
+// Service's rules; two samples a few seconds apart give a rate. Polling on
+// a timer, not per watch event, keeps the cost on the nodes fixed.
+const trafficEvery = 5000;
+let lastTraffic = null; // {at, services}
+let trafficTimer = 0;
+
+function fmtRate(x) {
+  return x >= 10 ? String(Math.round(x)) : x.toFixed(1);
+}
+
+function rateText(r) {
+  return fmtRate(r.conn) + ' conn/s · ' + fmtRate(r.refused) + ' refused/s';
+}
+
+async function pollTraffic(signal) {
+  let reply;
+  try {
+    reply = await api('/ui/api/traffic' + (scope ? '?namespace=' + encodeURIComponent(scope) : ''), signal);
+  } catch (e) {
+    if (signal.aborted) return;
+    if (e.status === 403) {
+      notice('traffic', 'No request rates: ' + e.message);
+      return; // asking again will not help
+    }
+    notice('traffic', 'Could not read the request rates: ' + e.message);
+    trafficTimer = setTimeout(() => pollTraffic(signal), trafficEvery);
+    return;
+  }
+  if (signal.aborted) return;
+  if (reply.problems && reply.problems.length) notice('traffic', 'Request rates leave out ' + reply.problems.join('; '));
+  else clearNotice('traffic');
+  const now = performance.now();
+  const prev = lastTraffic;
+  lastTraffic = { at: now, services: reply.services || {} };
+  const seen = new Set();
+  if (prev) {
+    const dt = (now - prev.at) / 1000;
+    for (const [key, c] of Object.entries(lastTraffic.services)) {
+      const p = prev.services[key];
+      // A count that went down is a proxy that rewrote the rules: no
+      // rate for this interval rather than a wrong one.
+      if (!p || c.connections < p.connections || c.refused < p.refused) continue;
+      seen.add(key);
+      S.rates.set(key, { conn: (c.connections - p.connections) / dt, refused: (c.refused - p.refused) / dt });
+      dirty.add(key);
+    }
+  }
+  for (const key of [...S.rates.keys()]) {
+    if (!seen.has(key)) { S.rates.delete(key); dirty.add(key); }
+  }
+  scheduleRender();
+  showDetailRate();
+  trafficTimer = setTimeout(() => pollTraffic(signal), trafficEvery);
+}
+
+// showDetailRate puts the rate of the Service in the explain panel, if any.
+function showDetailRate() {
+  const r = detailKey && S.rates.get(detailKey);
+  $('detail-rate').textContent = r ? 'traffic: ' + rateText(r) + ' (summed over the nodes that count)' : '';
+}
+
 // ---- the explain panel ----
 
 let selected = null;
 let explainSeq = 0;
+let detailKey = ''; // the Service shown in the panel, "ns/name"
 
 async function explain(ns, target, elem) {
   if (selected) selected.classList.remove('selected');
@@ -544,6 +615,8 @@ async function explain(ns, target, elem) {
   $('detail-title').textContent = target + ' in ' + ns;
   $('detail-status').textContent = 'diagnosing…';
   $('detail-steps').replaceChildren();
+  detailKey = target.startsWith('svc/') ? keyOf(ns, target.slice(4)) : '';
+  showDetailRate();
   let rep;
   try {
     rep = await api('/ui/api/explain?namespace=' + encodeURIComponent(ns) + '&target=' + encodeURIComponent(target));
@@ -584,6 +657,8 @@ let running = null; // AbortController of the lists and watches
 function logout(msg) {
   if (running) running.abort();
   running = null;
+  clearTimeout(trafficTimer);
+  lastTraffic = null;
   token = '';
   sessionStorage.removeItem('portal-token');
   showLogin(msg || '');
@@ -642,6 +717,7 @@ async function start() {
   initialised = true;
   kinds.forEach((k, i) => { if (rvs[i] !== null) watch(k, kindPath(k), rvs[i], signal); });
   for (const ns of svcByNs.keys()) judge(ns, []);
+  pollTraffic(signal);
   document.body.dataset.loaded = 'true';
 }
 
@@ -657,6 +733,7 @@ $('detail-close').addEventListener('click', () => {
   $('detail').hidden = true;
   if (selected) selected.classList.remove('selected');
   selected = null;
+  detailKey = '';
 });
 $('scope-form').addEventListener('submit', (e) => {
   e.preventDefault();
