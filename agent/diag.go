@@ -45,6 +45,7 @@ type DNSAnswer struct {
 //	GET /dial?address=IP:PORT&protocol=TCP    does anything listen there (dialcheck.Result)
 //	GET /proxystatus/services/{ns}/{name}     this node's proxy's account of the Service (proxy/status)
 //	GET /proxystatus/traffic                  this node's proxy's counters per Service port (status.Traffic)
+//	GET /ingressstatus/backends               this node's Ingress controller's requests per backend Service (ingress.BackendTraffic)
 //	GET /dnsquery?name=NAME&type=N            the cluster DNS's answer, asked from the node (DNSAnswer)
 //
 // /dnsquery lets a caller outside the cluster network (a workstation) see
@@ -63,6 +64,7 @@ func (a *Agent) addDiagRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /dial", a.serveDial)
 	mux.HandleFunc("GET /proxystatus/services/{namespace}/{name}", a.serveProxyStatus)
 	mux.HandleFunc("GET /proxystatus/traffic", a.serveProxyTraffic)
+	mux.HandleFunc("GET /ingressstatus/backends", a.serveIngressBackends)
 	mux.HandleFunc("GET /dnsquery", a.serveDNSQuery)
 }
 
@@ -151,18 +153,31 @@ func (a *Agent) serveProxyTraffic(w http.ResponseWriter, r *http.Request) {
 	a.forwardToProxy(w, "/status/traffic", trafficProxyTimeout)
 }
 
+// serveIngressBackends forwards to the counters of this node's Ingress
+// controller (/status/backends on Options.IngressStatusAddress); a node
+// without one configured answers 404.
+func (a *Agent) serveIngressBackends(w http.ResponseWriter, r *http.Request) {
+	forward(w, "Ingress controller", "--ingress-status-address", a.opts.NodeName, a.opts.IngressStatusAddress, "/status/backends", diagProxyTimeout)
+}
+
 // forwardToProxy answers with the proxy's answer to GET path, waiting
 // at most timeout.
 func (a *Agent) forwardToProxy(w http.ResponseWriter, path string, timeout time.Duration) {
-	if a.opts.ProxyStatusAddress == "" {
-		http.Error(w, "the agent of node "+a.opts.NodeName+" has no --proxy-status-address", http.StatusNotFound)
+	forward(w, "service proxy", "--proxy-status-address", a.opts.NodeName, a.opts.ProxyStatusAddress, path, timeout)
+}
+
+// forward answers with the answer of the component what on node, at
+// addr (set by flag), to GET path, waiting at most timeout.
+func forward(w http.ResponseWriter, what, flag, node, addr, path string, timeout time.Duration) {
+	if addr == "" {
+		http.Error(w, "the agent of node "+node+" has no "+flag, http.StatusNotFound)
 		return
 	}
-	u := url.URL{Scheme: "http", Host: a.opts.ProxyStatusAddress, Path: path}
+	u := url.URL{Scheme: "http", Host: addr, Path: path}
 	client := http.Client{Timeout: timeout}
 	resp, err := client.Get(u.String())
 	if err != nil {
-		http.Error(w, fmt.Sprintf("the service proxy of node %s does not answer at %s: %v", a.opts.NodeName, a.opts.ProxyStatusAddress, err), http.StatusBadGateway)
+		http.Error(w, fmt.Sprintf("the %s of node %s does not answer at %s: %v", what, node, addr, err), http.StatusBadGateway)
 		return
 	}
 	defer resp.Body.Close()

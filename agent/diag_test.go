@@ -55,10 +55,12 @@ func TestDiagRoutes(t *testing.T) {
 		{"no proxy address configured", "", "/proxystatus/services/default/web", 404, "no --proxy-status-address"},
 		{"the proxy's counters are forwarded", strings.TrimPrefix(proxy.URL, "http://"), "/proxystatus/traffic", 200, `"path":"/status/traffic"`},
 		{"counters of a proxy that does not answer", closedAddr, "/proxystatus/traffic", 502, "the service proxy of node node1 does not answer at " + closedAddr},
+		{"no Ingress controller configured", "", "/ingressstatus/backends", 404, "no --ingress-status-address"},
+		{"the Ingress controller's counters are forwarded", strings.TrimPrefix(proxy.URL, "http://"), "/ingressstatus/backends", 200, `"path":"/status/backends"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			a := &Agent{opts: Options{NodeName: "node1", ProxyStatusAddress: tc.proxyAddr}, workers: map[types.UID]*podWorker{
+			a := &Agent{opts: Options{NodeName: "node1", ProxyStatusAddress: tc.proxyAddr, IngressStatusAddress: tc.proxyAddr}, workers: map[types.UID]*podWorker{
 				"up":   {targets: &podTargets{up: true, ips: []netip.Addr{netip.MustParseAddr("127.0.0.1")}}},
 				"down": {targets: &podTargets{ips: []netip.Addr{netip.MustParseAddr("127.0.0.2")}}},
 				"host": {targets: &podTargets{up: true}},

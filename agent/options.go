@@ -49,6 +49,11 @@ type Options struct {
 	// status (its --metrics-bind-address); the agent forwards
 	// /proxystatus/ there for portal explain. "" disables it.
 	ProxyStatusAddress string
+	// IngressStatusAddress is where an Ingress controller on this node
+	// serves its metrics (its --metrics-bind-address); the agent forwards
+	// /ingressstatus/backends there for the service map. "" (the
+	// default: most nodes run none) disables it.
+	IngressStatusAddress string
 	// MaxPods is the node's pod capacity.
 	MaxPods int
 	// LeaseDuration is the node Lease's duration; it is renewed every
