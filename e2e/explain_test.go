@@ -42,6 +42,12 @@ type explainBed struct {
 }
 
 func newExplainBed(t *testing.T) *explainBed {
+	return newTwoNodeBed(t, "--disable", "ingress")
+}
+
+// newTwoNodeBed starts the bed with more arguments to node1's `portal
+// server`.
+func newTwoNodeBed(t *testing.T, serverArgs ...string) *explainBed {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("needs python3 on the node (./hack/deps.sh installs it)")
 	}
@@ -53,10 +59,11 @@ func newExplainBed(t *testing.T) *explainBed {
 	eb.s = &framework.Server{Command: "server", DataDir: t.TempDir(), Port: 6443,
 		Args: []string{"--bind-address", "0.0.0.0", "--advertise-address", "10.100.1.1",
 			"--hostname-override", "node1", "--node-ip", "10.100.1.1", "--node-monitor-grace-period", "1h",
-			"--loadbalancer-ip-pools", "fd00:99::/120", "--disable", "ingress"},
+			"--loadbalancer-ip-pools", "fd00:99::/120"},
 		Wrap: []string{"ip", "netns", "exec", eb.node1.Name},
 		Dial: eb.node1.DialContext,
 	}
+	eb.s.Args = append(eb.s.Args, serverArgs...)
 	framework.Attach(t, eb.s)
 	t.Cleanup(func() { agent.KillPods(filepath.Join(eb.s.DataDir, "agent")) })
 	eb.s.Start()

@@ -28,22 +28,23 @@ func TestTrafficAsTheCaller(t *testing.T) {
 		}
 		return tr
 	}
-	// n1 and n2 count; n3 runs a mode that does not; n4 does not answer.
-	answers := map[string]status.Traffic{
-		"n1": counted(map[string]status.Counts{"web/a": {Connections: 5}, "web/empty": {Refused: 2}, "secret/b": {Connections: 9}}),
-		"n2": counted(map[string]status.Counts{"web/a": {Connections: 3, Refused: 1}}),
+	// n1 and n2 count, n1 runs an Ingress controller too; n3 runs a mode
+	// that does not count; n4 does not answer.
+	n1, n2 := counted(map[string]status.Counts{"web/a": {Connections: 5}, "web/empty": {Refused: 2}, "secret/b": {Connections: 9}}),
+		counted(map[string]status.Counts{"web/a": {Connections: 3, Refused: 1}})
+	answers := map[string]nodeTraffic{
+		"n1": {proxy: &n1, ingress: map[string]IngressCounts{"web/a": {Requests: 4, Errors: 1}, "secret/b": {Requests: 1}}},
+		"n2": {proxy: &n2},
+		"n3": {},
 	}
 	var mu sync.Mutex
 	var askedAs []string
-	ask := func(_ context.Context, who user.Info, node string) (status.Traffic, error) {
+	ask := func(_ context.Context, who user.Info, node string) (nodeTraffic, error) {
 		mu.Lock()
 		askedAs = append(askedAs, who.GetName())
 		mu.Unlock()
-		switch node {
-		case "n3":
-			return status.Traffic{}, errNotCounted
-		case "n4":
-			return status.Traffic{}, errors.New("no reply in time")
+		if node == "n4" {
+			return nodeTraffic{}, errors.New("no reply in time")
 		}
 		return answers[node], nil
 	}
@@ -61,7 +62,8 @@ func TestTrafficAsTheCaller(t *testing.T) {
 			wantCode: http.StatusOK,
 			want: TrafficReply{
 				Services: map[string]status.Counts{"web/a": {Connections: 8, Refused: 1}, "web/empty": {Refused: 2}},
-				Nodes:    4, Counted: 2, Problems: []string{"node n4: no reply in time"},
+				Ingress:  map[string]IngressCounts{"web/a": {Requests: 4, Errors: 1}},
+				Nodes:    4, Counted: 2, IngressCounted: 1, Problems: []string{"node n4: no reply in time"},
 			},
 		},
 		{
@@ -69,7 +71,8 @@ func TestTrafficAsTheCaller(t *testing.T) {
 			allowed:  listOnly{"nodes": true, "services": true},
 			path:     "/ui/api/traffic?namespace=other",
 			wantCode: http.StatusOK,
-			want:     TrafficReply{Services: map[string]status.Counts{}, Nodes: 4, Counted: 2, Problems: []string{"node n4: no reply in time"}},
+			want: TrafficReply{Services: map[string]status.Counts{}, Ingress: map[string]IngressCounts{},
+				Nodes: 4, Counted: 2, IngressCounted: 1, Problems: []string{"node n4: no reply in time"}},
 		},
 		{
 			name:     "a caller who may not list nodes is refused",

@@ -43,7 +43,7 @@ const S = {
   nodes: new Map(),      // name -> {name,ready}
   ingresses: new Map(),  // key -> {ns,name,backends:[{service,port}]}
   status: new Map(),     // service key -> {status, why}
-  rates: new Map(),      // service key -> {conn, refused} per second, where a node's proxy counts
+  rates: new Map(),      // service key -> per second: {conn, refused} where a node's proxy counts, {req, err5xx} where an Ingress controller does
   byPair: new Map(),     // ns -> Map("k=v" -> Set(pod key))
 };
 
@@ -431,8 +431,11 @@ function fillCard(c, svc) {
   why.textContent = st ? st.why : '';
   const r = S.rates.get(key);
   rate.textContent = r ? rateText(r) : '';
-  rate.className = 'rate' + (r && r.refused > 0 ? ' errors' : '');
-  if (r) { c.dataset.rate = r.conn; c.dataset.refused = r.refused; } else { delete c.dataset.rate; delete c.dataset.refused; }
+  rate.className = 'rate' + (r && (r.refused > 0 || r.err5xx > 0) ? ' errors' : '');
+  // The numbers, for tests and tools that read the page.
+  for (const f of ['conn', 'refused', 'req', 'err5xx']) {
+    if (r && r[f] !== undefined) c.dataset[f] = r[f]; else delete c.dataset[f];
+  }
   const dots = podsOf(svc).map((p) => {
     const d = el('span', 'pod' + (p.ready ? ' ready' : p.phase === 'Pending' ? ' pending' : ''));
     d.title = p.name + ' on ' + (p.node || 'no node') + ' · ' + p.phase + (p.ready ? ' · ready' : ' · not ready');
@@ -550,7 +553,24 @@ function fmtRate(x) {
 }
 
 function rateText(r) {
-  return fmtRate(r.conn) + ' conn/s · ' + fmtRate(r.refused) + ' refused/s';
+  const parts = [];
+  if (r.conn !== undefined) parts.push(fmtRate(r.conn) + ' conn/s', fmtRate(r.refused) + ' refused/s');
+  if (r.req !== undefined) parts.push('ingress ' + fmtRate(r.req) + ' req/s', fmtRate(r.err5xx) + ' 5xx/s');
+  return parts.join(' · ');
+}
+
+// rates returns the per-second rates between two samples of counters
+// (objects of key -> counts), for the fields named; a count that went
+// down is a proxy that rewrote the rules, or a restarted controller: no
+// rate for this interval rather than a wrong one.
+function rates(prev, cur, dt, fields, into, names) {
+  for (const [key, c] of Object.entries(cur)) {
+    const p = prev[key];
+    if (!p || fields.some((f) => c[f] < p[f])) continue;
+    if (!into.has(key)) into.set(key, {});
+    const r = into.get(key);
+    fields.forEach((f, i) => { r[names[i]] = (c[f] - p[f]) / dt; });
+  }
 }
 
 async function pollTraffic(signal) {
@@ -572,22 +592,16 @@ async function pollTraffic(signal) {
   else clearNotice('traffic');
   const now = performance.now();
   const prev = lastTraffic;
-  lastTraffic = { at: now, services: reply.services || {} };
-  const seen = new Set();
+  lastTraffic = { at: now, services: reply.services || {}, ingress: reply.ingress || {} };
+  const next = new Map();
   if (prev) {
     const dt = (now - prev.at) / 1000;
-    for (const [key, c] of Object.entries(lastTraffic.services)) {
-      const p = prev.services[key];
-      // A count that went down is a proxy that rewrote the rules: no
-      // rate for this interval rather than a wrong one.
-      if (!p || c.connections < p.connections || c.refused < p.refused) continue;
-      seen.add(key);
-      S.rates.set(key, { conn: (c.connections - p.connections) / dt, refused: (c.refused - p.refused) / dt });
-      dirty.add(key);
-    }
+    rates(prev.services, lastTraffic.services, dt, ['connections', 'refused'], next, ['conn', 'refused']);
+    rates(prev.ingress, lastTraffic.ingress, dt, ['requests', 'errors'], next, ['req', 'err5xx']);
   }
-  for (const key of [...S.rates.keys()]) {
-    if (!seen.has(key)) { S.rates.delete(key); dirty.add(key); }
+  for (const key of new Set([...S.rates.keys(), ...next.keys()])) {
+    if (next.has(key)) S.rates.set(key, next.get(key)); else S.rates.delete(key);
+    dirty.add(key);
   }
   scheduleRender();
   showDetailRate();
