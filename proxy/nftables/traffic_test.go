@@ -7,24 +7,22 @@ import (
 	"reflect"
 	"testing"
 
+	"portal.dev/portal/proxy/nftables/netlink"
 	"portal.dev/portal/proxy/status"
 )
 
-// listing is nft --json --terse output for a table where ns/a has
-// endpoints (internal and external chains), ns/b has none, and ns/c uses
-// affinity; chains of other kinds and counterless rules are ignored.
-const listing = `{"nftables": [{"metainfo": {"version": "1.0.6", "json_schema_version": 1}},
-{"table": {"family": "ip", "name": "portal", "handle": 1}},
-{"chain": {"family": "ip", "table": "portal", "name": "service-ns/a/tcp/80", "handle": 2}},
-{"rule": {"family": "ip", "table": "portal", "chain": "services", "handle": 3, "expr": [{"vmap": {}}]}},
-{"rule": {"family": "ip", "table": "portal", "chain": "service-ns/a/tcp/80", "handle": 4, "expr": [{"match": {"op": "==", "left": {"meta": {"key": "l4proto"}}, "right": "tcp"}}, {"counter": {"packets": 7, "bytes": 420}}, {"dnat": {}}]}},
-{"rule": {"family": "ip", "table": "portal", "chain": "external-ns/a/tcp/80", "handle": 5, "expr": [{"counter": {"packets": 2, "bytes": 120}}, {"dnat": {}}]}},
-{"rule": {"family": "ip", "table": "portal", "chain": "service-ns/a/udp/53", "handle": 6, "expr": [{"counter": {"packets": 1, "bytes": 60}}, {"dnat": {}}]}},
-{"rule": {"family": "ip", "table": "portal", "chain": "refuse-ns/b/tcp/80", "handle": 7, "expr": [{"counter": {"packets": 3, "bytes": 180}}, {"goto": {"target": "reject-chain"}}]}},
-{"rule": {"family": "ip", "table": "portal", "chain": "service-ns/c/tcp/80", "handle": 8, "expr": [{"counter": {"packets": 4, "bytes": 240}}]}},
-{"rule": {"family": "ip", "table": "portal", "chain": "service-ns/c/tcp/80/g0", "handle": 9, "expr": [{"dnat": {}}]}},
-{"rule": {"family": "ip", "table": "portal", "chain": "reject-chain", "handle": 10, "expr": [{"counter": {"packets": 99, "bytes": 1}}, {"reject": null}]}}
-]}`
+// ruleCounters are a table's rule counters where ns/a has endpoints
+// (internal and external chains), ns/b has none, and ns/c uses affinity;
+// chains of other kinds are ignored.
+var ruleCounters = []netlink.RuleCounter{
+	{Chain: "service-ns/a/tcp/80", Packets: 7},
+	{Chain: "external-ns/a/tcp/80", Packets: 2},
+	{Chain: "service-ns/a/udp/53", Packets: 1},
+	{Chain: "refuse-ns/b/tcp/80", Packets: 3},
+	{Chain: "service-ns/c/tcp/80", Packets: 4},
+	{Chain: "service-ns/c/tcp/80/g0", Packets: 5},
+	{Chain: "reject-chain", Packets: 99},
+}
 
 func TestTraffic(t *testing.T) {
 	tests := []struct {
@@ -56,9 +54,9 @@ func TestTraffic(t *testing.T) {
 			p, _, _ := newFakeProxier(Config{})
 			p.set.Families = p.set.Families[:len(tc.families)]
 			var asked []string
-			p.listTable = func(_ context.Context, family string) ([]byte, error) {
+			p.readCounters = func(_ context.Context, family string) ([]netlink.RuleCounter, error) {
 				asked = append(asked, family)
-				return []byte(listing), nil
+				return ruleCounters, nil
 			}
 			got, err := p.Traffic(context.Background())
 			if err != nil {
