@@ -26,9 +26,10 @@ const (
 	diagDialTimeout  = 500 * time.Millisecond
 	diagProxyTimeout = 500 * time.Millisecond
 	diagDNSTimeout   = 300 * time.Millisecond
-	// trafficProxyTimeout is longer: the proxy lists its rules to read
-	// the counters, a second or so with 10,000 Services, and the map
-	// polls every few seconds rather than answering at once.
+	// trafficProxyTimeout is longer: the proxy dumps its rules to read
+	// the counters (a tenth of a second with 10,000 Services on a busy
+	// node), and the map polls every few seconds rather than answering
+	// at once.
 	trafficProxyTimeout = 3 * time.Second
 )
 
