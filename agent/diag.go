@@ -28,6 +28,11 @@ const (
 	diagProxyTimeout = 500 * time.Millisecond
 	diagDNSTimeout   = 300 * time.Millisecond
 	diagHTTPTimeout  = 500 * time.Millisecond
+	// trafficProxyTimeout is longer: the proxy dumps its rules to read
+	// the counters (a tenth of a second with 10,000 Services on a busy
+	// node), and the map polls every few seconds rather than answering
+	// at once.
+	trafficProxyTimeout = 3 * time.Second
 )
 
 // noIngressText starts the agent's answer when its node has no Ingress
@@ -46,6 +51,8 @@ type DNSAnswer struct {
 //
 //	GET /dial?address=IP:PORT&protocol=TCP    does anything listen there (dialcheck.Result)
 //	GET /proxystatus/services/{ns}/{name}     this node's proxy's account of the Service (proxy/status)
+//	GET /proxystatus/traffic                  this node's proxy's counters per Service port (status.Traffic)
+//	GET /ingressstatus/backends               this node's Ingress controller's requests per backend Service (ingress.BackendTraffic)
 //	GET /dnsquery?name=NAME&type=N            the cluster DNS's answer, asked from the node (DNSAnswer)
 //	GET /httpprobe?scheme=S&host=H&path=P     one GET through this node's Ingress controller (httpprobe.Result)
 //
@@ -69,6 +76,8 @@ type DNSAnswer struct {
 func (a *Agent) addDiagRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /dial", a.serveDial)
 	mux.HandleFunc("GET /proxystatus/services/{namespace}/{name}", a.serveProxyStatus)
+	mux.HandleFunc("GET /proxystatus/traffic", a.serveProxyTraffic)
+	mux.HandleFunc("GET /ingressstatus/backends", a.serveIngressBackends)
 	mux.HandleFunc("GET /dnsquery", a.serveDNSQuery)
 	mux.HandleFunc("GET /httpprobe", a.serveHTTPProbe)
 }
@@ -176,16 +185,41 @@ func (a *Agent) runsPodAt(addr netip.Addr) bool {
 // (Options.ProxyStatusAddress, its --metrics-bind-address), which serves
 // only the node itself. A proxy that does not answer is a 502 that says so.
 func (a *Agent) serveProxyStatus(w http.ResponseWriter, r *http.Request) {
-	if a.opts.ProxyStatusAddress == "" {
-		http.Error(w, "the agent of node "+a.opts.NodeName+" has no --proxy-status-address", http.StatusNotFound)
+	a.forwardToProxy(w, "/status/services/"+url.PathEscape(r.PathValue("namespace"))+"/"+url.PathEscape(r.PathValue("name")), diagProxyTimeout)
+}
+
+// serveProxyTraffic forwards to the proxy's counters (/status/traffic),
+// which the service map turns into request and error rates; a proxy mode
+// that counts nothing answers 404 through it.
+func (a *Agent) serveProxyTraffic(w http.ResponseWriter, r *http.Request) {
+	a.forwardToProxy(w, "/status/traffic", trafficProxyTimeout)
+}
+
+// serveIngressBackends forwards to the counters of this node's Ingress
+// controller (/status/backends on Options.IngressStatusAddress); a node
+// without one configured answers 404.
+func (a *Agent) serveIngressBackends(w http.ResponseWriter, r *http.Request) {
+	forward(w, "Ingress controller", "--ingress-status-address", a.opts.NodeName, a.opts.IngressStatusAddress, "/status/backends", diagProxyTimeout)
+}
+
+// forwardToProxy answers with the proxy's answer to GET path, waiting
+// at most timeout.
+func (a *Agent) forwardToProxy(w http.ResponseWriter, path string, timeout time.Duration) {
+	forward(w, "service proxy", "--proxy-status-address", a.opts.NodeName, a.opts.ProxyStatusAddress, path, timeout)
+}
+
+// forward answers with the answer of the component what on node, at
+// addr (set by flag), to GET path, waiting at most timeout.
+func forward(w http.ResponseWriter, what, flag, node, addr, path string, timeout time.Duration) {
+	if addr == "" {
+		http.Error(w, "the agent of node "+node+" has no "+flag, http.StatusNotFound)
 		return
 	}
-	u := url.URL{Scheme: "http", Host: a.opts.ProxyStatusAddress,
-		Path: "/status/services/" + url.PathEscape(r.PathValue("namespace")) + "/" + url.PathEscape(r.PathValue("name"))}
-	client := http.Client{Timeout: diagProxyTimeout}
+	u := url.URL{Scheme: "http", Host: addr, Path: path}
+	client := http.Client{Timeout: timeout}
 	resp, err := client.Get(u.String())
 	if err != nil {
-		http.Error(w, fmt.Sprintf("the service proxy of node %s does not answer at %s: %v", a.opts.NodeName, a.opts.ProxyStatusAddress, err), http.StatusBadGateway)
+		http.Error(w, fmt.Sprintf("the %s of node %s does not answer at %s: %v", what, node, addr, err), http.StatusBadGateway)
 		return
 	}
 	defer resp.Body.Close()

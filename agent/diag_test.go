@@ -67,10 +67,14 @@ func TestDiagRoutes(t *testing.T) {
 		{"a host with a port is refused", "", "/httpprobe?host=10.0.0.1:2379&path=/", 400, "want a DNS name or an IP address"},
 		{"a path that is a URL is refused", "", "/httpprobe?host=web.example&path=http://10.0.0.1:2379/", 400, "want an absolute path"},
 		{"another scheme is refused", "", "/httpprobe?scheme=file&path=/etc/passwd", 400, "want http or https"},
+		{"the proxy's counters are forwarded", strings.TrimPrefix(proxy.URL, "http://"), "/proxystatus/traffic", 200, `"path":"/status/traffic"`},
+		{"counters of a proxy that does not answer", closedAddr, "/proxystatus/traffic", 502, "the service proxy of node node1 does not answer at " + closedAddr},
+		{"no Ingress controller configured", "", "/ingressstatus/backends", 404, "no --ingress-status-address"},
+		{"the Ingress controller's counters are forwarded", strings.TrimPrefix(proxy.URL, "http://"), "/ingressstatus/backends", 200, `"path":"/status/backends"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			a := &Agent{opts: Options{NodeName: "node1", ProxyStatusAddress: tc.proxyAddr, IngressHTTPAddress: ingressAddr}, workers: map[types.UID]*podWorker{
+			a := &Agent{opts: Options{NodeName: "node1", ProxyStatusAddress: tc.proxyAddr, IngressHTTPAddress: ingressAddr, IngressStatusAddress: tc.proxyAddr}, workers: map[types.UID]*podWorker{
 				"up":   {targets: &podTargets{up: true, ips: []netip.Addr{netip.MustParseAddr("127.0.0.1")}}},
 				"down": {targets: &podTargets{ips: []netip.Addr{netip.MustParseAddr("127.0.0.2")}}},
 				"host": {targets: &podTargets{up: true}},

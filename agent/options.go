@@ -54,6 +54,11 @@ type Options struct {
 	// --https-port); the agent's /httpprobe sends portal explain's
 	// requests there and nowhere else. "" disables the scheme.
 	IngressHTTPAddress, IngressHTTPSAddress string
+	// IngressStatusAddress is where an Ingress controller on this node
+	// serves its metrics (its --metrics-bind-address); the agent forwards
+	// /ingressstatus/backends there for the service map. "" (the
+	// default: most nodes run none) disables it.
+	IngressStatusAddress string
 	// MaxPods is the node's pod capacity.
 	MaxPods int
 	// LeaseDuration is the node Lease's duration; it is renewed every

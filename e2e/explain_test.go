@@ -43,6 +43,12 @@ type explainBed struct {
 }
 
 func newExplainBed(t *testing.T) *explainBed {
+	return newTwoNodeBed(t, "--disable", "ingress")
+}
+
+// newTwoNodeBed starts the bed with more arguments to node1's `portal
+// server`.
+func newTwoNodeBed(t *testing.T, serverArgs ...string) *explainBed {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("needs python3 on the node (./hack/deps.sh installs it)")
 	}
@@ -58,6 +64,7 @@ func newExplainBed(t *testing.T) *explainBed {
 		Wrap: []string{"ip", "netns", "exec", eb.node1.Name},
 		Dial: eb.node1.DialContext,
 	}
+	eb.s.Args = append(eb.s.Args, serverArgs...)
 	framework.Attach(t, eb.s)
 	t.Cleanup(func() { agent.KillPods(filepath.Join(eb.s.DataDir, "agent")) })
 	eb.s.Start()

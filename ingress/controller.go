@@ -158,13 +158,14 @@ func (c *Controller) countTables(ctx context.Context, w *route.Watcher, changed 
 	}
 }
 
-// serveEndpoints serves /metrics and /healthz (and /debug/pprof with
-// --profiling) on --metrics-bind-address and /healthz alone on
-// --healthz-bind-address.
+// serveEndpoints serves /metrics, /status/backends and /healthz (and
+// /debug/pprof with --profiling) on --metrics-bind-address and /healthz
+// alone on --healthz-bind-address.
 func (c *Controller) serveEndpoints(goRun func(func(context.Context) error)) {
 	healthz := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })
 	metrics := http.NewServeMux()
 	metrics.Handle("/metrics", c.metrics.Handler())
+	metrics.HandleFunc("GET /status/backends", c.metrics.serveBackends)
 	metrics.Handle("/healthz", healthz)
 	if c.opts.Profiling {
 		metrics.HandleFunc("/debug/pprof/", pprof.Index)

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -272,6 +273,10 @@ func TestRequestMetrics(t *testing.T) {
 	if got := testutil.ToFloat64(tb.metrics.requests.WithLabelValues("default/web", "foo.com", "/", "GET", "2xx")); got != 3 {
 		t.Errorf("got %v requests, want 3", got)
 	}
+	// And by backend Service, for the service map.
+	if got := tb.metrics.Backends().Services; !reflect.DeepEqual(got, map[string]BackendCounts{"default/foo": {Requests: 3}}) {
+		t.Errorf("by backend: got %v, want 3 requests to default/foo", got)
+	}
 }
 
 // The connect timeout of an Ingress's options bounds the dial on both
@@ -291,6 +296,12 @@ func TestConnectTimeout(t *testing.T) {
 		if got := body(t, resp); resp.StatusCode != http.StatusGatewayTimeout {
 			t.Errorf("%s: got %d %q, want 504", method, resp.StatusCode, got)
 		}
+	}
+	// The service map counts those 504s as the backend's errors.
+	rec := httptest.NewRecorder()
+	tb.metrics.serveBackends(rec, httptest.NewRequest("GET", "/status/backends", nil))
+	if want := `{"services":{"default/foo":{"requests":2,"errors":2}}}`; strings.TrimSpace(rec.Body.String()) != want {
+		t.Errorf("/status/backends: got %s, want %s", rec.Body, want)
 	}
 }
 

@@ -24,6 +24,8 @@ type Metrics struct {
 	connectErrors   *prometheus.CounterVec
 	configTimestamp prometheus.Gauge
 	configsApplied  prometheus.Counter
+	// backends counts by backend Service, for /status/backends.
+	backends backendCounters
 }
 
 // NewMetrics returns the metrics, registered.
@@ -76,6 +78,9 @@ func (m *Metrics) request(match route.Match, method string, status int, d time.D
 		ingress = match.Ingress.String()
 	}
 	m.requests.WithLabelValues(ingress, match.Host, match.Path, methodLabel(method), statusClass(status)).Inc()
+	if match.Backend != nil {
+		m.backends.count(match.Backend.Service, status)
+	}
 	m.duration.WithLabelValues(ingress).Observe(d.Seconds())
 }
 

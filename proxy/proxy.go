@@ -91,6 +91,8 @@ type Proxy struct {
 	ready atomic.Bool
 	// book is what the syncs programmed, for the status endpoint.
 	book status.Book
+	// traffic is the last reading of the mode's counters.
+	traffic trafficCache
 }
 
 // New returns the proxy for the node the options name, using client to
@@ -209,6 +211,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 	metricsMux.HandleFunc("/proxyMode", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, p.opts.Mode) })
 	metricsMux.Handle("/healthz", p.health.Handler())
 	metricsMux.HandleFunc("GET /status/services/{namespace}/{name}", p.serveStatus)
+	metricsMux.HandleFunc("GET /status/traffic", p.serveTraffic)
 	if err := p.serve(ctx, &wg, "--metrics-bind-address", p.opts.MetricsBindAddress, metricsMux); err != nil {
 		return err
 	}

@@ -1,20 +1,24 @@
 // Package ui serves the service map at /ui/ on the API server's port: the
-// page and its script, embedded in the binary, and two endpoints that
-// judge Services with package explain.
+// page and its script, embedded in the binary, two endpoints that judge
+// Services with package explain, and one that sums the node proxies'
+// traffic counters.
 //
 // The page holds no data. Anonymous clients get it as the login page (it
 // asks for a token) and nothing else: every object the map shows comes
 // from the page's own authenticated list and watch requests to the API.
-// The two endpoints here run as the caller: /ui/api/status checks with the
+// The endpoints here run as the caller: /ui/api/status checks with the
 // authorizer that the caller may list each kind it reads from the server's
 // caches, and /ui/api/explain impersonates the caller, so no user sees
-// through the UI what the API would refuse them. This package must not
-// grant anything the API does not.
+// through the UI what the API would refuse them. /ui/api/traffic asks each
+// node's agent for its proxy's counters through the API server's
+// nodes/NAME/proxy as the caller, and keeps only the Services of
+// namespaces the caller may list. This package must not grant anything
+// the API does not.
 //
-// The map shows no request or error rates: no component publishes
-// per-Service counters through the API (the Ingress controller's are on
-// its own metrics address, which the API does not reach), and a blank is
-// better than a guess.
+// Request and error rates come from those counters: new connections and
+// connections refused for want of endpoints, per Service, where a node's
+// proxy counts them (the nftables mode). Where nothing counts, the map
+// shows no rate: a blank is better than a made-up zero.
 package ui
 
 import (
@@ -59,6 +63,9 @@ type UI struct {
 	cfg    Config
 	static http.Handler
 	caches *caches
+	// askTraffic, if set, replaces asking the nodes through the API
+	// (tests).
+	askTraffic trafficAsker
 }
 
 // New returns the UI for cfg.
@@ -82,6 +89,8 @@ func (u *UI) Wrap(next http.Handler) http.Handler {
 			u.withUser(w, r, u.serveStatus)
 		case p == Prefix+"api/explain":
 			u.withUser(w, r, u.serveExplain)
+		case p == Prefix+"api/traffic":
+			u.withUser(w, r, u.serveTraffic)
 		case strings.HasPrefix(p, Prefix+"api/"):
 			writeError(w, http.StatusNotFound, "no such UI endpoint")
 		case strings.HasPrefix(p, Prefix):

@@ -33,6 +33,7 @@ func addAgentFlags(fs *pflag.FlagSet, o *agent.Options) {
 	fs.StringVar(&o.ProxyStatusAddress, "proxy-status-address", o.ProxyStatusAddress, "where this node's service proxy serves /status (its --metrics-bind-address), forwarded to portal explain; empty disables")
 	fs.StringVar(&o.IngressHTTPAddress, "ingress-http-address", o.IngressHTTPAddress, "where this node's Ingress controller serves plain HTTP (HOST:PORT), for portal explain's requests through it; empty disables")
 	fs.StringVar(&o.IngressHTTPSAddress, "ingress-https-address", o.IngressHTTPSAddress, "where this node's Ingress controller serves HTTPS (HOST:PORT), for portal explain's requests through it; empty disables")
+	fs.StringVar(&o.IngressStatusAddress, "ingress-status-address", o.IngressStatusAddress, "where an Ingress controller on this node serves its metrics (its --metrics-bind-address), forwarded to the service map; empty disables")
 	fs.IntVar(&o.MaxPods, "max-pods", o.MaxPods, "pods the node reports it can run")
 	fs.StringVar(&o.ResolvConf, "resolv-conf", o.ResolvConf, "the node's resolver configuration, for dnsPolicy Default and the ClusterFirst search path")
 	fs.StringVar(&o.CgroupRoot, "cgroup-root", o.CgroupRoot, "where the node's cgroup file systems are mounted, as the agent sees them; pods get cgroups under portal/ there")

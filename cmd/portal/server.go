@@ -105,6 +105,9 @@ func newServerCommand() *cobra.Command {
 			}
 			settleProxyMode(cmd.Flags(), &po, runtime.GOOS == "linux" && os.Geteuid() == 0)
 			so := serverOptions{api: o, controllers: mo, dns: do, agent: ao, proxy: po, ingress: ino}
+			if enabled("ingress") { // the agent forwards the map's questions to this process's controller
+				so.agent.IngressStatusAddress = localAddress(ino.MetricsBindAddress)
+			}
 			if enabled("agent") && enabled("dns") && agentPossible() {
 				// Pods reach this DNS as the kube-dns Service: serve on the
 				// node's address too, and publish it as an endpoint.

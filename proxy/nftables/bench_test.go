@@ -184,6 +184,12 @@ func TestKernelScale(t *testing.T) {
 	start = time.Now()
 	mustSync(t, p, fullRequest(w.snap))
 	t.Logf("periodic full resync on top: %v", time.Since(start))
+	start = time.Now()
+	traffic, err := p.Traffic(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("reading the counters of %d Services: %v", len(traffic.Services), time.Since(start))
 	nn := types.NamespacedName{Namespace: "ns7", Name: "svc5007"}
 	for i, eps := range []*snapshot.ServiceEndpoints{
 		endpointsFor("http", v1.ProtocolTCP, ep("10.250.0.1:8080"), ep("10.250.0.2:8080")),

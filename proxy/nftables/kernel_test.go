@@ -25,6 +25,7 @@ import (
 	"portal.dev/portal/proxy/internal/netnstest"
 	"portal.dev/portal/proxy/leftovers"
 	"portal.dev/portal/proxy/snapshot"
+	"portal.dev/portal/proxy/status"
 )
 
 // TestKernel loads realistic rulesets into the real kernel and reads them
@@ -88,12 +89,12 @@ func kernelChecks(t *testing.T, ctx context.Context, nft4, nft6 knftables.Interf
 		t.Logf("full sync of %d Services: %v", len(w.snap.Services), time.Since(start))
 		got := sh(t, "nft list table ip portal")
 		for _, want := range []string{
-			`meta l4proto tcp dnat ip to numgen random mod 2 offset \d+ map @endpoints-tcp-0\n`,
+			`meta l4proto tcp counter packets \d+ bytes \d+ dnat ip to numgen random mod 2 offset \d+ map @endpoints-tcp-0\n`,
 			`\d+ : 10\.244\.1\.5 \. 8080[,\n ]`,
 			`ip daddr \. meta l4proto \. th dport \. ip saddr @firewall-allow return`,
-			`meta l4proto sctp dnat ip to numgen random mod 1 (offset \d+ )?map @endpoints-sctp-0\n`,
+			`meta l4proto sctp counter packets \d+ bytes \d+ dnat ip to numgen random mod 1 (offset \d+ )?map @endpoints-sctp-0\n`,
 			`\d+ : 10\.244\.3\.1 \. 9000[,\n ]`,
-			`meta l4proto tcp dnat ip to numgen random mod 40 offset \d+ map @endpoints-tcp-0\n`,
+			`meta l4proto tcp counter packets \d+ bytes \d+ dnat ip to numgen random mod 40 offset \d+ map @endpoints-tcp-0\n`,
 			`update @affinity-default/sticky/tcp/80/10\.244\.4\.1_8080-t600 \{ ip saddr \} dnat to 10\.244\.4\.1:8080`,
 		} {
 			if !regexp.MustCompile(want).MatchString(got) {
@@ -124,6 +125,21 @@ func kernelChecks(t *testing.T, ctx context.Context, nft4, nft6 knftables.Interf
 		}
 		if got := bodies(t, "10.96.0.22:80", 20); len(got) != 1 {
 			t.Errorf("affinity: one client reached %v", got)
+		}
+		// The counters saw each of those connections, and the refusals.
+		traffic, err := p.Traffic(context.Background())
+		if err != nil {
+			t.Fatalf("read the counters: %v", err)
+		}
+		if got := traffic.Services["default/spread"]["tcp/80"]; got != (status.Counts{Connections: 30}) {
+			t.Errorf("default/spread tcp/80 counted %+v, want 30 connections", got)
+		}
+		if got := traffic.Services["default/pinned"]["tcp/80"].Connections; got != 20 {
+			t.Errorf("default/pinned (affinity) counted %d connections, want 20", got)
+		}
+		none := traffic.Services["default/none"]
+		if none["tcp/80"] != (status.Counts{Refused: 1}) || none["udp/53"] != (status.Counts{Refused: 1}) {
+			t.Errorf("default/none counted %+v, want one refusal on each port", none)
 		}
 		// loadBalancerSourceRanges: an allowed source gets through,
 		// another is dropped.
@@ -189,12 +205,12 @@ func kernelChecks(t *testing.T, ctx context.Context, nft4, nft6 knftables.Interf
 		mustSync(t, p, partialRequest(w.snap, changed...))
 		t.Logf("partial sync of %d changes: %v", len(changed), time.Since(start))
 		got := sh(t, "nft list table ip portal")
-		for _, gone := range []string{"default/web2/", "affinity-default/sticky/tcp/80/10.244.4.1_8080-t600", "default/many/", "mod 40", "10.244.8.1 . 80"} {
+		for _, gone := range []string{"default/web2/", "affinity-default/sticky/tcp/80/10.244.4.1_8080-t600", "service-default/many/", "mod 40", "10.244.8.1 . 80"} {
 			if strings.Contains(got, gone) {
 				t.Errorf("%q still in the kernel after the partial sync", gone)
 			}
 		}
-		for _, want := range []string{"affinity-default/sticky/tcp/80/10.244.4.1_8080-t1200", "192.0.2.30 . tcp . 80 : goto external-default/new/tcp/80", "10.96.0.15 . tcp . 80 : goto reject-chain", "tcp . 30090 : goto reject-chain"} {
+		for _, want := range []string{"affinity-default/sticky/tcp/80/10.244.4.1_8080-t1200", "192.0.2.30 . tcp . 80 : goto external-default/new/tcp/80", "10.96.0.15 . tcp . 80 : goto refuse-default/many/tcp/80", "tcp . 30090 : goto refuse-default/local/tcp/80", "chain refuse-default/many/tcp/80"} {
 			if !strings.Contains(got, want) {
 				t.Errorf("kernel lacks %q after the partial sync", want)
 			}
@@ -208,7 +224,9 @@ func kernelChecks(t *testing.T, ctx context.Context, nft4, nft6 knftables.Interf
 		if !strings.Contains(again, "10.0.0.1 expires") {
 			t.Error("the full resync dropped the affinity entries")
 		}
-		if a, b := expires.ReplaceAllString(got, ""), expires.ReplaceAllString(again, ""); a != b {
+		// A full sync rewrites every chain, so counters start again.
+		strip := func(s string) string { return counters.ReplaceAllString(expires.ReplaceAllString(s, ""), "") }
+		if a, b := strip(got), strip(again); a != b {
 			t.Errorf("full resync changed the table:\n%s", diffLines(a, b))
 		}
 	})
@@ -255,6 +273,9 @@ func kernelChecks(t *testing.T, ctx context.Context, nft4, nft6 knftables.Interf
 }
 
 var expires = regexp.MustCompile(` expires [0-9hms]+`)
+
+// counters matches the values nft lists after a counter statement.
+var counters = regexp.MustCompile(` packets \d+ bytes \d+`)
 
 // kernelWorld is a realistic mix of every kind of Service.
 func kernelWorld() *world {

@@ -86,7 +86,7 @@ func TestNetlinkRefusesUnknown(t *testing.T) {
 		name string
 		obj  knftables.Object
 	}{
-		{"rule statement", &knftables.Rule{Chain: "services", Rule: "ip daddr 10.0.0.1 counter accept"}},
+		{"rule statement", &knftables.Rule{Chain: "services", Rule: "ip daddr 10.0.0.1 log accept"}},
 		{"rule with a comment", &knftables.Rule{Chain: "services", Rule: "accept", Comment: knftables.PtrTo("x")}},
 		{"verdict not last", &knftables.Rule{Chain: "services", Rule: "drop ip daddr 10.0.0.1"}},
 		{"set type", &knftables.Set{Name: "s", Type: "ether_addr"}},

@@ -50,6 +50,8 @@ type Config struct {
 // the proxy core calls it from one goroutine.
 type Proxier struct {
 	set family.Set[*familyProxier]
+	// readCounters, if set, replaces the kernel for Traffic (tests).
+	readCounters func(ctx context.Context, family string) ([]netlink.RuleCounter, error)
 }
 
 // New returns a Proxier using the nft binary for IPv4 and IPv6. An IPv6

@@ -47,7 +47,7 @@ func TestServiceRules(t *testing.T) {
 add chain ip portal service-ns/a/tcp/80
 add map ip portal endpoints-tcp-0 { typeof numgen random mod 1 : ip daddr . tcp dport ; }
 add rule ip portal service-ns/a/tcp/80 ip daddr 10.96.0.10 ip saddr != 10.244.0.0/16 meta mark set meta mark | 0x00004000
-add rule ip portal service-ns/a/tcp/80 meta l4proto tcp dnat ip to numgen random mod 2 offset 0 map @endpoints-tcp-0
+add rule ip portal service-ns/a/tcp/80 meta l4proto tcp counter dnat ip to numgen random mod 2 offset 0 map @endpoints-tcp-0
 add element ip portal hairpin { 10.244.1.5 . 10.244.1.5 }
 add element ip portal endpoints-tcp-0 { 0 : 10.244.1.5 . 8080 }
 add element ip portal endpoints-tcp-0 { 1 : 10.244.2.7 . 8080 }
@@ -61,7 +61,7 @@ add element ip portal service-ips { 10.96.0.10 . tcp . 80 : goto service-ns/a/tc
 add chain ip portal service-ns/a/tcp/80
 add map ip portal endpoints-tcp-0 { typeof numgen random mod 1 : ip daddr . tcp dport ; }
 add rule ip portal service-ns/a/tcp/80 ip daddr 10.96.0.10 meta mark set meta mark | 0x00004000
-add rule ip portal service-ns/a/tcp/80 meta l4proto tcp dnat ip to numgen random mod 1 offset 0 map @endpoints-tcp-0
+add rule ip portal service-ns/a/tcp/80 meta l4proto tcp counter dnat ip to numgen random mod 1 offset 0 map @endpoints-tcp-0
 add element ip portal endpoints-tcp-0 { 0 : 10.244.2.7 . 8080 }
 add element ip portal service-ips { 10.96.0.10 . tcp . 80 : goto service-ns/a/tcp/80 }`,
 	}, {
@@ -72,7 +72,7 @@ add element ip portal service-ips { 10.96.0.10 . tcp . 80 : goto service-ns/a/tc
 		want4: `
 add chain ip portal service-ns/a/tcp/80
 add map ip portal endpoints-tcp-0 { typeof numgen random mod 1 : ip daddr . tcp dport ; }
-add rule ip portal service-ns/a/tcp/80 meta l4proto tcp dnat ip to numgen random mod 1 offset 0 map @endpoints-tcp-0
+add rule ip portal service-ns/a/tcp/80 meta l4proto tcp counter dnat ip to numgen random mod 1 offset 0 map @endpoints-tcp-0
 add element ip portal endpoints-tcp-0 { 0 : 10.244.2.7 . 8080 }
 add element ip portal service-ips { 10.96.0.10 . tcp . 80 : goto service-ns/a/tcp/80 }`,
 	}, {
@@ -86,7 +86,7 @@ add chain ip portal service-ns/b/tcp/80
 add map ip portal endpoints-tcp-0 { typeof numgen random mod 1 : ip daddr . tcp dport ; }
 add rule ip portal external-ns/b/tcp/80 meta mark set meta mark | 0x00004000 goto service-ns/b/tcp/80
 add rule ip portal service-ns/b/tcp/80 ip daddr 10.96.0.11 ip saddr != 10.244.0.0/16 meta mark set meta mark | 0x00004000
-add rule ip portal service-ns/b/tcp/80 meta l4proto tcp dnat ip to numgen random mod 2 offset 0 map @endpoints-tcp-0
+add rule ip portal service-ns/b/tcp/80 meta l4proto tcp counter dnat ip to numgen random mod 2 offset 0 map @endpoints-tcp-0
 add element ip portal hairpin { 10.244.1.5 . 10.244.1.5 }
 add element ip portal endpoints-tcp-0 { 0 : 10.244.1.5 . 8080 }
 add element ip portal endpoints-tcp-0 { 1 : 10.244.2.7 . 8080 }
@@ -103,7 +103,7 @@ add chain ip portal service-ns/c/tcp/80
 add map ip portal endpoints-tcp-0 { typeof numgen random mod 1 : ip daddr . tcp dport ; }
 add rule ip portal external-ns/c/tcp/80 meta mark set meta mark | 0x00004000 goto service-ns/c/tcp/80
 add rule ip portal service-ns/c/tcp/80 ip daddr 10.96.0.12 ip saddr != 10.244.0.0/16 meta mark set meta mark | 0x00004000
-add rule ip portal service-ns/c/tcp/80 meta l4proto tcp dnat ip to numgen random mod 1 offset 0 map @endpoints-tcp-0
+add rule ip portal service-ns/c/tcp/80 meta l4proto tcp counter dnat ip to numgen random mod 1 offset 0 map @endpoints-tcp-0
 add element ip portal endpoints-tcp-0 { 0 : 10.244.2.7 . 8080 }
 add element ip portal service-ips { 10.96.0.12 . tcp . 80 : goto service-ns/c/tcp/80 }
 add element ip portal service-ips { 192.0.2.1 . tcp . 80 : goto external-ns/c/tcp/80 }`,
@@ -119,7 +119,7 @@ add chain ip portal service-ns/d/tcp/80
 add map ip portal endpoints-tcp-0 { typeof numgen random mod 1 : ip daddr . tcp dport ; }
 add rule ip portal external-ns/d/tcp/80 meta mark set meta mark | 0x00004000 goto service-ns/d/tcp/80
 add rule ip portal service-ns/d/tcp/80 ip daddr 10.96.0.13 ip saddr != 10.244.0.0/16 meta mark set meta mark | 0x00004000
-add rule ip portal service-ns/d/tcp/80 meta l4proto tcp dnat ip to numgen random mod 1 offset 0 map @endpoints-tcp-0
+add rule ip portal service-ns/d/tcp/80 meta l4proto tcp counter dnat ip to numgen random mod 1 offset 0 map @endpoints-tcp-0
 add element ip portal firewall-allow { 192.0.2.10 . tcp . 80 . 203.0.113.0/24 }
 add element ip portal firewall-allow { 192.0.2.10 . tcp . 80 . 198.51.100.7/32 }
 add element ip portal firewall-allow { 192.0.2.10 . tcp . 80 . 192.0.2.10 }
@@ -175,9 +175,9 @@ add chain ip portal service-ns/e/tcp/80
 add map ip portal endpoints-tcp-0 { typeof numgen random mod 1 : ip daddr . tcp dport ; }
 add rule ip portal external-ns/e/tcp/80 ip saddr 10.244.0.0/16 goto service-ns/e/tcp/80
 add rule ip portal external-ns/e/tcp/80 fib saddr type local meta mark set meta mark | 0x00004000 goto service-ns/e/tcp/80
-add rule ip portal external-ns/e/tcp/80 meta l4proto tcp dnat ip to numgen random mod 1 offset 65536 map @endpoints-tcp-0
+add rule ip portal external-ns/e/tcp/80 meta l4proto tcp counter dnat ip to numgen random mod 1 offset 65536 map @endpoints-tcp-0
 add rule ip portal service-ns/e/tcp/80 ip daddr 10.96.0.14 ip saddr != 10.244.0.0/16 meta mark set meta mark | 0x00004000
-add rule ip portal service-ns/e/tcp/80 meta l4proto tcp dnat ip to numgen random mod 2 offset 0 map @endpoints-tcp-0
+add rule ip portal service-ns/e/tcp/80 meta l4proto tcp counter dnat ip to numgen random mod 2 offset 0 map @endpoints-tcp-0
 add element ip portal hairpin { 10.244.1.5 . 10.244.1.5 }
 add element ip portal endpoints-tcp-0 { 0 : 10.244.1.5 . 8080 }
 add element ip portal endpoints-tcp-0 { 1 : 10.244.2.7 . 8080 }
@@ -197,7 +197,7 @@ add map ip portal endpoints-tcp-0 { typeof numgen random mod 1 : ip daddr . tcp 
 add rule ip portal external-ns/e/tcp/80 ip saddr 10.244.0.0/16 goto service-ns/e/tcp/80
 add rule ip portal external-ns/e/tcp/80 fib saddr type local meta mark set meta mark | 0x00004000 goto service-ns/e/tcp/80
 add rule ip portal service-ns/e/tcp/80 ip daddr 10.96.0.14 ip saddr != 10.244.0.0/16 meta mark set meta mark | 0x00004000
-add rule ip portal service-ns/e/tcp/80 meta l4proto tcp dnat ip to numgen random mod 1 offset 0 map @endpoints-tcp-0
+add rule ip portal service-ns/e/tcp/80 meta l4proto tcp counter dnat ip to numgen random mod 1 offset 0 map @endpoints-tcp-0
 add element ip portal endpoints-tcp-0 { 0 : 10.244.2.7 . 8080 }
 add element ip portal no-endpoint-nodeports { tcp . 30083 : drop }
 add element ip portal no-endpoint-services { 192.0.2.12 . tcp . 80 : drop }
@@ -221,10 +221,10 @@ add chain ip portal cluster-ns/f/tcp/80
 add chain ip portal external-ns/f/tcp/80
 add chain ip portal service-ns/f/tcp/80
 add map ip portal endpoints-tcp-0 { typeof numgen random mod 1 : ip daddr . tcp dport ; }
-add rule ip portal cluster-ns/f/tcp/80 meta l4proto tcp dnat ip to numgen random mod 2 offset 65536 map @endpoints-tcp-0
+add rule ip portal cluster-ns/f/tcp/80 meta l4proto tcp counter dnat ip to numgen random mod 2 offset 65536 map @endpoints-tcp-0
 add rule ip portal external-ns/f/tcp/80 meta mark set meta mark | 0x00004000 goto cluster-ns/f/tcp/80
 add rule ip portal service-ns/f/tcp/80 ip daddr 10.96.0.15 ip saddr != 10.244.0.0/16 meta mark set meta mark | 0x00004000
-add rule ip portal service-ns/f/tcp/80 meta l4proto tcp dnat ip to numgen random mod 1 offset 0 map @endpoints-tcp-0
+add rule ip portal service-ns/f/tcp/80 meta l4proto tcp counter dnat ip to numgen random mod 1 offset 0 map @endpoints-tcp-0
 add element ip portal hairpin { 10.244.1.5 . 10.244.1.5 }
 add element ip portal endpoints-tcp-0 { 0 : 10.244.1.5 . 8080 }
 add element ip portal endpoints-tcp-0 { 65536 : 10.244.1.5 . 8080 }
@@ -237,9 +237,11 @@ add element ip portal service-nodeports { tcp . 30084 : goto external-ns/f/tcp/8
 		svc:  svc("ns/g", "10.96.0.16", port("dns", v1.ProtocolUDP, 53, 30053), externalIPs("192.0.2.13")),
 		eps:  endpointsFor("dns", v1.ProtocolUDP, ep("10.244.2.7:53", "unready")),
 		want4: `
-add element ip portal no-endpoint-nodeports { udp . 30053 : goto reject-chain }
-add element ip portal no-endpoint-services { 10.96.0.16 . udp . 53 : goto reject-chain }
-add element ip portal no-endpoint-services { 192.0.2.13 . udp . 53 : goto reject-chain }`,
+add chain ip portal refuse-ns/g/udp/53
+add rule ip portal refuse-ns/g/udp/53 counter goto reject-chain
+add element ip portal no-endpoint-nodeports { udp . 30053 : goto refuse-ns/g/udp/53 }
+add element ip portal no-endpoint-services { 10.96.0.16 . udp . 53 : goto refuse-ns/g/udp/53 }
+add element ip portal no-endpoint-services { 192.0.2.13 . udp . 53 : goto refuse-ns/g/udp/53 }`,
 	}, {
 		name: "terminating endpoints stand in when none is ready",
 		cfg:  Config{},
@@ -248,7 +250,7 @@ add element ip portal no-endpoint-services { 192.0.2.13 . udp . 53 : goto reject
 		want4: `
 add chain ip portal service-ns/h/tcp/80
 add map ip portal endpoints-tcp-0 { typeof numgen random mod 1 : ip daddr . tcp dport ; }
-add rule ip portal service-ns/h/tcp/80 meta l4proto tcp dnat ip to numgen random mod 1 offset 0 map @endpoints-tcp-0
+add rule ip portal service-ns/h/tcp/80 meta l4proto tcp counter dnat ip to numgen random mod 1 offset 0 map @endpoints-tcp-0
 add element ip portal endpoints-tcp-0 { 0 : 10.244.2.7 . 8080 }
 add element ip portal service-ips { 10.96.0.17 . tcp . 80 : goto service-ns/h/tcp/80 }`,
 	}, {
@@ -260,6 +262,7 @@ add element ip portal service-ips { 10.96.0.17 . tcp . 80 : goto service-ns/h/tc
 add chain ip portal service-ns/i/tcp/80
 add set ip portal affinity-ns/i/tcp/80/10.244.2.7_8080-t3600 { type ipv4_addr ; flags dynamic,timeout ; timeout 3600s ; }
 add set ip portal affinity-ns/i/tcp/80/10.244.2.8_8080-t3600 { type ipv4_addr ; flags dynamic,timeout ; timeout 3600s ; }
+add rule ip portal service-ns/i/tcp/80 counter
 add rule ip portal service-ns/i/tcp/80 ip saddr @affinity-ns/i/tcp/80/10.244.2.7_8080-t3600 meta l4proto tcp update @affinity-ns/i/tcp/80/10.244.2.7_8080-t3600 { ip saddr } dnat to 10.244.2.7:8080
 add rule ip portal service-ns/i/tcp/80 ip saddr @affinity-ns/i/tcp/80/10.244.2.8_8080-t3600 meta l4proto tcp update @affinity-ns/i/tcp/80/10.244.2.8_8080-t3600 { ip saddr } dnat to 10.244.2.8:8080
 add rule ip portal service-ns/i/tcp/80 numgen random mod 2 0 meta l4proto tcp update @affinity-ns/i/tcp/80/10.244.2.7_8080-t3600 { ip saddr } dnat to 10.244.2.7:8080
@@ -274,14 +277,14 @@ add element ip portal service-ips { 10.96.0.18 . tcp . 80 : goto service-ns/i/tc
 add chain ip portal service-ns/j/sctp/9000
 add map ip portal endpoints-sctp-0 { typeof numgen random mod 1 : ip daddr . sctp dport ; }
 add rule ip portal service-ns/j/sctp/9000 ip daddr 10.96.0.19 ip saddr != 10.244.0.0/16 meta mark set meta mark | 0x00004000
-add rule ip portal service-ns/j/sctp/9000 meta l4proto sctp dnat ip to numgen random mod 1 offset 0 map @endpoints-sctp-0
+add rule ip portal service-ns/j/sctp/9000 meta l4proto sctp counter dnat ip to numgen random mod 1 offset 0 map @endpoints-sctp-0
 add element ip portal endpoints-sctp-0 { 0 : 10.244.2.7 . 9000 }
 add element ip portal service-ips { 10.96.0.19 . sctp . 9000 : goto service-ns/j/sctp/9000 }`,
 		want6: `
 add chain ip6 portal service-ns/j/sctp/9000
 add map ip6 portal endpoints-sctp-0 { typeof numgen random mod 1 : ip6 daddr . sctp dport ; }
 add rule ip6 portal service-ns/j/sctp/9000 ip6 daddr fd00::19 ip6 saddr != fd00:244::/64 meta mark set meta mark | 0x00004000
-add rule ip6 portal service-ns/j/sctp/9000 meta l4proto sctp dnat ip6 to numgen random mod 1 offset 0 map @endpoints-sctp-0
+add rule ip6 portal service-ns/j/sctp/9000 meta l4proto sctp counter dnat ip6 to numgen random mod 1 offset 0 map @endpoints-sctp-0
 add element ip6 portal endpoints-sctp-0 { 0 : fd00:244::7 . 9000 }
 add element ip6 portal service-ips { fd00::19 . sctp . 9000 : goto service-ns/j/sctp/9000 }`,
 	}, {
@@ -306,8 +309,8 @@ add chain ip portal service-ns/l/tcp/53
 add chain ip portal service-ns/l/udp/53
 add map ip portal endpoints-tcp-0 { typeof numgen random mod 1 : ip daddr . tcp dport ; }
 add map ip portal endpoints-udp-0 { typeof numgen random mod 1 : ip daddr . udp dport ; }
-add rule ip portal service-ns/l/tcp/53 meta l4proto tcp dnat ip to numgen random mod 1 offset 65536 map @endpoints-tcp-0
-add rule ip portal service-ns/l/udp/53 meta l4proto udp dnat ip to numgen random mod 1 offset 0 map @endpoints-udp-0
+add rule ip portal service-ns/l/tcp/53 meta l4proto tcp counter dnat ip to numgen random mod 1 offset 65536 map @endpoints-tcp-0
+add rule ip portal service-ns/l/udp/53 meta l4proto udp counter dnat ip to numgen random mod 1 offset 0 map @endpoints-udp-0
 add element ip portal endpoints-tcp-0 { 65536 : 10.244.2.7 . 5353 }
 add element ip portal endpoints-udp-0 { 0 : 10.244.2.7 . 5353 }
 add element ip portal service-ips { 10.96.0.21 . udp . 53 : goto service-ns/l/udp/53 }
@@ -414,7 +417,7 @@ func TestManyEndpointsMap(t *testing.T) {
 	mustSync(t, p, fullRequest(w.snap))
 	checkRefs(t, f4)
 	top := f4.Table.Chains["service-ns/big/tcp/80"]
-	if len(top.Rules) != 1 || top.Rules[0].Rule != "meta l4proto tcp dnat ip to numgen random mod 70 offset 0 map @endpoints-tcp-0" {
+	if len(top.Rules) != 1 || top.Rules[0].Rule != "meta l4proto tcp counter dnat ip to numgen random mod 70 offset 0 map @endpoints-tcp-0" {
 		t.Fatalf("got rules %v, want one numgen map rule", top.Rules)
 	}
 	slots := map[string]string{}
@@ -449,7 +452,7 @@ func TestManyEndpointsGroups(t *testing.T) {
 	chains := f4.Table.Chains
 	top := chains["service-ns/big/tcp/80"]
 	var rules []string
-	for _, r := range top.Rules[len(list):] { // after the affinity lookups
+	for _, r := range top.Rules[1+len(list):] { // after the counter and the affinity lookups
 		rules = append(rules, r.Rule)
 	}
 	want := []string{

@@ -23,11 +23,17 @@ import (
 const (
 	tableName = "portal"
 
-	servicesChain      = "services"
-	endpointsCheck     = "endpoints-check"
-	firewallCheck      = "firewall-check"
-	masqueradingChain  = "masquerading"
-	rejectChain        = "reject-chain"
+	servicesChain     = "services"
+	endpointsCheck    = "endpoints-check"
+	firewallCheck     = "firewall-check"
+	masqueradingChain = "masquerading"
+	rejectChain       = "reject-chain"
+
+	// refusePrefix names the chain of a Service port without endpoints:
+	// it counts the connections refused, then rejects them through
+	// rejectChain. Only such ports have one, so a Service that has
+	// endpoints costs no extra chain.
+	refusePrefix       = "refuse-"
 	serviceIPsMap      = "service-ips"
 	serviceNodePorts   = "service-nodeports"
 	noEndpointServices = "no-endpoint-services"
@@ -259,7 +265,9 @@ func (b *builder) port(out *serviceObjects, svc *snapshot.Service, p snapshot.Po
 	if !po.sel.HasAny {
 		// Nothing anywhere: refuse at once (ICMP port unreachable, TCP
 		// reset) rather than let clients time out.
-		po.noEndpoints("goto "+rejectChain, append([]netip.Addr{cip}, po.externals...), true)
+		refuse := refusePrefix + po.key
+		out.chains = append(out.chains, chain{name: refuse, rules: []string{"counter goto " + rejectChain}})
+		po.noEndpoints("goto "+refuse, append([]netip.Addr{cip}, po.externals...), true)
 		return
 	}
 	clusterChain := po.internal()
@@ -380,7 +388,11 @@ func (b *builder) masqueradeClusterIP(cip netip.Addr) string {
 // choose appends to c the rules that send a new connection to one of
 // eps, uniformly at random: one rule and a slot range in a shared map,
 // or, with affinity, a cascade that first sends the client to the
-// endpoint it used recently.
+// endpoint it used recently. Every connection a Service port load-balances
+// passes exactly one choose, so its counter there counts the port's new
+// connections (the nat chains see only a connection's first packet); the
+// counter rides on the dnat rule rather than a rule of its own, which
+// would add a rule per Service to every full sync.
 func (b *builder) choose(out *serviceObjects, c *chain, key, proto string, eps []*snapshot.Endpoint, affinity time.Duration, hairpin map[netip.Addr]struct{}, ids chainIDs) {
 	if len(eps) == 0 {
 		return
@@ -395,6 +407,7 @@ func (b *builder) choose(out *serviceObjects, c *chain, key, proto string, eps [
 		}
 	}
 	if affinity > 0 {
+		c.rules = append(c.rules, "counter")
 		b.cascade(out, c, key, proto, eps, affinity)
 		return
 	}
@@ -406,7 +419,7 @@ func (b *builder) choose(out *serviceObjects, c *chain, key, proto string, eps [
 		r.eps[i] = e.AddrPort()
 	}
 	out.slots = append(out.slots, r)
-	c.rules = append(c.rules, "meta l4proto "+proto+" dnat "+b.ip+" to numgen random mod "+strconv.Itoa(len(eps))+
+	c.rules = append(c.rules, "meta l4proto "+proto+" counter dnat "+b.ip+" to numgen random mod "+strconv.Itoa(len(eps))+
 		" offset "+strconv.FormatUint(uint64(slotOffset(r.id)), 10)+" map @"+r.mapName())
 }
 

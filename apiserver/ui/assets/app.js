@@ -43,6 +43,7 @@ const S = {
   nodes: new Map(),      // name -> {name,ready}
   ingresses: new Map(),  // key -> {ns,name,backends:[{service,port}]}
   status: new Map(),     // service key -> {status, why}
+  rates: new Map(),      // service key -> per second: {conn, refused} where a node's proxy counts, {req, err5xx} where an Ingress controller does
   byPair: new Map(),     // ns -> Map("k=v" -> Set(pod key))
 };
 
@@ -399,15 +400,20 @@ function renderCard(key) {
   let c = cards.get(key);
   if (!svc) { if (c) { c.remove(); cards.delete(key); } return; }
   if (!c) {
-    c = el('div', 'svc');
-    c.dataset.sort = svc.name;
-    c.dataset.key = key;
-    c.append(el('div', 'name'), el('div', 'meta'), el('div', 'why'), el('div', 'pods'));
-    c.addEventListener('click', () => explain(svc.ns, 'svc/' + svc.name, c));
+    c = newCard(svc);
     insertSorted(section(svc.ns).services, c);
     cards.set(key, c);
   }
   fillCard(c, svc);
+}
+
+function newCard(svc) {
+  const c = el('div', 'svc');
+  c.dataset.sort = svc.name;
+  c.dataset.key = keyOf(svc.ns, svc.name);
+  c.append(el('div', 'name'), el('div', 'meta'), el('div', 'why'), el('div', 'rate'), el('div', 'pods'));
+  c.addEventListener('click', () => explain(svc.ns, 'svc/' + svc.name, c));
+  return c;
 }
 
 function fillCard(c, svc) {
@@ -415,7 +421,7 @@ function fillCard(c, svc) {
   const st = S.status.get(key);
   c.dataset.status = st ? st.status : 'unknown';
   c.dataset.name = svc.name;
-  const [name, meta, why, pods] = c.children;
+  const [name, meta, why, rate, pods] = c.children;
   name.textContent = svc.name;
   let ready = 0;
   let total = 0;
@@ -423,6 +429,13 @@ function fillCard(c, svc) {
   const addr = svc.type === 'ExternalName' ? svc.externalName : svc.clusterIP;
   meta.textContent = svc.type + ' ' + addr + ' ' + svc.ports.join(' ') + ' · endpoints ' + ready + '/' + total;
   why.textContent = st ? st.why : '';
+  const r = S.rates.get(key);
+  rate.textContent = r ? rateText(r) : '';
+  rate.className = 'rate' + (r && (r.refused > 0 || r.err5xx > 0) ? ' errors' : '');
+  // The numbers, for tests and tools that read the page.
+  for (const f of ['conn', 'refused', 'req', 'err5xx']) {
+    if (r && r[f] !== undefined) c.dataset[f] = r[f]; else delete c.dataset[f];
+  }
   const dots = podsOf(svc).map((p) => {
     const d = el('span', 'pod' + (p.ready ? ' ready' : p.phase === 'Pending' ? ' pending' : ''));
     d.title = p.name + ' on ' + (p.node || 'no node') + ' · ' + p.phase + (p.ready ? ' · ready' : ' · not ready');
@@ -464,11 +477,7 @@ function renderAll() {
     if (!s) continue;
     const frag = document.createDocumentFragment();
     for (const svc of servicesIn(ns).sort((a, b) => (a.name < b.name ? -1 : 1))) {
-      const c = el('div', 'svc');
-      c.dataset.sort = svc.name;
-      c.dataset.key = keyOf(ns, svc.name);
-      c.append(el('div', 'name'), el('div', 'meta'), el('div', 'why'), el('div', 'pods'));
-      c.addEventListener('click', () => explain(svc.ns, 'svc/' + svc.name, c));
+      const c = newCard(svc);
       fillCard(c, svc);
       cards.set(c.dataset.key, c);
       frag.append(c);
@@ -530,10 +539,86 @@ async function judge(ns, names) {
   scheduleRender();
 }
 
+// ---- request and error rates from /ui/api/traffic ----
+
+// The node proxies' counters only ever grow, until a proxy rewrites a
+// Service's rules; two samples a few seconds apart give a rate. Polling on
+// a timer, not per watch event, keeps the cost on the nodes fixed.
+const trafficEvery = 5000;
+let lastTraffic = null; // {at, services}
+let trafficTimer = 0;
+
+function fmtRate(x) {
+  return x >= 10 ? String(Math.round(x)) : x.toFixed(1);
+}
+
+function rateText(r) {
+  const parts = [];
+  if (r.conn !== undefined) parts.push(fmtRate(r.conn) + ' conn/s', fmtRate(r.refused) + ' refused/s');
+  if (r.req !== undefined) parts.push('ingress ' + fmtRate(r.req) + ' req/s', fmtRate(r.err5xx) + ' 5xx/s');
+  return parts.join(' · ');
+}
+
+// rates returns the per-second rates between two samples of counters
+// (objects of key -> counts), for the fields named; a count that went
+// down is a proxy that rewrote the rules, or a restarted controller: no
+// rate for this interval rather than a wrong one.
+function rates(prev, cur, dt, fields, into, names) {
+  for (const [key, c] of Object.entries(cur)) {
+    const p = prev[key];
+    if (!p || fields.some((f) => c[f] < p[f])) continue;
+    if (!into.has(key)) into.set(key, {});
+    const r = into.get(key);
+    fields.forEach((f, i) => { r[names[i]] = (c[f] - p[f]) / dt; });
+  }
+}
+
+async function pollTraffic(signal) {
+  let reply;
+  try {
+    reply = await api('/ui/api/traffic' + (scope ? '?namespace=' + encodeURIComponent(scope) : ''), signal);
+  } catch (e) {
+    if (signal.aborted) return;
+    if (e.status === 403) {
+      notice('traffic', 'No request rates: ' + e.message);
+      return; // asking again will not help
+    }
+    notice('traffic', 'Could not read the request rates: ' + e.message);
+    trafficTimer = setTimeout(() => pollTraffic(signal), trafficEvery);
+    return;
+  }
+  if (signal.aborted) return;
+  if (reply.problems && reply.problems.length) notice('traffic', 'Request rates leave out ' + reply.problems.join('; '));
+  else clearNotice('traffic');
+  const now = performance.now();
+  const prev = lastTraffic;
+  lastTraffic = { at: now, services: reply.services || {}, ingress: reply.ingress || {} };
+  const next = new Map();
+  if (prev) {
+    const dt = (now - prev.at) / 1000;
+    rates(prev.services, lastTraffic.services, dt, ['connections', 'refused'], next, ['conn', 'refused']);
+    rates(prev.ingress, lastTraffic.ingress, dt, ['requests', 'errors'], next, ['req', 'err5xx']);
+  }
+  for (const key of new Set([...S.rates.keys(), ...next.keys()])) {
+    if (next.has(key)) S.rates.set(key, next.get(key)); else S.rates.delete(key);
+    dirty.add(key);
+  }
+  scheduleRender();
+  showDetailRate();
+  trafficTimer = setTimeout(() => pollTraffic(signal), trafficEvery);
+}
+
+// showDetailRate puts the rate of the Service in the explain panel, if any.
+function showDetailRate() {
+  const r = detailKey && S.rates.get(detailKey);
+  $('detail-rate').textContent = r ? 'traffic: ' + rateText(r) + ' (summed over the nodes that count)' : '';
+}
+
 // ---- the explain panel ----
 
 let selected = null;
 let explainSeq = 0;
+let detailKey = ''; // the Service shown in the panel, "ns/name"
 
 async function explain(ns, target, elem) {
   if (selected) selected.classList.remove('selected');
@@ -544,6 +629,8 @@ async function explain(ns, target, elem) {
   $('detail-title').textContent = target + ' in ' + ns;
   $('detail-status').textContent = 'diagnosing…';
   $('detail-steps').replaceChildren();
+  detailKey = target.startsWith('svc/') ? keyOf(ns, target.slice(4)) : '';
+  showDetailRate();
   let rep;
   try {
     rep = await api('/ui/api/explain?namespace=' + encodeURIComponent(ns) + '&target=' + encodeURIComponent(target));
@@ -584,6 +671,8 @@ let running = null; // AbortController of the lists and watches
 function logout(msg) {
   if (running) running.abort();
   running = null;
+  clearTimeout(trafficTimer);
+  lastTraffic = null;
   token = '';
   sessionStorage.removeItem('portal-token');
   showLogin(msg || '');
@@ -642,6 +731,7 @@ async function start() {
   initialised = true;
   kinds.forEach((k, i) => { if (rvs[i] !== null) watch(k, kindPath(k), rvs[i], signal); });
   for (const ns of svcByNs.keys()) judge(ns, []);
+  pollTraffic(signal);
   document.body.dataset.loaded = 'true';
 }
 
@@ -657,6 +747,7 @@ $('detail-close').addEventListener('click', () => {
   $('detail').hidden = true;
   if (selected) selected.classList.remove('selected');
   selected = null;
+  detailKey = '';
 });
 $('scope-form').addEventListener('submit', (e) => {
   e.preventDefault();

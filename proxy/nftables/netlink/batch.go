@@ -14,7 +14,8 @@ import (
 // Netlink attribute numbers this file and its siblings use that
 // golang.org/x/sys/unix does not define.
 const (
-	nlaNested = 0x8000
+	nlaNested   = 0x8000
+	nlaTypeMask = 0x3fff // NLA_TYPE_MASK: the type without the nested and byte-order flags
 
 	nftaSetElemKeyEnd = 10 // NFTA_SET_ELEM_KEY_END
 	nftaSetDescConcat = 2  // NFTA_SET_DESC_CONCAT

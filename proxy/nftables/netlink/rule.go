@@ -111,26 +111,7 @@ func (c *ruleCompiler) statement() bool {
 		c.cmp(unix.NFT_CMP_EQ, hostU32(unix.RTN_LOCAL))
 		c.i += 4
 	case c.at("meta", "mark", "set", "meta", "mark", "*", "*"):
-		m, ok := parseMark(c.word(6))
-		if !ok {
-			return false
-		}
-		var mask, xor uint32
-		switch c.word(5) {
-		case "|":
-			mask, xor = ^m, m
-		case "^":
-			mask, xor = 0xffffffff, m
-		default:
-			return false
-		}
-		c.metaLoad(unix.NFT_META_MARK, 0)
-		c.bitwise(hostU32(mask), hostU32(xor), true)
-		c.expr("meta", func(b *nlBatch) {
-			b.u32(unix.NFTA_META_KEY, unix.NFT_META_MARK)
-			b.u32(unix.NFTA_META_SREG, unix.NFT_REG_1)
-		})
-		c.i += 7
+		return c.markSet()
 	case c.at("meta", "mark", "&", "*", "==", "*"):
 		m, ok1 := parseMark(c.word(3))
 		v, ok2 := parseMark(c.word(5))
@@ -170,6 +151,13 @@ func (c *ruleCompiler) statement() bool {
 		c.i += 6
 	case c.at("dnat"):
 		return c.dnat()
+	case c.word(0) == "counter":
+		// An anonymous counter starting at zero, as nft sends it.
+		c.expr("counter", func(b *nlBatch) {
+			b.u64(unix.NFTA_COUNTER_BYTES, 0)
+			b.u64(unix.NFTA_COUNTER_PACKETS, 0)
+		})
+		c.i++
 	case c.word(0) == "jump" || c.word(0) == "goto":
 		if c.i != len(c.w)-2 {
 			return false
@@ -187,6 +175,31 @@ func (c *ruleCompiler) statement() bool {
 	default:
 		return c.match()
 	}
+	return true
+}
+
+// markSet compiles "meta mark set meta mark (| or ^) MARK".
+func (c *ruleCompiler) markSet() bool {
+	m, ok := parseMark(c.word(6))
+	if !ok {
+		return false
+	}
+	var mask, xor uint32
+	switch c.word(5) {
+	case "|":
+		mask, xor = ^m, m
+	case "^":
+		mask, xor = 0xffffffff, m
+	default:
+		return false
+	}
+	c.metaLoad(unix.NFT_META_MARK, 0)
+	c.bitwise(hostU32(mask), hostU32(xor), true)
+	c.expr("meta", func(b *nlBatch) {
+		b.u32(unix.NFTA_META_KEY, unix.NFT_META_MARK)
+		b.u32(unix.NFTA_META_SREG, unix.NFT_REG_1)
+	})
+	c.i += 7
 	return true
 }
 
