@@ -42,8 +42,10 @@ type explainBed struct {
 	www    string
 }
 
+// newExplainBed runs node1's `portal server` with its Ingress controller,
+// which explain's Ingress step sends its requests through.
 func newExplainBed(t *testing.T) *explainBed {
-	return newTwoNodeBed(t, "--disable", "ingress")
+	return newTwoNodeBed(t)
 }
 
 // newTwoNodeBed starts the bed with more arguments to node1's `portal
