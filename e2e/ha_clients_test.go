@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -99,6 +98,9 @@ func TestHAControllerLeaderKilled(t *testing.T) {
 	for _, n := range b.Nodes[1:] {
 		b.Join(n, "--identity", n.Name)
 	}
+	worker := b.AddWorker()
+	load := worker.StartLoad()
+	defer load.Stop()
 	nodes := map[string]*haNode{}
 	for _, n := range b.Nodes {
 		nodes[n.Name] = n
@@ -186,64 +188,22 @@ func TestHAControllerLeaderKilled(t *testing.T) {
 	if limit := leaseDuration + 3*time.Second; replaced > limit {
 		t.Errorf("replacement in the EndpointSlices took %v, want at most %v", replaced, limit)
 	}
+	load.CheckNoFailures(t, 50)
 }
 
-// dataPlaneProbe sends one request every interval through a ClusterIP
-// (from the node), a NodePort (from the client) and a DNS query for the
-// Service's name (from the client to the node's DNS), counting failures.
-type dataPlaneProbe struct {
-	mu                                   sync.Mutex
-	sent, failed                         map[string]int
-	firstFailure                         map[string]string
-	stop                                 context.CancelFunc
-	done                                 chan struct{}
-	node, client                         *testbed.NS
-	clusterIP, nodePort, dnsServer, name string
-}
-
-func (p *dataPlaneProbe) record(kind string, err error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.sent[kind]++
-	if err != nil {
-		p.failed[kind]++
-		if p.firstFailure[kind] == "" {
-			p.firstFailure[kind] = fmt.Sprintf("%s: %v", time.Now().Format("15:04:05.000"), err)
-		}
-	}
-}
-
-func (p *dataPlaneProbe) run(ctx context.Context) {
-	defer close(p.done)
-	for ctx.Err() == nil {
-		_, cerr := ask(p.node, "", p.clusterIP)
-		_, nerr := ask(p.client, "", p.nodePort)
-		derr := p.query(ctx)
-		if ctx.Err() != nil {
-			return // the probe's end cut the last round short
-		}
-		p.record("ClusterIP", cerr)
-		p.record("NodePort", nerr)
-		p.record("DNS", derr)
-		select {
-		case <-ctx.Done():
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-// query asks the DNS for the Service's A record and wants its ClusterIP.
-func (p *dataPlaneProbe) query(ctx context.Context) error {
+// askDNS asks server, from ns, for name's A record and wants the one
+// address ip.
+func askDNS(ctx context.Context, ns *testbed.NS, server, name, ip string) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	conn, err := p.client.DialContext(ctx, "udp", p.dnsServer)
+	conn, err := ns.DialContext(ctx, "udp", server)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(2 * time.Second))
 	m := new(dns.Msg)
-	m.SetQuestion(p.name, dns.TypeA)
+	m.SetQuestion(name, dns.TypeA)
 	dc := &dns.Conn{Conn: conn}
 	if err := dc.WriteMsg(m); err != nil {
 		return err
@@ -255,8 +215,8 @@ func (p *dataPlaneProbe) query(ctx context.Context) error {
 	if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
 		return fmt.Errorf("rcode %s, %d answers", dns.RcodeToString[r.Rcode], len(r.Answer))
 	}
-	if a, ok := r.Answer[0].(*dns.A); !ok || !strings.HasPrefix(p.clusterIP, a.A.String()+":") {
-		return fmt.Errorf("answer %v, want %s", r.Answer[0], p.clusterIP)
+	if a, ok := r.Answer[0].(*dns.A); !ok || a.A.String() != ip {
+		return fmt.Errorf("answer %v, want %s", r.Answer[0], ip)
 	}
 	return nil
 }
@@ -286,17 +246,22 @@ func TestHAEveryAPIServerDown(t *testing.T) {
 
 	pb.backend("web-1", "web", "node1", 10, true)
 	web := pb.service("web", func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeNodePort })
-	p := &dataPlaneProbe{sent: map[string]int{}, failed: map[string]int{}, firstFailure: map[string]string{},
-		done: make(chan struct{}), node: pb.node, client: pb.client,
-		clusterIP: hostPort(web.Spec.ClusterIP, 80), nodePort: hostPort(nodeIP, web.Spec.Ports[0].NodePort),
-		dnsServer: nodeIP + ":53", name: "web.default.svc.cluster.local."}
-	reachable(t, pb.node, "", p.clusterIP)
-	reachable(t, pb.client, "", p.nodePort)
-	eventually(t, "DNS answers for web", func() (bool, string) { err := p.query(context.Background()); return err == nil, fmt.Sprint(err) })
-
-	ctx, cancel := context.WithCancel(context.Background())
-	go p.run(ctx)
-	defer func() { cancel(); <-p.done }()
+	clusterIP, nodePort := hostPort(web.Spec.ClusterIP, 80), hostPort(nodeIP, web.Spec.Ports[0].NodePort)
+	const dnsName = "web.default.svc.cluster.local."
+	reachable(t, pb.node, "", clusterIP)
+	reachable(t, pb.client, "", nodePort)
+	eventually(t, "DNS answers for web", func() (bool, string) {
+		err := askDNS(context.Background(), pb.client, nodeIP+":53", dnsName, web.Spec.ClusterIP)
+		return err == nil, fmt.Sprint(err)
+	})
+	p := startProbe(
+		probeCheck{"ClusterIP", func(context.Context) error { _, err := ask(pb.node, "", clusterIP); return err }},
+		probeCheck{"NodePort", func(context.Context) error { _, err := ask(pb.client, "", nodePort); return err }},
+		probeCheck{"DNS", func(ctx context.Context) error {
+			return askDNS(ctx, pb.client, nodeIP+":53", dnsName, web.Spec.ClusterIP)
+		}},
+	)
+	defer p.Stop()
 
 	s.Stop()
 	stopped := time.Now()
@@ -321,15 +286,8 @@ func TestHAEveryAPIServerDown(t *testing.T) {
 	})
 	// Some more requests after the catch-up, which must not flush anything.
 	time.Sleep(3 * time.Second)
-	cancel()
-	<-p.done
 	t.Logf("a Service created after the API returned was served after %v", served.Round(10*time.Millisecond))
-	for _, kind := range []string{"ClusterIP", "NodePort", "DNS"} {
-		t.Logf("%s: %d requests, %d failed", kind, p.sent[kind], p.failed[kind])
-		if p.failed[kind] > 0 || p.sent[kind] < 100 {
-			t.Errorf("%s: %d of %d requests failed (first: %s), want 0 of at least 100", kind, p.failed[kind], p.sent[kind], p.firstFailure[kind])
-		}
-	}
+	p.CheckNoFailures(t, 100)
 	if served > 2*time.Second {
 		t.Errorf("the new Service was served after %v, want within 2s", served)
 	}

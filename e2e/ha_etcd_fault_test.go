@@ -165,6 +165,9 @@ func checkWrites(t *testing.T, c kubernetes.Interface, w *haWriters) {
 func TestHAEtcdLeaderKilled(t *testing.T) {
 	b := newHABed(t, 3)
 	b.Start()
+	worker := b.AddWorker()
+	load := worker.StartLoad()
+	defer load.Stop()
 	leader := b.Leader(b.Nodes[0])
 	var clients []kubernetes.Interface
 	for _, n := range b.Nodes {
@@ -215,6 +218,8 @@ func TestHAEtcdLeaderKilled(t *testing.T) {
 		}
 		return err == nil, fmt.Sprint(err)
 	})
+	// The data plane never needed etcd: the worker's rules stayed.
+	load.CheckNoFailures(t, 50)
 }
 
 // TestHAEtcdPartition: nftables rules cut the node whose etcd member leads
@@ -226,6 +231,9 @@ func TestHAEtcdLeaderKilled(t *testing.T) {
 func TestHAEtcdPartition(t *testing.T) {
 	b := newHABed(t, 3)
 	b.Start()
+	worker := b.AddWorker()
+	load := worker.StartLoad()
+	defer load.Stop()
 	iso := b.Leader(b.Nodes[0])
 	var clients []kubernetes.Interface
 	for _, n := range b.Nodes {
@@ -287,4 +295,5 @@ func TestHAEtcdPartition(t *testing.T) {
 	if _, err := healed.CoreV1().Services("default").Get(context.Background(), svc.Name, metav1.GetOptions{}); err == nil {
 		t.Errorf("the Service the isolated server refused exists after healing")
 	}
+	load.CheckNoFailures(t, 50)
 }

@@ -59,7 +59,9 @@ type haNode struct {
 }
 
 // haLANPrefix is the LAN of the bed: nodes get .1, .2, ..., the switch .254.
-const haLANPrefix = "10.99.0."
+// It lies outside the Service range (10.96.0.0/12), so no cluster IP the
+// servers hand out can shadow a node for a proxy on the LAN.
+const haLANPrefix = "10.89.0."
 
 // newHABed returns a bed with n server nodes s1..sN, none started yet.
 func newHABed(t *testing.T, n int) *haBed {
