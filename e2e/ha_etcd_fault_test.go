@@ -262,6 +262,10 @@ func TestHAEtcdPartition(t *testing.T) {
 	isoClient := kubernetes.NewForConfigOrDie(cfg)
 	svc := service("on-the-isolated-server")
 	svc.Spec.Type = corev1.ServiceTypeNodePort
+	// Reads go on meanwhile: the isolated server must not answer from
+	// what its member held when it was cut off.
+	reads := make(chan string, 1)
+	go func() { reads <- checkQuorumReads(t, isoClient, clients[0], w, before) }()
 	start := time.Now()
 	_, err := isoClient.CoreV1().Services("default").Create(context.Background(), svc, metav1.CreateOptions{})
 	took := time.Since(start)
@@ -278,6 +282,8 @@ func TestHAEtcdPartition(t *testing.T) {
 		t.Errorf("the isolated server refused the create with %v, want a 5xx storage error", err)
 	}
 
+	t.Logf("reads through the isolated server: %s", <-reads)
+
 	b.Heal(iso)
 	var names []string
 	for _, n := range b.Nodes {
@@ -291,9 +297,71 @@ func TestHAEtcdPartition(t *testing.T) {
 		return err == nil, fmt.Sprint(err)
 	})
 	w.Stop()
+	// The healed server allocates from the cluster's state, not from what
+	// it held while cut off: checkWrites sees these next to the majority's.
+	// They take cluster IPs only; on a slow machine the writers may have
+	// taken every node port by now.
+	for i := range 5 {
+		svc := service(fmt.Sprintf("after-heal-%d", i))
+		if _, err := healed.CoreV1().Services("default").Create(context.Background(), svc, metav1.CreateOptions{}); err != nil {
+			t.Errorf("create a Service through the healed server: %v", err)
+		}
+	}
 	checkWrites(t, healed, w)
 	if _, err := healed.CoreV1().Services("default").Get(context.Background(), svc.Name, metav1.GetOptions{}); err == nil {
 		t.Errorf("the Service the isolated server refused exists after healing")
 	}
 	load.CheckNoFailures(t, 50)
+}
+
+// checkQuorumReads reads, through iso, the last Service and ConfigMap the
+// majority acknowledged after the first since writes, one at a time by
+// name and in lists. Every read must fail or be current: an object
+// missing, or a Service with another cluster IP or node port than the
+// majority gave it, is a stale answer. It returns what each read got.
+func checkQuorumReads(t *testing.T, iso, majority kubernetes.Interface, w *haWriters, since int) string {
+	w.mu.Lock()
+	var lastSvc, lastCM string
+	for _, k := range w.acked[since:] {
+		if name, ok := strings.CutPrefix(k, "svc/"); ok {
+			lastSvc = name
+		} else {
+			lastCM = strings.TrimPrefix(k, "cm/")
+		}
+	}
+	w.mu.Unlock()
+	if lastSvc == "" || lastCM == "" {
+		t.Errorf("no Service or no ConfigMap acknowledged since the cut (%q, %q)", lastSvc, lastCM)
+		return "not checked"
+	}
+	ctx := context.Background()
+	want, err := majority.CoreV1().Services("default").Get(ctx, lastSvc, metav1.GetOptions{})
+	if err != nil {
+		t.Errorf("the majority's own Service %s: %v", lastSvc, err)
+		return "not checked"
+	}
+	var got []string
+	judge := func(what string, err error, current bool) {
+		switch {
+		case apierrors.IsNotFound(err), err == nil && !current:
+			t.Errorf("%s through the isolated server: stale (%v), want an error or the majority's state", what, err)
+			got = append(got, what+" stale")
+		case err != nil:
+			got = append(got, fmt.Sprintf("%s refused (%.80s)", what, err))
+		default:
+			got = append(got, what+" current")
+		}
+	}
+	svc, err := iso.CoreV1().Services("default").Get(ctx, lastSvc, metav1.GetOptions{})
+	judge("get svc/"+lastSvc, err, err == nil && svc.Spec.ClusterIP == want.Spec.ClusterIP &&
+		svc.Spec.Ports[0].NodePort == want.Spec.Ports[0].NodePort)
+	_, err = iso.CoreV1().ConfigMaps("default").Get(ctx, lastCM, metav1.GetOptions{})
+	judge("get cm/"+lastCM, err, err == nil)
+	svcs, err := iso.CoreV1().Services("default").List(ctx, metav1.ListOptions{})
+	judge("list services", err, err == nil && slices.ContainsFunc(svcs.Items, func(s corev1.Service) bool {
+		return s.Name == lastSvc && s.Spec.ClusterIP == want.Spec.ClusterIP
+	}))
+	cms, err := iso.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
+	judge("list configmaps", err, err == nil && slices.ContainsFunc(cms.Items, func(c corev1.ConfigMap) bool { return c.Name == lastCM }))
+	return strings.Join(got, "; ")
 }
