@@ -219,7 +219,7 @@ func TestHAEtcdLeaderKilled(t *testing.T) {
 		return err == nil, fmt.Sprint(err)
 	})
 	// The data plane never needed etcd: the worker's rules stayed.
-	load.CheckNoFailures(t, 50)
+	load.CheckNoFailures(t, 20)
 }
 
 // TestHAEtcdPartition: nftables rules cut the node whose etcd member leads
@@ -311,7 +311,7 @@ func TestHAEtcdPartition(t *testing.T) {
 	if _, err := healed.CoreV1().Services("default").Get(context.Background(), svc.Name, metav1.GetOptions{}); err == nil {
 		t.Errorf("the Service the isolated server refused exists after healing")
 	}
-	load.CheckNoFailures(t, 50)
+	load.CheckNoFailures(t, 20)
 }
 
 // checkQuorumReads reads, through iso, the last Service and ConfigMap the

@@ -40,6 +40,11 @@ type haWorker struct {
 	Client *testbed.NS
 	// ClusterIP and NodePort are web's addresses as host:port.
 	ClusterIP, NodePort string
+
+	t       *testing.T
+	first   *haNode
+	servers string // every server's URL, comma-separated
+	logs    string
 }
 
 // AddWorker adds the worker and its client to a bed whose servers run,
@@ -50,7 +55,6 @@ func (b *haBed) AddWorker() *haWorker {
 	t := b.t
 	began := time.Now()
 	ns, ip := b.Attach("w1")
-	w := &haWorker{Name: "w1", IP: ip, NS: ns}
 	var urls []string
 	for _, n := range b.Nodes {
 		if n.Server != nil {
@@ -58,25 +62,14 @@ func (b *haBed) AddWorker() *haWorker {
 		}
 	}
 	first := b.Nodes[0]
-	servers := strings.Join(urls, ",")
+	w := &haWorker{Name: "w1", IP: ip, NS: ns, t: t, first: first, servers: strings.Join(urls, ","), logs: t.TempDir()}
 	root := filepath.Join(t.TempDir(), "agent")
 	// Registered after the bed's cleanup, so it runs first: pod processes
 	// live in namespaces of their own, out of the bed's reach.
 	t.Cleanup(func() { agent.KillPods(root) })
-	logs := t.TempDir()
-	start := func(name string, args ...string) {
-		log, err := os.Create(filepath.Join(logs, name+".log"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		logAgentOnFailure(t, "the worker's "+name+" log", log.Name(), 30)
-		ns.Start(log, framework.Binary(t), append([]string{name, "--server", servers}, args...)...)
-	}
-	start("agent", "--kubeconfig", first.Server.UserKubeconfig(t, "system:node:w1", first.URL()),
-		"--hostname-override", w.Name, "--node-ip", ip, "--pod-cidr", haWorkerPodCIDR, "--cluster-cidr", "10.244.0.0/16",
-		"--root-dir", root, "-v=2")
-	start("proxy", "--kubeconfig", first.Server.UserKubeconfig(t, "system:kube-proxy", first.URL()),
-		"--hostname-override", w.Name, "--proxy-mode", "nftables", "--cluster-cidr", "10.244.0.0/16", "-v=2")
+	w.start("agent", "system:node:w1", "--hostname-override", w.Name, "--node-ip", ip, "--pod-cidr", haWorkerPodCIDR,
+		"--cluster-cidr", "10.244.0.0/16", "--root-dir", root)
+	w.start("proxy", "system:kube-proxy", "--hostname-override", w.Name, "--proxy-mode", "nftables", "--cluster-cidr", "10.244.0.0/16")
 
 	c := b.clientAt(first, first)
 	ctx := context.Background()
@@ -118,6 +111,27 @@ func (b *haBed) AddWorker() *haWorker {
 	return w
 }
 
+// start runs `portal NAME` on the worker as user, with a kubeconfig for
+// the first server and --server naming every server.
+func (w *haWorker) start(name, user string, args ...string) {
+	w.t.Helper()
+	log, err := os.Create(filepath.Join(w.logs, name+".log"))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	logAgentOnFailure(w.t, "the worker's "+name+" log", log.Name(), 30)
+	kc := w.first.Server.UserKubeconfig(w.t, user, w.first.URL())
+	w.NS.Start(log, framework.Binary(w.t), append([]string{name, "--kubeconfig", kc, "--server", w.servers, "-v=2"}, args...)...)
+}
+
+// StartDNS runs `portal dns` on the worker, answering on its address,
+// port 53, and returns that address.
+func (w *haWorker) StartDNS() string {
+	w.t.Helper()
+	w.start("dns", "system:kube-dns", "--dns-bind-address", w.IP, "--dns-port", "53", "--upstream", "none")
+	return w.IP + ":53"
+}
+
 // get asks web at addr, from the client, for its page over a connection of
 // its own.
 func (w *haWorker) get(ctx context.Context, addr string) error {
@@ -144,12 +158,13 @@ func (w *haWorker) get(ctx context.Context, addr string) error {
 }
 
 // StartLoad starts the client's requests to web through the ClusterIP and
-// the NodePort, one of each every 100 ms, until the probe is stopped.
-func (w *haWorker) StartLoad() *dataPlaneProbe {
-	return startProbe(
-		probeCheck{"ClusterIP", func(ctx context.Context) error { return w.get(ctx, w.ClusterIP) }},
-		probeCheck{"NodePort", func(ctx context.Context) error { return w.get(ctx, w.NodePort) }},
-	)
+// the NodePort, and more checks, one of each every 100 ms, until the probe
+// is stopped.
+func (w *haWorker) StartLoad(more ...probeCheck) *dataPlaneProbe {
+	return startProbe(append([]probeCheck{
+		{"ClusterIP", func(ctx context.Context) error { return w.get(ctx, w.ClusterIP) }},
+		{"NodePort", func(ctx context.Context) error { return w.get(ctx, w.NodePort) }},
+	}, more...)...)
 }
 
 // probeCheck is one kind of request a dataPlaneProbe sends.

@@ -117,6 +117,15 @@ func Attach(t testing.TB, s *Server) { s.t = t }
 // Start starts the process (again) and waits for readiness.
 func (s *Server) Start() {
 	s.t.Helper()
+	s.Launch()
+	s.WaitReady(90 * time.Second)
+}
+
+// Launch starts the server's process and returns at once: servers that
+// need each other to become ready (etcd members after a full outage) are
+// launched together, then waited for with WaitReady.
+func (s *Server) Launch() {
+	s.t.Helper()
 	args := append([]string{s.Command, "--data-dir", s.DataDir, "--bind-address", "127.0.0.1",
 		"--secure-port", fmt.Sprint(s.Port)}, s.serverArgs()...)
 	log, err := os.OpenFile(filepath.Join(s.DataDir, "portal.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
@@ -141,7 +150,6 @@ func (s *Server) Start() {
 			s.dumpLog()
 		}
 	})
-	s.WaitReady(90 * time.Second)
 }
 
 // serverArgs are the test's arguments plus what keeps `portal server`
