@@ -340,28 +340,47 @@ func checkQuorumReads(t *testing.T, iso, majority kubernetes.Interface, w *haWri
 		t.Errorf("the majority's own Service %s: %v", lastSvc, err)
 		return "not checked"
 	}
-	var got []string
-	judge := func(what string, err error, current bool) {
-		switch {
-		case apierrors.IsNotFound(err), err == nil && !current:
-			t.Errorf("%s through the isolated server: stale (%v), want an error or the majority's state", what, err)
-			got = append(got, what+" stale")
-		case err != nil:
-			got = append(got, fmt.Sprintf("%s refused (%.80s)", what, err))
-		default:
-			got = append(got, what+" current")
-		}
+	// Each read waits out etcd's request timeout when it fails: they go
+	// together.
+	reads := []struct {
+		what string
+		do   func() (current bool, err error)
+	}{
+		{"get svc/" + lastSvc, func() (bool, error) {
+			svc, err := iso.CoreV1().Services("default").Get(ctx, lastSvc, metav1.GetOptions{})
+			return err == nil && svc.Spec.ClusterIP == want.Spec.ClusterIP && svc.Spec.Ports[0].NodePort == want.Spec.Ports[0].NodePort, err
+		}},
+		{"get cm/" + lastCM, func() (bool, error) {
+			_, err := iso.CoreV1().ConfigMaps("default").Get(ctx, lastCM, metav1.GetOptions{})
+			return err == nil, err
+		}},
+		{"list services", func() (bool, error) {
+			svcs, err := iso.CoreV1().Services("default").List(ctx, metav1.ListOptions{})
+			return err == nil && slices.ContainsFunc(svcs.Items, func(s corev1.Service) bool {
+				return s.Name == lastSvc && s.Spec.ClusterIP == want.Spec.ClusterIP
+			}), err
+		}},
+		{"list configmaps", func() (bool, error) {
+			cms, err := iso.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
+			return err == nil && slices.ContainsFunc(cms.Items, func(c corev1.ConfigMap) bool { return c.Name == lastCM }), err
+		}},
 	}
-	svc, err := iso.CoreV1().Services("default").Get(ctx, lastSvc, metav1.GetOptions{})
-	judge("get svc/"+lastSvc, err, err == nil && svc.Spec.ClusterIP == want.Spec.ClusterIP &&
-		svc.Spec.Ports[0].NodePort == want.Spec.Ports[0].NodePort)
-	_, err = iso.CoreV1().ConfigMaps("default").Get(ctx, lastCM, metav1.GetOptions{})
-	judge("get cm/"+lastCM, err, err == nil)
-	svcs, err := iso.CoreV1().Services("default").List(ctx, metav1.ListOptions{})
-	judge("list services", err, err == nil && slices.ContainsFunc(svcs.Items, func(s corev1.Service) bool {
-		return s.Name == lastSvc && s.Spec.ClusterIP == want.Spec.ClusterIP
-	}))
-	cms, err := iso.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
-	judge("list configmaps", err, err == nil && slices.ContainsFunc(cms.Items, func(c corev1.ConfigMap) bool { return c.Name == lastCM }))
+	got := make([]string, len(reads))
+	var wg sync.WaitGroup
+	for i, r := range reads {
+		wg.Go(func() {
+			current, err := r.do()
+			switch {
+			case apierrors.IsNotFound(err), err == nil && !current:
+				t.Errorf("%s through the isolated server: stale (%v), want an error or the majority's state", r.what, err)
+				got[i] = r.what + " stale"
+			case err != nil:
+				got[i] = fmt.Sprintf("%s refused (%.80s)", r.what, err)
+			default:
+				got[i] = r.what + " current"
+			}
+		})
+	}
+	wg.Wait()
 	return strings.Join(got, "; ")
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -53,6 +54,9 @@ type haWorker struct {
 func (b *haBed) AddWorker() *haWorker {
 	b.t.Helper()
 	t := b.t
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("the worker's pods need python3 (./hack/deps.sh installs it)")
+	}
 	began := time.Now()
 	ns, ip := b.Attach("w1")
 	var urls []string
