@@ -26,9 +26,10 @@ import (
 // network namespace with its own address on one LAN (a bridge in a
 // namespace of its own, like a switch), each running `portal server` on
 // port 6443 of its address, the first with --cluster-init and the others
-// with --join. Tests may add more namespaces to the LAN (a worker, a
-// client) with Attach. Isolate and Heal cut a node off the LAN and back
-// with nftables rules inside its namespace.
+// with --join. AddWorker adds a worker node serving a Service and a
+// client that sends it requests (the fault tests' data-plane load); tests
+// may add more namespaces to the LAN with Attach. Isolate and Heal cut a
+// node off the LAN and back with nftables rules inside its namespace.
 type haBed struct {
 	t   *testing.T
 	bed *testbed.Bed
