@@ -282,9 +282,11 @@ func TestHAEtcdPartition(t *testing.T) {
 		t.Errorf("the isolated server refused the create with %v, want a 5xx storage error", err)
 	}
 
-	t.Logf("reads through the isolated server: %s", <-reads)
+	read := <-reads
+	t.Logf("reads through the isolated server, done %v after the create began: %s", time.Since(start).Round(100*time.Millisecond), read)
 
 	b.Heal(iso)
+	healedAt := time.Now()
 	var names []string
 	for _, n := range b.Nodes {
 		names = append(names, n.Name)
@@ -297,6 +299,7 @@ func TestHAEtcdPartition(t *testing.T) {
 		return err == nil, fmt.Sprint(err)
 	})
 	w.Stop()
+	t.Logf("the healed server took a write %v after the heal", time.Since(healedAt).Round(100*time.Millisecond))
 	// The healed server allocates from the cluster's state, not from what
 	// it held while cut off: checkWrites sees these next to the majority's.
 	// They take cluster IPs only; on a slow machine the writers may have
