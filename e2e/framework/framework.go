@@ -121,9 +121,8 @@ func (s *Server) Start() {
 	s.WaitReady(90 * time.Second)
 }
 
-// Launch starts the server's process and returns at once: servers that
-// need each other to become ready (etcd members after a full outage) are
-// launched together, then waited for with WaitReady.
+// Launch starts the process and returns at once, before it serves: for
+// tests of what a server answers while it starts.
 func (s *Server) Launch() {
 	s.t.Helper()
 	args := append([]string{s.Command, "--data-dir", s.DataDir, "--bind-address", "127.0.0.1",
