@@ -118,22 +118,33 @@ func checkWrites(t *testing.T, c kubernetes.Interface, w *haWriters) {
 	}
 	have := map[string]bool{}
 	ips, ports := map[string]string{}, map[int32]string{}
+	// A duplicate names each Service with whether its create was
+	// acknowledged and when it was stored: a create that failed but
+	// landed is the usual suspect.
+	w.mu.Lock()
+	ackedSvc := map[string]bool{}
+	for _, k := range w.acked {
+		ackedSvc[k] = true
+	}
+	w.mu.Unlock()
 	for _, s := range svcs.Items {
 		have["svc/"+s.Name] = true
+		self := fmt.Sprintf("%s/%s (acknowledged %v, created %s)", s.Namespace, s.Name, ackedSvc["svc/"+s.Name],
+			s.CreationTimestamp.Format(time.TimeOnly))
 		for _, ip := range s.Spec.ClusterIPs {
 			if other, dup := ips[ip]; dup && ip != "None" {
-				t.Errorf("cluster IP %s given twice: to %s and %s/%s", ip, other, s.Namespace, s.Name)
+				t.Errorf("cluster IP %s given twice: to %s and %s", ip, other, self)
 			}
-			ips[ip] = s.Namespace + "/" + s.Name
+			ips[ip] = self
 		}
 		for _, p := range s.Spec.Ports {
 			if p.NodePort == 0 {
 				continue
 			}
 			if other, dup := ports[p.NodePort]; dup {
-				t.Errorf("node port %d given twice: to %s and %s/%s", p.NodePort, other, s.Namespace, s.Name)
+				t.Errorf("node port %d given twice: to %s and %s", p.NodePort, other, self)
 			}
-			ports[p.NodePort] = s.Namespace + "/" + s.Name
+			ports[p.NodePort] = self
 		}
 	}
 	for _, cm := range cms.Items {
