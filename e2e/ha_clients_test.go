@@ -3,12 +3,10 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,6 +15,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
@@ -99,6 +98,9 @@ func TestHAControllerLeaderKilled(t *testing.T) {
 	for _, n := range b.Nodes[1:] {
 		b.Join(n, "--identity", n.Name)
 	}
+	worker := b.AddWorker()
+	load := worker.StartLoad()
+	defer load.Stop()
 	nodes := map[string]*haNode{}
 	for _, n := range b.Nodes {
 		nodes[n.Name] = n
@@ -186,64 +188,22 @@ func TestHAControllerLeaderKilled(t *testing.T) {
 	if limit := leaseDuration + 3*time.Second; replaced > limit {
 		t.Errorf("replacement in the EndpointSlices took %v, want at most %v", replaced, limit)
 	}
+	load.CheckNoFailures(t, 20)
 }
 
-// dataPlaneProbe sends one request every interval through a ClusterIP
-// (from the node), a NodePort (from the client) and a DNS query for the
-// Service's name (from the client to the node's DNS), counting failures.
-type dataPlaneProbe struct {
-	mu                                   sync.Mutex
-	sent, failed                         map[string]int
-	firstFailure                         map[string]string
-	stop                                 context.CancelFunc
-	done                                 chan struct{}
-	node, client                         *testbed.NS
-	clusterIP, nodePort, dnsServer, name string
-}
-
-func (p *dataPlaneProbe) record(kind string, err error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.sent[kind]++
-	if err != nil {
-		p.failed[kind]++
-		if p.firstFailure[kind] == "" {
-			p.firstFailure[kind] = fmt.Sprintf("%s: %v", time.Now().Format("15:04:05.000"), err)
-		}
-	}
-}
-
-func (p *dataPlaneProbe) run(ctx context.Context) {
-	defer close(p.done)
-	for ctx.Err() == nil {
-		_, cerr := ask(p.node, "", p.clusterIP)
-		_, nerr := ask(p.client, "", p.nodePort)
-		derr := p.query(ctx)
-		if ctx.Err() != nil {
-			return // the probe's end cut the last round short
-		}
-		p.record("ClusterIP", cerr)
-		p.record("NodePort", nerr)
-		p.record("DNS", derr)
-		select {
-		case <-ctx.Done():
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-// query asks the DNS for the Service's A record and wants its ClusterIP.
-func (p *dataPlaneProbe) query(ctx context.Context) error {
+// askDNS asks server, from ns, for name's A record and wants the one
+// address ip.
+func askDNS(ctx context.Context, ns *testbed.NS, server, name, ip string) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	conn, err := p.client.DialContext(ctx, "udp", p.dnsServer)
+	conn, err := ns.DialContext(ctx, "udp", server)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(2 * time.Second))
 	m := new(dns.Msg)
-	m.SetQuestion(p.name, dns.TypeA)
+	m.SetQuestion(name, dns.TypeA)
 	dc := &dns.Conn{Conn: conn}
 	if err := dc.WriteMsg(m); err != nil {
 		return err
@@ -255,57 +215,65 @@ func (p *dataPlaneProbe) query(ctx context.Context) error {
 	if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
 		return fmt.Errorf("rcode %s, %d answers", dns.RcodeToString[r.Rcode], len(r.Answer))
 	}
-	if a, ok := r.Answer[0].(*dns.A); !ok || !strings.HasPrefix(p.clusterIP, a.A.String()+":") {
-		return fmt.Errorf("answer %v, want %s", r.Answer[0], p.clusterIP)
+	if a, ok := r.Answer[0].(*dns.A); !ok || a.A.String() != ip {
+		return fmt.Errorf("answer %v, want %s", r.Answer[0], ip)
 	}
 	return nil
 }
 
-// TestHAEveryAPIServerDown: with the proxy and DNS running as processes of
-// their own, the only API server is stopped for 30 s. Requests through a
-// ClusterIP and a NodePort and DNS queries for the Service's name keep
-// succeeding throughout, and once the API is back a Service created
-// afterwards is served within 2 s.
+// TestHAEveryAPIServerDown: three server nodes and a worker whose agent,
+// proxy and DNS run as processes of their own; every API server is stopped
+// for 30 s. Requests from the client through a ClusterIP and a NodePort
+// and DNS queries for the Service's name keep succeeding throughout; once
+// the servers are back a Service created afterwards is served within 2 s,
+// and the agent reports the same pods, not restarted, still ready.
 func TestHAEveryAPIServerDown(t *testing.T) {
-	pb := newProxyNet(t)
-	pb.startServer("--disable", "dns,proxy,agent,ingress", "--cluster-cidr", "10.244.0.0/16")
-	s := pb.server
-	dir := t.TempDir()
-	start := func(name string, args ...string) {
-		log, err := os.Create(filepath.Join(dir, name+".log"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		logAgentOnFailure(t, "the "+name+" log", log.Name(), 40)
-		pb.node.Start(log, framework.Binary(t), args...)
+	b := newHABed(t, 3)
+	b.Start()
+	w := b.AddWorker()
+	dnsServer := w.StartDNS()
+	c := b.clientAt(b.Nodes[0], b.Nodes[0])
+	web, err := c.CoreV1().Services("default").Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	start("proxy", "proxy", "--kubeconfig", s.UserKubeconfig(t, "system:kube-proxy", s.URL()),
-		"--hostname-override", "node1", "--proxy-mode", "nftables", "-v=2")
-	start("dns", "dns", "--kubeconfig", s.UserKubeconfig(t, "system:kube-dns", s.URL()),
-		"--dns-bind-address", nodeIP, "--dns-port", "53", "--upstream", "none", "-v=2")
+	const dnsName = "web.default.svc.cluster.local."
+	eventually(t, "DNS answers for web", func() (bool, string) {
+		err := askDNS(context.Background(), w.Client, dnsServer, dnsName, web.Spec.ClusterIP)
+		return err == nil, fmt.Sprint(err)
+	})
+	p := w.StartLoad(probeCheck{"DNS", func(ctx context.Context) error {
+		return askDNS(ctx, w.Client, dnsServer, dnsName, web.Spec.ClusterIP)
+	}})
+	defer p.Stop()
+	before, err := c.CoreV1().Pods("default").Get(context.Background(), "web-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 
-	pb.backend("web-1", "web", "node1", 10, true)
-	web := pb.service("web", func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeNodePort })
-	p := &dataPlaneProbe{sent: map[string]int{}, failed: map[string]int{}, firstFailure: map[string]string{},
-		done: make(chan struct{}), node: pb.node, client: pb.client,
-		clusterIP: hostPort(web.Spec.ClusterIP, 80), nodePort: hostPort(nodeIP, web.Spec.Ports[0].NodePort),
-		dnsServer: nodeIP + ":53", name: "web.default.svc.cluster.local."}
-	reachable(t, pb.node, "", p.clusterIP)
-	reachable(t, pb.client, "", p.nodePort)
-	eventually(t, "DNS answers for web", func() (bool, string) { err := p.query(context.Background()); return err == nil, fmt.Sprint(err) })
-
-	ctx, cancel := context.WithCancel(context.Background())
-	go p.run(ctx)
-	defer func() { cancel(); <-p.done }()
-
-	s.Stop()
+	for _, n := range b.Nodes {
+		n.Server.Stop()
+	}
 	stopped := time.Now()
 	time.Sleep(30 * time.Second)
-	s.Start()
-	t.Logf("API down for %v", time.Since(stopped).Round(100*time.Millisecond))
+	// Each server is ready only once its etcd has quorum: start them
+	// together.
+	for _, n := range b.Nodes {
+		n.Server.Launch()
+	}
+	for _, n := range b.Nodes {
+		n.Server.WaitReady(90 * time.Second)
+	}
+	t.Logf("every API server down for %v", time.Since(stopped).Round(100*time.Millisecond))
 
 	created := time.Now()
-	after := pb.service("after", func(s *corev1.Service) { s.Spec.Selector = map[string]string{"app": "web"} })
+	after := service("after")
+	after.Spec.Selector = map[string]string{"app": "web"}
+	after.Spec.Ports[0].TargetPort = intstr.FromInt32(8080)
+	after, err = c.CoreV1().Services("default").Create(context.Background(), after, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var served time.Duration
 	eventuallyWithin(t, 20*time.Second, "the Service created after the API returned is served", func() (bool, string) {
 		// A short timeout per attempt: a connection tried before the
@@ -313,7 +281,7 @@ func TestHAEveryAPIServerDown(t *testing.T) {
 		// figure.
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		defer cancel()
-		_, err := pb.node.AskTCP(ctx, netip.Addr{}, hostPort(after.Spec.ClusterIP, 80))
+		err := w.get(ctx, hostPort(after.Spec.ClusterIP, after.Spec.Ports[0].Port))
 		if err == nil {
 			served = time.Since(created)
 		}
@@ -321,18 +289,41 @@ func TestHAEveryAPIServerDown(t *testing.T) {
 	})
 	// Some more requests after the catch-up, which must not flush anything.
 	time.Sleep(3 * time.Second)
-	cancel()
-	<-p.done
 	t.Logf("a Service created after the API returned was served after %v", served.Round(10*time.Millisecond))
-	for _, kind := range []string{"ClusterIP", "NodePort", "DNS"} {
-		t.Logf("%s: %d requests, %d failed", kind, p.sent[kind], p.failed[kind])
-		if p.failed[kind] > 0 || p.sent[kind] < 100 {
-			t.Errorf("%s: %d of %d requests failed (first: %s), want 0 of at least 100", kind, p.failed[kind], p.sent[kind], p.firstFailure[kind])
-		}
-	}
+	p.CheckNoFailures(t, 100)
 	if served > 2*time.Second {
 		t.Errorf("the new Service was served after %v, want within 2s", served)
 	}
+	checkPodKept(t, c, before, stopped.Add(30*time.Second))
+}
+
+// checkPodKept waits for the agent of before's node to renew its Lease
+// after since (it has reconnected and reported), then fails the test
+// unless the pod is the same one with the same container run, not
+// restarted, and ready.
+func checkPodKept(t *testing.T, c kubernetes.Interface, before *corev1.Pod, since time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	node := before.Spec.NodeName
+	eventuallyWithin(t, 60*time.Second, node+"'s Lease renewed after the API returned", func() (bool, string) {
+		lease, err := c.CoordinationV1().Leases("kube-node-lease").Get(ctx, node, metav1.GetOptions{})
+		if err != nil || lease.Spec.RenewTime == nil {
+			return false, fmt.Sprint(err)
+		}
+		return lease.Spec.RenewTime.After(since), lease.Spec.RenewTime.String()
+	})
+	after, err := c.CoreV1().Pods(before.Namespace).Get(ctx, before.Name, metav1.GetOptions{})
+	if err != nil || after.UID != before.UID {
+		t.Fatalf("pod %s after the outage: %v, want the same pod (UID %s)", before.Name, err, before.UID)
+	}
+	started := before.Status.ContainerStatuses[0].State.Running.StartedAt
+	cs := after.Status.ContainerStatuses[0]
+	if cs.RestartCount != 0 || cs.State.Running == nil || !cs.State.Running.StartedAt.Equal(&started) || !podReady(after) {
+		t.Errorf("container of %s after the outage: restarts %d, state %+v, ready %v; want the one started at %v, running, ready",
+			before.Name, cs.RestartCount, cs.State, podReady(after), started)
+		return
+	}
+	t.Logf("pod %s after the outage: the same container, started at %v, not restarted, ready", before.Name, started.UTC().Format(time.RFC3339))
 }
 
 // TestHAClientFollowsAnotherAPIServer: a DNS server started with the
@@ -392,42 +383,5 @@ func TestHAClientFollowsAnotherAPIServer(t *testing.T) {
 	// The watches resumed on the other server from their resourceVersion.
 	if got := lists() - listsBefore; got != 0 {
 		t.Errorf("the DNS server listed %d times after the failover, want 0 (watches resume)", got)
-	}
-}
-
-// TestHAAgentKeepsPodsWhileAPIDown: the API server is stopped for 30 s
-// under a node agent running a pod. The pod's process runs on throughout,
-// and once the API is back the agent reports the same container, not
-// restarted, still ready.
-func TestHAAgentKeepsPodsWhileAPIDown(t *testing.T) {
-	ab := newAgentBed(t)
-	ab.create(sh("keep", "while true; do sleep 1; done"))
-	before := ab.waitPod("keep", 60*time.Second, "ready", podReady)
-	started := before.Status.ContainerStatuses[0].State.Running.StartedAt
-
-	ab.server.Stop()
-	stopped := time.Now()
-	time.Sleep(30 * time.Second)
-	ab.server.Start()
-	t.Logf("API down for %v", time.Since(stopped).Round(100*time.Millisecond))
-
-	// The agent reports again once it has reconnected: wait for a status
-	// written after the restart, then compare.
-	ctx := context.Background()
-	eventuallyWithin(t, 60*time.Second, "node1's Lease renewed after the API returned", func() (bool, string) {
-		lease, err := ab.c.CoordinationV1().Leases("kube-node-lease").Get(ctx, "node1", metav1.GetOptions{})
-		if err != nil || lease.Spec.RenewTime == nil {
-			return false, fmt.Sprint(err)
-		}
-		return lease.Spec.RenewTime.After(stopped.Add(30 * time.Second)), lease.Spec.RenewTime.String()
-	})
-	after := ab.get("keep")
-	if after == nil || after.UID != before.UID {
-		t.Fatalf("pod after the outage: %v, want the same pod (UID %s)", after, before.UID)
-	}
-	cs := after.Status.ContainerStatuses[0]
-	if cs.RestartCount != 0 || cs.State.Running == nil || !cs.State.Running.StartedAt.Equal(&started) || !podReady(after) {
-		t.Errorf("container after the outage: restarts %d, state %+v, ready %v; want the one started at %v, running, ready",
-			cs.RestartCount, cs.State, podReady(after), started)
 	}
 }

@@ -118,22 +118,33 @@ func checkWrites(t *testing.T, c kubernetes.Interface, w *haWriters) {
 	}
 	have := map[string]bool{}
 	ips, ports := map[string]string{}, map[int32]string{}
+	// A duplicate names each Service with whether its create was
+	// acknowledged and when it was stored: a create that failed but
+	// landed is the usual suspect.
+	w.mu.Lock()
+	ackedSvc := map[string]bool{}
+	for _, k := range w.acked {
+		ackedSvc[k] = true
+	}
+	w.mu.Unlock()
 	for _, s := range svcs.Items {
 		have["svc/"+s.Name] = true
+		self := fmt.Sprintf("%s/%s (acknowledged %v, created %s)", s.Namespace, s.Name, ackedSvc["svc/"+s.Name],
+			s.CreationTimestamp.Format(time.TimeOnly))
 		for _, ip := range s.Spec.ClusterIPs {
 			if other, dup := ips[ip]; dup && ip != "None" {
-				t.Errorf("cluster IP %s given twice: to %s and %s/%s", ip, other, s.Namespace, s.Name)
+				t.Errorf("cluster IP %s given twice: to %s and %s", ip, other, self)
 			}
-			ips[ip] = s.Namespace + "/" + s.Name
+			ips[ip] = self
 		}
 		for _, p := range s.Spec.Ports {
 			if p.NodePort == 0 {
 				continue
 			}
 			if other, dup := ports[p.NodePort]; dup {
-				t.Errorf("node port %d given twice: to %s and %s/%s", p.NodePort, other, s.Namespace, s.Name)
+				t.Errorf("node port %d given twice: to %s and %s", p.NodePort, other, self)
 			}
-			ports[p.NodePort] = s.Namespace + "/" + s.Name
+			ports[p.NodePort] = self
 		}
 	}
 	for _, cm := range cms.Items {
@@ -165,6 +176,9 @@ func checkWrites(t *testing.T, c kubernetes.Interface, w *haWriters) {
 func TestHAEtcdLeaderKilled(t *testing.T) {
 	b := newHABed(t, 3)
 	b.Start()
+	worker := b.AddWorker()
+	load := worker.StartLoad()
+	defer load.Stop()
 	leader := b.Leader(b.Nodes[0])
 	var clients []kubernetes.Interface
 	for _, n := range b.Nodes {
@@ -215,6 +229,8 @@ func TestHAEtcdLeaderKilled(t *testing.T) {
 		}
 		return err == nil, fmt.Sprint(err)
 	})
+	// The data plane never needed etcd: the worker's rules stayed.
+	load.CheckNoFailures(t, 20)
 }
 
 // TestHAEtcdPartition: nftables rules cut the node whose etcd member leads
@@ -226,6 +242,9 @@ func TestHAEtcdLeaderKilled(t *testing.T) {
 func TestHAEtcdPartition(t *testing.T) {
 	b := newHABed(t, 3)
 	b.Start()
+	worker := b.AddWorker()
+	load := worker.StartLoad()
+	defer load.Stop()
 	iso := b.Leader(b.Nodes[0])
 	var clients []kubernetes.Interface
 	for _, n := range b.Nodes {
@@ -254,6 +273,10 @@ func TestHAEtcdPartition(t *testing.T) {
 	isoClient := kubernetes.NewForConfigOrDie(cfg)
 	svc := service("on-the-isolated-server")
 	svc.Spec.Type = corev1.ServiceTypeNodePort
+	// Reads go on meanwhile: the isolated server must not answer from
+	// what its member held when it was cut off.
+	reads := make(chan string, 1)
+	go func() { reads <- checkQuorumReads(t, isoClient, clients[0], w, before) }()
 	start := time.Now()
 	_, err := isoClient.CoreV1().Services("default").Create(context.Background(), svc, metav1.CreateOptions{})
 	took := time.Since(start)
@@ -270,7 +293,11 @@ func TestHAEtcdPartition(t *testing.T) {
 		t.Errorf("the isolated server refused the create with %v, want a 5xx storage error", err)
 	}
 
+	read := <-reads
+	t.Logf("reads through the isolated server, done %v after the create began: %s", time.Since(start).Round(100*time.Millisecond), read)
+
 	b.Heal(iso)
+	healedAt := time.Now()
 	var names []string
 	for _, n := range b.Nodes {
 		names = append(names, n.Name)
@@ -283,8 +310,91 @@ func TestHAEtcdPartition(t *testing.T) {
 		return err == nil, fmt.Sprint(err)
 	})
 	w.Stop()
+	t.Logf("the healed server took a write %v after the heal", time.Since(healedAt).Round(100*time.Millisecond))
+	// The healed server allocates from the cluster's state, not from what
+	// it held while cut off: checkWrites sees these next to the majority's.
+	// They take cluster IPs only; on a slow machine the writers may have
+	// taken every node port by now.
+	for i := range 5 {
+		svc := service(fmt.Sprintf("after-heal-%d", i))
+		if _, err := healed.CoreV1().Services("default").Create(context.Background(), svc, metav1.CreateOptions{}); err != nil {
+			t.Errorf("create a Service through the healed server: %v", err)
+		}
+	}
 	checkWrites(t, healed, w)
 	if _, err := healed.CoreV1().Services("default").Get(context.Background(), svc.Name, metav1.GetOptions{}); err == nil {
 		t.Errorf("the Service the isolated server refused exists after healing")
 	}
+	load.CheckNoFailures(t, 20)
+}
+
+// checkQuorumReads reads, through iso, the last Service and ConfigMap the
+// majority acknowledged after the first since writes, one at a time by
+// name and in lists. Every read must fail or be current: an object
+// missing, or a Service with another cluster IP or node port than the
+// majority gave it, is a stale answer. It returns what each read got.
+func checkQuorumReads(t *testing.T, iso, majority kubernetes.Interface, w *haWriters, since int) string {
+	w.mu.Lock()
+	var lastSvc, lastCM string
+	for _, k := range w.acked[since:] {
+		if name, ok := strings.CutPrefix(k, "svc/"); ok {
+			lastSvc = name
+		} else {
+			lastCM = strings.TrimPrefix(k, "cm/")
+		}
+	}
+	w.mu.Unlock()
+	if lastSvc == "" || lastCM == "" {
+		t.Errorf("no Service or no ConfigMap acknowledged since the cut (%q, %q)", lastSvc, lastCM)
+		return "not checked"
+	}
+	ctx := context.Background()
+	want, err := majority.CoreV1().Services("default").Get(ctx, lastSvc, metav1.GetOptions{})
+	if err != nil {
+		t.Errorf("the majority's own Service %s: %v", lastSvc, err)
+		return "not checked"
+	}
+	// Each read waits out etcd's request timeout when it fails: they go
+	// together.
+	reads := []struct {
+		what string
+		do   func() (current bool, err error)
+	}{
+		{"get svc/" + lastSvc, func() (bool, error) {
+			svc, err := iso.CoreV1().Services("default").Get(ctx, lastSvc, metav1.GetOptions{})
+			return err == nil && svc.Spec.ClusterIP == want.Spec.ClusterIP && svc.Spec.Ports[0].NodePort == want.Spec.Ports[0].NodePort, err
+		}},
+		{"get cm/" + lastCM, func() (bool, error) {
+			_, err := iso.CoreV1().ConfigMaps("default").Get(ctx, lastCM, metav1.GetOptions{})
+			return err == nil, err
+		}},
+		{"list services", func() (bool, error) {
+			svcs, err := iso.CoreV1().Services("default").List(ctx, metav1.ListOptions{})
+			return err == nil && slices.ContainsFunc(svcs.Items, func(s corev1.Service) bool {
+				return s.Name == lastSvc && s.Spec.ClusterIP == want.Spec.ClusterIP
+			}), err
+		}},
+		{"list configmaps", func() (bool, error) {
+			cms, err := iso.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
+			return err == nil && slices.ContainsFunc(cms.Items, func(c corev1.ConfigMap) bool { return c.Name == lastCM }), err
+		}},
+	}
+	got := make([]string, len(reads))
+	var wg sync.WaitGroup
+	for i, r := range reads {
+		wg.Go(func() {
+			current, err := r.do()
+			switch {
+			case apierrors.IsNotFound(err), err == nil && !current:
+				t.Errorf("%s through the isolated server: stale (%v), want an error or the majority's state", r.what, err)
+				got[i] = r.what + " stale"
+			case err != nil:
+				got[i] = fmt.Sprintf("%s refused (%.80s)", r.what, err)
+			default:
+				got[i] = r.what + " current"
+			}
+		})
+	}
+	wg.Wait()
+	return strings.Join(got, "; ")
 }

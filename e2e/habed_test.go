@@ -26,9 +26,10 @@ import (
 // network namespace with its own address on one LAN (a bridge in a
 // namespace of its own, like a switch), each running `portal server` on
 // port 6443 of its address, the first with --cluster-init and the others
-// with --join. Tests may add more namespaces to the LAN (a worker, a
-// client) with Attach. Isolate and Heal cut a node off the LAN and back
-// with nftables rules inside its namespace.
+// with --join. AddWorker adds a worker node serving a Service and a
+// client that sends it requests (the fault tests' data-plane load); tests
+// may add more namespaces to the LAN with Attach. Isolate and Heal cut a
+// node off the LAN and back with nftables rules inside its namespace.
 type haBed struct {
 	t   *testing.T
 	bed *testbed.Bed
@@ -59,7 +60,9 @@ type haNode struct {
 }
 
 // haLANPrefix is the LAN of the bed: nodes get .1, .2, ..., the switch .254.
-const haLANPrefix = "10.99.0."
+// It lies outside the Service range (10.96.0.0/12), so no cluster IP the
+// servers hand out can shadow a node for a proxy on the LAN.
+const haLANPrefix = "10.89.0."
 
 // newHABed returns a bed with n server nodes s1..sN, none started yet.
 func newHABed(t *testing.T, n int) *haBed {

@@ -62,9 +62,35 @@ func componentConfig(ctx context.Context, f apiFlags, userAgent string) (*rest.C
 }
 
 // withLoadBalancer starts a load balancer seeded with cfg's server and
-// extra, and returns cfg pointed at it. The servers' certificates name
-// 127.0.0.1, so the client verifies whichever server answers.
+// extra, on a free loopback port, and returns cfg pointed at it. The
+// servers' certificates name 127.0.0.1, so the client verifies whichever
+// server answers.
 func withLoadBalancer(ctx context.Context, cfg *rest.Config, extra []string) (*rest.Config, error) {
+	lb, err := newAPIBalancer(cfg, extra, "")
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		if err := lb.run(ctx); err != nil {
+			klog.ErrorS(err, "API load balancer stopped")
+		}
+	}()
+	return lb.through, nil
+}
+
+// apiBalancer is a load balancer in front of the API servers, with the
+// client configuration that goes through it.
+type apiBalancer struct {
+	lb *apilb.Balancer
+	// through is the client configuration pointed at the balancer.
+	through   *rest.Config
+	discovery kubernetes.Interface
+}
+
+// newAPIBalancer listens on listen (a free loopback port when empty) for a
+// balancer seeded with cfg's server and extra, which judges servers with
+// cfg's credential.
+func newAPIBalancer(cfg *rest.Config, extra []string, listen string) (*apiBalancer, error) {
 	var seeds []string
 	for _, s := range append([]string{cfg.Host}, extra...) {
 		hp, err := hostPort(s)
@@ -77,24 +103,25 @@ func withLoadBalancer(ctx context.Context, cfg *rest.Config, extra []string) (*r
 	if err != nil {
 		return nil, err
 	}
-	lb, err := apilb.New(apilb.Config{Servers: seeds, Check: check})
+	lb, err := apilb.New(apilb.Config{Servers: seeds, Check: check, ListenAddress: listen})
 	if err != nil {
 		return nil, err
 	}
-	go func() {
-		if err := lb.Run(ctx); err != nil {
-			klog.ErrorS(err, "API load balancer stopped")
-		}
-	}()
 	through := rest.CopyConfig(cfg)
 	through.Host = schemeOf(cfg.Host) + "://" + lb.Addr()
 	discovery, err := kubernetes.NewForConfig(rest.CopyConfig(through))
 	if err != nil {
 		return nil, err
 	}
-	go apilb.Discover(ctx, discovery, lb)
 	klog.InfoS("Reaching the API servers through a load balancer", "address", lb.Addr(), "servers", seeds)
-	return through, nil
+	return &apiBalancer{lb: lb, through: through, discovery: discovery}, nil
+}
+
+// run forwards connections and learns the servers from the kubernetes
+// Service's endpoints until ctx ends.
+func (b *apiBalancer) run(ctx context.Context) error {
+	go apilb.Discover(ctx, b.discovery, b.lb)
+	return b.lb.Run(ctx)
 }
 
 // healthCheck judges a server ready when it answers 200 on /readyz with

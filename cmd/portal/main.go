@@ -74,6 +74,7 @@ func newRootCommand() *cobra.Command {
 		newAgentCommand(),
 		newIngressCommand(),
 		newKubeconfigCommand(),
+		newAPILBCommand(),
 		newExplainCommand(),
 		newVersionCommand(),
 		&cobra.Command{
