@@ -1,15 +1,21 @@
 // Package ui serves the service map at /ui/ on the API server's port: the
-// page and its script, embedded in the binary, and two endpoints that
-// judge Services with package explain.
+// page and its script, embedded in the binary, an endpoint that lists the
+// large kinds in the slim form the map draws, and two that judge Services
+// with package explain.
 //
 // The page holds no data. Anonymous clients get it as the login page (it
 // asks for a token) and nothing else: every object the map shows comes
-// from the page's own authenticated list and watch requests to the API.
-// The two endpoints here run as the caller: /ui/api/status checks with the
-// authorizer that the caller may list each kind it reads from the server's
-// caches, and /ui/api/explain impersonates the caller, so no user sees
-// through the UI what the API would refuse them. This package must not
-// grant anything the API does not.
+// from the page's own authenticated requests, made with the user's
+// credentials. The small kinds it lists from the API; Pods, EndpointSlices
+// and Services it lists through /ui/api/list, from the server's caches,
+// because fetching and decoding ten thousand whole Pods is most of a
+// page load, and the map needs a few fields of each. Every kind it then
+// watches through the API. The endpoints here run as the caller:
+// /ui/api/list and /ui/api/status check with the authorizer that the
+// caller may list each kind they read from the caches, and
+// /ui/api/explain impersonates the caller, so no user sees through the UI
+// what the API would refuse them. This package must not grant anything
+// the API does not.
 //
 // The map shows no request or error rates: no component publishes
 // per-Service counters through the API (the Ingress controller's are on
@@ -80,6 +86,8 @@ func (u *UI) Wrap(next http.Handler) http.Handler {
 			http.Redirect(w, r, Prefix, http.StatusMovedPermanently)
 		case p == Prefix+"api/status":
 			u.withUser(w, r, u.serveStatus)
+		case p == Prefix+"api/list":
+			u.withUser(w, r, u.serveList)
 		case p == Prefix+"api/explain":
 			u.withUser(w, r, u.serveExplain)
 		case strings.HasPrefix(p, Prefix+"api/"):
