@@ -560,6 +560,8 @@ async function judge(ns, names) {
     reply = await api(q);
   } catch (e) {
     notice('status-' + ns, 'Could not judge the Services of namespace ' + ns + ': ' + e.message);
+    // 503: the server's caches are still filling (a busy server); ask again.
+    if (e.status === 503 && running) setTimeout(() => judge(ns, names), 1000);
     return;
   }
   clearNotice('status-' + ns);
