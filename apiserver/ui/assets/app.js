@@ -41,8 +41,8 @@ async function api(path, signal) {
 
 const S = {
   namespaces: new Map(), // name -> {name}
-  services: new Map(),   // key -> {ns,name,type,selector,ports,clusterIP,rv}
-  pods: new Map(),       // key -> {ns,name,labels,node,phase,ready,rv}
+  services: new Map(),   // key -> {ns,name,type,selector,ports,clusterIP,externalName}
+  pods: new Map(),       // key -> {ns,name,labels,node,phase,ready,ip}
   slices: new Map(),     // key -> {ns,name,service,ready,total}
   nodes: new Map(),      // name -> {name,ready}
   ingresses: new Map(),  // key -> {ns,name,backends:[{service,port}]}
@@ -57,7 +57,7 @@ const keyOf = (ns, name) => ns + '/' + name;
 const slimmers = {
   namespaces: (o) => ({ name: o.metadata.name }),
   services: (o) => ({
-    ns: o.metadata.namespace, name: o.metadata.name, rv: o.metadata.resourceVersion,
+    ns: o.metadata.namespace, name: o.metadata.name,
     type: o.spec.type || 'ClusterIP', selector: o.spec.selector || null,
     clusterIP: o.spec.clusterIP || '', externalName: o.spec.externalName || '',
     ports: (o.spec.ports || []).map((p) => (p.name ? p.name + ':' : '') + p.port + '/' + (p.protocol || 'TCP')),
