@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"portal.dev/portal/e2e/framework"
 )
@@ -76,6 +77,19 @@ func TestUIMap(t *testing.T) {
 		if pods != 3 {
 			t.Fatalf("web shows %d ready pods, want 3", pods)
 		}
+	})
+	// The page lists pods from the server's caches and watches them through
+	// the API from the caches' resourceVersion: a pod made after the load
+	// must reach the card, and leave it.
+	ok = ok && t.Run("pods added and deleted after the load show", func(t *testing.T) {
+		readyPods := web + `.querySelectorAll('.pod.ready').length`
+		makePod(t, c, "shop", podSpec{name: "web-late", labels: map[string]string{"app": "web"}, node: "node-a", ip: "10.244.0.30", ready: true})
+		uiWaitEval(t, tab, readyPods+` === 4`, 10*time.Second)
+		// No agent runs to finish a graceful delete.
+		if err := c.CoreV1().Pods("shop").Delete(context.Background(), "web-late", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+			t.Fatal(err)
+		}
+		uiWaitEval(t, tab, readyPods+` === 3`, 10*time.Second)
 	})
 	ok = ok && t.Run("a broken selector turns red, the fix green", func(t *testing.T) {
 		s.MustKubectl("-n", "shop", "patch", "service", "web", "-p", `{"spec":{"selector":{"app":"wbe"}}}`)
@@ -203,6 +217,19 @@ func uiWaitStatus(t *testing.T, tab context.Context, expr, status string, timeou
 		t.Fatalf("%s: got status %s (%q) after %v, want %s", expr, got, why, timeout, status)
 	}
 	return time.Since(start)
+}
+
+// uiWaitEval waits until expr is true in the tab; it fails the test,
+// saying what the card shows, after timeout.
+func uiWaitEval(t *testing.T, tab context.Context, expr string, timeout time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(tab, timeout+5*time.Second)
+	defer cancel()
+	_, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr,
+		chromedp.WithPollingInterval(20*time.Millisecond), chromedp.WithPollingTimeout(timeout)))
+	if err != nil {
+		t.Fatalf("waiting %v for %s: %v (summary %q)", timeout, expr, err, uiEval[string](t, tab, `document.getElementById('summary').textContent`))
+	}
 }
 
 // uiScreenshot writes the tab's viewport as a PNG into the test's

@@ -1,23 +1,30 @@
 // Package ui serves the service map at /ui/ on the API server's port: the
-// page and its script, embedded in the binary, two endpoints that judge
-// Services with package explain, and one that sums the node proxies'
-// traffic counters.
+// page and its script, embedded in the binary, an endpoint that lists the
+// large kinds in the slim form the map draws, two that judge Services
+// with package explain, and one that sums the node proxies' traffic
+// counters.
 //
 // The page holds no data. Anonymous clients get it as the login page (it
 // asks for a token) and nothing else: every object the map shows comes
-// from the page's own authenticated list and watch requests to the API.
-// The endpoints here run as the caller: /ui/api/status checks with the
-// authorizer that the caller may list each kind it reads from the server's
-// caches, and /ui/api/explain impersonates the caller, so no user sees
-// through the UI what the API would refuse them. /ui/api/traffic asks each
-// node's agent for its proxy's counters through the API server's
-// nodes/NAME/proxy as the caller, and keeps only the Services of
-// namespaces the caller may list. This package must not grant anything
+// from the page's own authenticated requests, made with the user's
+// credentials. The small kinds it lists from the API; Pods, EndpointSlices
+// and Services it lists through /ui/api/list, from the server's caches,
+// because fetching and decoding ten thousand whole Pods is most of a
+// page load, and the map needs a few fields of each. Every kind it then
+// watches through the API. The endpoints here run as the caller:
+// /ui/api/list and /ui/api/status check with the authorizer that the
+// caller may list each kind they read from the caches, and
+// /ui/api/explain impersonates the caller, so no user sees through the UI
+// what the API would refuse them. /ui/api/traffic asks each node's agent
+// for its proxy's counters through the API server's nodes/NAME/proxy as
+// the caller, and keeps only the Services of namespaces the caller may
+// list. This package must not grant anything
 // the API does not.
 //
 // Request and error rates come from those counters: new connections and
 // connections refused for want of endpoints, per Service, where a node's
-// proxy counts them (the nftables mode). Where nothing counts, the map
+// proxy counts them (the nftables mode), and requests and 5xx answers per
+// backend Service where a node's Ingress controller serves them. Where nothing counts, the map
 // shows no rate: a blank is better than a made-up zero.
 package ui
 
@@ -87,6 +94,8 @@ func (u *UI) Wrap(next http.Handler) http.Handler {
 			http.Redirect(w, r, Prefix, http.StatusMovedPermanently)
 		case p == Prefix+"api/status":
 			u.withUser(w, r, u.serveStatus)
+		case p == Prefix+"api/list":
+			u.withUser(w, r, u.serveList)
 		case p == Prefix+"api/explain":
 			u.withUser(w, r, u.serveExplain)
 		case p == Prefix+"api/traffic":

@@ -1,7 +1,11 @@
-// Portal's service map. Everything it shows comes from the API through the
-// user's own credentials: list, then watch, of each kind, streamed with
-// fetch. The DOM is updated per event, one card at a time; text from the
-// cluster is only ever set with textContent, never parsed as markup.
+// Portal's service map. Everything it shows comes through the user's own
+// credentials: list, then watch, of each kind, streamed with fetch. The
+// large kinds are listed from /ui/api/list, which answers from the
+// server's caches in the slim form below (after the same authorization
+// check the API makes), the others from the API; every kind is watched
+// through the API. The DOM is updated per event, one card at a time; text
+// from the cluster is only ever set with textContent, never parsed as
+// markup.
 'use strict';
 
 const $ = (id) => document.getElementById(id);
@@ -37,8 +41,8 @@ async function api(path, signal) {
 
 const S = {
   namespaces: new Map(), // name -> {name}
-  services: new Map(),   // key -> {ns,name,type,selector,ports,clusterIP,rv}
-  pods: new Map(),       // key -> {ns,name,labels,node,phase,ready,rv}
+  services: new Map(),   // key -> {ns,name,type,selector,ports,clusterIP,externalName}
+  pods: new Map(),       // key -> {ns,name,labels,node,phase,ready,ip}
   slices: new Map(),     // key -> {ns,name,service,ready,total}
   nodes: new Map(),      // name -> {name,ready}
   ingresses: new Map(),  // key -> {ns,name,backends:[{service,port}]}
@@ -49,10 +53,12 @@ const S = {
 
 const keyOf = (ns, name) => ns + '/' + name;
 
+// slimmers make of each API object what the map keeps of it. For pods,
+// endpointslices and services, /ui/api/list answers in the same shape.
 const slimmers = {
   namespaces: (o) => ({ name: o.metadata.name }),
   services: (o) => ({
-    ns: o.metadata.namespace, name: o.metadata.name, rv: o.metadata.resourceVersion,
+    ns: o.metadata.namespace, name: o.metadata.name,
     type: o.spec.type || 'ClusterIP', selector: o.spec.selector || null,
     clusterIP: o.spec.clusterIP || '', externalName: o.spec.externalName || '',
     ports: (o.spec.ports || []).map((p) => (p.name ? p.name + ':' : '') + p.port + '/' + (p.protocol || 'TCP')),
@@ -93,9 +99,9 @@ const slimmers = {
 const kinds = [
   { name: 'namespaces', path: '/api/v1/namespaces', cluster: true, store: S.namespaces },
   { name: 'nodes', path: '/api/v1/nodes', cluster: true, store: S.nodes },
-  { name: 'services', path: '/api/v1/services', group: '/api/v1', store: S.services },
-  { name: 'endpointslices', path: '/apis/discovery.k8s.io/v1/endpointslices', group: '/apis/discovery.k8s.io/v1', store: S.slices },
-  { name: 'pods', path: '/api/v1/pods', group: '/api/v1', store: S.pods },
+  { name: 'services', path: '/api/v1/services', group: '/api/v1', store: S.services, slim: true },
+  { name: 'endpointslices', path: '/apis/discovery.k8s.io/v1/endpointslices', group: '/apis/discovery.k8s.io/v1', store: S.slices, slim: true },
+  { name: 'pods', path: '/api/v1/pods', group: '/api/v1', store: S.pods, slim: true },
   { name: 'ingresses', path: '/apis/networking.k8s.io/v1/ingresses', group: '/apis/networking.k8s.io/v1', store: S.ingresses },
 ];
 
@@ -177,8 +183,11 @@ function objKey(kind, o) {
 }
 
 function apply(kind, type, raw) {
+  applySlim(kind, type, slimmers[kind](raw));
+}
+
+function applySlim(kind, type, o) {
   const k = kinds.find((x) => x.name === kind);
-  const o = slimmers[kind](raw);
   const key = objKey(kind, o);
   const old = k.store.get(key);
   if (type === 'DELETED') k.store.delete(key); else k.store.set(key, o);
@@ -228,11 +237,36 @@ const PAGE = 2000;
 
 const listTimings = {}; // kind -> [ms fetching and parsing, ms applying], for bench/ui
 
-// list fetches every page of a kind (see PAGE).
+// slimList fetches a kind whole, in its slim form, from /ui/api/list.
+async function slimList(k, signal) {
+  const q = '/ui/api/list?kind=' + k.name + (scope ? '&namespace=' + encodeURIComponent(scope) : '');
+  const reply = await api(q, signal);
+  return { rv: reply.resourceVersion, items: reply.items };
+}
+
+// list fetches every object of a kind: slim ones whole, others in pages
+// (see PAGE). A slim list the server cannot give (its caches not synced)
+// is made from the API instead; one the user may not make is not.
 async function list(k, path, signal) {
+  const tm = listTimings[k.name] = [0, 0];
+  if (k.slim) {
+    const a = performance.now();
+    let reply = null;
+    try {
+      reply = await slimList(k, signal);
+    } catch (e) {
+      if (e.status === 401 || e.status === 403 || signal.aborted) throw e;
+    }
+    if (reply) {
+      const b = performance.now();
+      for (const o of reply.items) applySlim(k.name, 'ADDED', o);
+      tm[0] += b - a;
+      tm[1] += performance.now() - b;
+      return reply.rv;
+    }
+  }
   let cont = '';
   let rv = '';
-  const tm = listTimings[k.name] = [0, 0];
   do {
     const q = '?limit=' + PAGE + (cont ? '&continue=' + encodeURIComponent(cont) : '');
     const a = performance.now();
@@ -290,6 +324,15 @@ async function watch(k, path, rv, signal) {
 async function relist(k, path, signal) {
   const before = new Map(k.store);
   const seen = new Set();
+  if (k.slim) {
+    const reply = await slimList(k, signal);
+    for (const o of reply.items) {
+      applySlim(k.name, 'MODIFIED', o);
+      seen.add(objKey(k.name, o));
+    }
+    for (const [key, o] of before) if (!seen.has(key)) removeSlim(k, key, o);
+    return reply.rv;
+  }
   let cont = '';
   let rv = '';
   do {
@@ -486,6 +529,9 @@ function renderAll() {
   }
   renderNodes();
   renderSummary();
+  // Verdicts that came before this drew; they are in the cards already.
+  dirty.clear();
+  dirtyNs.clear();
 }
 
 // ---- verdicts from /ui/api/status ----
@@ -523,6 +569,8 @@ async function judge(ns, names) {
     reply = await api(q);
   } catch (e) {
     notice('status-' + ns, 'Could not judge the Services of namespace ' + ns + ': ' + e.message);
+    // 503: the server's caches are still filling (a busy server); ask again.
+    if (e.status === 503 && running) setTimeout(() => judge(ns, names), 1000);
     return;
   }
   clearNotice('status-' + ns);
@@ -712,6 +760,9 @@ async function start() {
     try {
       const rv = await list(k, path, signal);
       clearNotice('list-' + k.name);
+      // Verdicts come from the server, not from these lists: ask for them
+      // as soon as the Services are known rather than after every list.
+      if (k.name === 'services') for (const ns of svcByNs.keys()) judge(ns, []);
       return rv;
     } catch (e) {
       if (e.status === 403) {
@@ -730,7 +781,6 @@ async function start() {
   window.portalTimings = { listMs: Math.round(t1 - t0), renderMs: Math.round(performance.now() - t1), kinds: listTimings };
   initialised = true;
   kinds.forEach((k, i) => { if (rvs[i] !== null) watch(k, kindPath(k), rvs[i], signal); });
-  for (const ns of svcByNs.keys()) judge(ns, []);
   pollTraffic(signal);
   document.body.dataset.loaded = 'true';
 }
