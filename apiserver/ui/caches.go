@@ -30,6 +30,8 @@ type caches struct {
 	slices  cache.SharedIndexInformer
 	nodes   cache.SharedIndexInformer
 	ingress cache.SharedIndexInformer
+	// marks are the versions /ui/api/list answers with, per kind it serves.
+	marks map[string]*rvMark
 }
 
 func newCaches(newClient func() (kubernetes.Interface, error), stop <-chan struct{}) *caches {
@@ -51,9 +53,22 @@ func (c *caches) start() {
 		c.slices = f.Discovery().V1().EndpointSlices().Informer()
 		c.nodes = f.Core().V1().Nodes().Informer()
 		c.ingress = f.Networking().V1().Ingresses().Informer()
+		c.marks = map[string]*rvMark{}
+		listed := map[string]cache.SharedIndexInformer{"services": c.svc, "pods": c.pods, "endpointslices": c.slices}
+		for kind, inf := range listed {
+			c.marks[kind] = &rvMark{}
+			c.marks[kind].track(inf)
+		}
 		f.Start(c.stop)
 		go func() {
 			f.WaitForCacheSync(c.stop)
+			// The initial lists are stored now, and their versions
+			// hold where no object has changed since. (A watch event
+			// that reached the reflector in this very moment may still
+			// be queued: the one window left.)
+			for kind, inf := range listed {
+				c.marks[kind].raise(inf.LastSyncResourceVersion())
+			}
 			close(c.synced)
 		}()
 	})

@@ -96,7 +96,7 @@ func (u *UI) serveList(w http.ResponseWriter, r *http.Request, who user.Info) {
 // the page applies idempotently, and misses none.
 func (c *caches) list(kind, ns string) ListReply {
 	inf := map[string]cache.SharedIndexInformer{"pods": c.pods, "endpointslices": c.slices, "services": c.svc}[kind]
-	reply := ListReply{ResourceVersion: inf.LastSyncResourceVersion(), Items: []any{}}
+	reply := ListReply{ResourceVersion: c.marks[kind].get(), Items: []any{}}
 	var objs []any
 	if ns == "" {
 		objs = inf.GetStore().List()
