@@ -15,8 +15,8 @@
 //
 // Run watches the allocation rate. After an interval of load followed by a
 // quiet one, if the heap holds much more than its live data, it collects and
-// returns the free pages at once (debug.FreeOSMemory): one collection of a
-// quiet process. While the process stays quiet after that, the little it
+// returns the free pages at once (debug.FreeOSMemory): two collections of
+// a quiet process. While the process stays quiet after that, the little it
 // allocates grows the heap again towards the goal the burst left, and the
 // runtime keeps the pages its next collection frees; so it releases again
 // when the excess has grown by AgainExcess over what the last release
@@ -29,6 +29,7 @@ package memrelease
 
 import (
 	"context"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"time"
@@ -70,7 +71,7 @@ type Policy struct {
 // bookmarks, controller resyncs, metrics scrapes); a load that leaves
 // memory behind, tens of MiB/s. While it stays quiet after a load, a
 // release every 30-60 s keeps the garbage it allocates to about 16 MiB;
-// each costs one collection of a heap of live data, a fraction of a
+// each costs two collections of a heap of live data, a fraction of a
 // percent of a core.
 var DefaultPolicy = Policy{
 	Interval:    15 * time.Second,
@@ -131,7 +132,17 @@ func (d *decider) releasedTo(excess uint64) { d.base = excess }
 
 // Run releases memory as the policy says until ctx ends.
 func Run(ctx context.Context, p Policy) {
-	run(ctx, p, read, func() { debug.FreeOSMemory() })
+	run(ctx, p, read, release)
+}
+
+// release collects twice and returns the free pages. A burst fills the
+// sync.Pools (buffers, gzip writers, encoders), and a collection only
+// moves what they hold aside, freeing it at the next one; so does an
+// object with a finalizer. With one collection that memory stayed until the
+// following release, a minute or more later.
+func release() {
+	runtime.GC()
+	debug.FreeOSMemory()
 }
 
 func run(ctx context.Context, p Policy, read func() Sample, release func()) {
