@@ -18,16 +18,13 @@
 // returns the free pages at once (debug.FreeOSMemory): two collections of
 // a quiet process. While the process stays quiet after that, the little it
 // allocates grows the heap again towards the goal the burst left, and the
-// runtime keeps the pages its next collection frees. So meanwhile it runs
-// with a lower GOGC, so that its garbage reuses the space a collection
-// frees instead of growing the heap, and it releases again when the excess
-// has grown by AgainExcess over what the last release left, at most every
-// Again intervals. Without that an idle server's RSS climbs back by a few
-// tens of MiB between releases, and what it shows at a given moment
-// depends on where in that climb it is. What a release leaves is mostly
-// free space inside spans still in use, which no release returns. A
-// process that never had a burst is left to the runtime. It owns nothing
-// but those decisions, and puts GOGC back as it found it.
+// runtime keeps the pages its next collection frees; so it releases again
+// when the excess has grown by AgainExcess over what the last release
+// left, at most every Again intervals. Without that an idle server's RSS
+// climbs back by a few tens of MiB between releases, and what it shows at
+// a given moment depends on where in that climb it is. What a release leaves is mostly free space inside
+// spans still in use, which no release returns. A process that never had
+// a burst is left to the runtime. It owns nothing but that decision.
 package memrelease
 
 import (
@@ -67,12 +64,6 @@ type Policy struct {
 	// Again is how many quiet intervals after a release must pass before
 	// another one without new load.
 	Again int
-	// QuietGCPercent is the GOGC the process runs with while it stays
-	// quiet after a release; 0 leaves GOGC alone. Watch is how often the
-	// allocation rate is read meanwhile, so that GOGC is back before a
-	// new burst has run long under it.
-	QuietGCPercent int
-	Watch          time.Duration
 }
 
 // DefaultPolicy samples every 15 s, so a release comes 15-30 s after the
@@ -82,24 +73,13 @@ type Policy struct {
 // release every 30-60 s keeps the garbage it allocates to about 16 MiB;
 // each costs two collections of a heap of live data, a fraction of a
 // percent of a core.
-//
-// Quiet after a release, GOGC is 25: the heap's growth before a collection
-// is a quarter of the live data instead of all of it, so the garbage an
-// idle server makes reuses the space the last collection freed instead of
-// taking new pages, and the runtime's scavenger returns what the lower goal
-// leaves over. A collection then comes every few tens of seconds, which
-// costs an idle process next to nothing; the allocation rate is read every
-// second meanwhile, and GOGC is back to what it was within a second of
-// load returning.
 var DefaultPolicy = Policy{
-	Interval:       15 * time.Second,
-	BusyRate:       8 << 20,
-	QuietRate:      2 << 20,
-	MinExcess:      32 << 20,
-	AgainExcess:    16 << 20,
-	Again:          2,
-	QuietGCPercent: 25,
-	Watch:          time.Second,
+	Interval:    15 * time.Second,
+	BusyRate:    8 << 20,
+	QuietRate:   2 << 20,
+	MinExcess:   32 << 20,
+	AgainExcess: 16 << 20,
+	Again:       2,
 }
 
 // decider is the policy's state between samples.
@@ -118,8 +98,6 @@ type decider struct {
 	// could not return (free space inside in-use spans), which another
 	// release would not return either.
 	base uint64
-	// quiet is whether the last interval allocated below QuietRate.
-	quiet bool
 }
 
 // observe takes the sample at the end of an interval and says whether to
@@ -132,7 +110,6 @@ func (d *decider) observe(s Sample) bool {
 	}
 	rate := float64(s.Allocated-prev.Allocated) / d.policy.Interval.Seconds()
 	d.since++
-	d.quiet = rate < d.policy.QuietRate
 	switch {
 	case rate >= d.policy.BusyRate:
 		d.busy = true
@@ -155,7 +132,7 @@ func (d *decider) releasedTo(excess uint64) { d.base = excess }
 
 // Run releases memory as the policy says until ctx ends.
 func Run(ctx context.Context, p Policy) {
-	run(ctx, p, read, release, debug.SetGCPercent)
+	run(ctx, p, read, release)
 }
 
 // release collects twice and returns the free pages. A burst fills the
@@ -168,89 +145,26 @@ func release() {
 	debug.FreeOSMemory()
 }
 
-func run(ctx context.Context, p Policy, read func() Sample, release func(), setGCPercent func(int) int) {
+func run(ctx context.Context, p Policy, read func() Sample, release func()) {
 	d := &decider{policy: p}
 	d.observe(read())
-	q := &quietGC{set: setGCPercent, percent: p.QuietGCPercent}
-	defer q.restore()
 	t := time.NewTicker(p.Interval)
 	defer t.Stop()
-	// watch ticks only while GOGC is lowered; last is the allocation
-	// count at its previous tick.
-	var watch *time.Ticker
-	var watchC <-chan time.Time
-	var last uint64
-	stopWatch := func() {
-		if watch != nil {
-			watch.Stop()
-			watch, watchC = nil, nil
-		}
-	}
-	defer stopWatch()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-watchC:
-			a := read().Allocated
-			if a > last && float64(a-last)/p.Watch.Seconds() >= p.BusyRate {
-				q.restore()
-				stopWatch()
-			}
-			last = a
-			continue
 		case <-t.C:
 		}
 		s := read()
-		releaseNow := d.observe(s)
-		if !d.quiet {
-			q.restore()
-			stopWatch()
-		}
-		if !releaseNow {
+		if !d.observe(s) {
 			continue
 		}
 		start := time.Now()
 		release()
-		after := read()
-		d.releasedTo(after.Excess)
-		klog.V(2).InfoS("Returned memory to the system after load", "excessMiB", s.Excess>>20, "leftMiB", after.Excess>>20, "took", time.Since(start))
-		if q.lower() && p.Watch > 0 && watch == nil {
-			watch = time.NewTicker(p.Watch)
-			watchC, last = watch.C, after.Allocated
-		}
-	}
-}
-
-// quietGC lowers GOGC while the process is quiet after a release and puts
-// back the value it found.
-type quietGC struct {
-	set     func(int) int // debug.SetGCPercent
-	percent int           // the quiet GOGC; 0 never lowers it
-	saved   int
-	lowered bool
-}
-
-// lower sets the quiet GOGC and says whether it is lowered now. A GOGC
-// that is off (negative) or as low already is left as it is.
-func (q *quietGC) lower() bool {
-	if q.percent <= 0 || q.lowered {
-		return q.lowered
-	}
-	prev := q.set(q.percent)
-	if prev < 0 || prev <= q.percent {
-		q.set(prev)
-		return false
-	}
-	q.saved, q.lowered = prev, true
-	return true
-}
-
-// restore puts back the GOGC lower found.
-func (q *quietGC) restore() {
-	if q.lowered {
-		q.set(q.saved)
-		q.lowered = false
+		after := read().Excess
+		d.releasedTo(after)
+		klog.V(2).InfoS("Returned memory to the system after load", "excessMiB", s.Excess>>20, "leftMiB", after>>20, "took", time.Since(start))
 	}
 }
 

@@ -11,8 +11,7 @@ import (
 
 const mib = 1 << 20
 
-var testPolicy = Policy{Interval: 10 * time.Second, BusyRate: 8 * mib, QuietRate: 2 * mib, MinExcess: 32 * mib, AgainExcess: 16 * mib, Again: 3,
-	QuietGCPercent: 25, Watch: time.Second}
+var testPolicy = Policy{Interval: 10 * time.Second, BusyRate: 8 * mib, QuietRate: 2 * mib, MinExcess: 32 * mib, AgainExcess: 16 * mib, Again: 3}
 
 // step is one interval: what it allocated per second and the excess at its
 // end.
@@ -116,7 +115,7 @@ func TestRun(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() {
-			run(ctx, testPolicy, read, func() { releases.Add(1) }, func(int) int { return 100 })
+			run(ctx, testPolicy, read, func() { releases.Add(1) })
 			close(done)
 		}()
 		synctest.Wait()
@@ -137,95 +136,6 @@ func TestRun(t *testing.T) {
 		cancel()
 		<-done
 	})
-}
-
-// gcPercent is a fake debug.SetGCPercent.
-type gcPercent struct {
-	mu      sync.Mutex
-	percent int
-}
-
-func (g *gcPercent) set(p int) int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	prev := g.percent
-	g.percent = p
-	return prev
-}
-
-func (g *gcPercent) get() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.percent
-}
-
-// While the process stays quiet after a release GOGC is the quiet one, and
-// it is back within a Watch of load returning, long before the next
-// interval ends. A GOGC that is off stays off.
-func TestQuietGOGC(t *testing.T) {
-	tests := []struct {
-		name       string
-		gogc       int
-		wantQuiet  int
-		wantLoaded int
-	}{
-		{name: "default GOGC", gogc: 100, wantQuiet: 25, wantLoaded: 100},
-		{name: "GOGC=200", gogc: 200, wantQuiet: 25, wantLoaded: 200},
-		{name: "GOGC=off", gogc: -1, wantQuiet: -1, wantLoaded: -1},
-		{name: "GOGC lower than the quiet one", gogc: 10, wantQuiet: 10, wantLoaded: 10},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				var mu sync.Mutex
-				var s Sample
-				set := func(v Sample) {
-					mu.Lock()
-					defer mu.Unlock()
-					s = v
-				}
-				read := func() Sample {
-					mu.Lock()
-					defer mu.Unlock()
-					return s
-				}
-				gc := &gcPercent{percent: tc.gogc}
-				ctx, cancel := context.WithCancel(context.Background())
-				done := make(chan struct{})
-				go func() {
-					run(ctx, testPolicy, read, func() {}, gc.set)
-					close(done)
-				}()
-				synctest.Wait()
-				// An interval of load, then a quiet one: the release.
-				set(Sample{Allocated: 500 * mib, Excess: 300 * mib})
-				time.Sleep(2*testPolicy.Interval + time.Millisecond)
-				synctest.Wait()
-				if got := gc.get(); got != tc.wantQuiet {
-					t.Fatalf("GOGC after the release: got %d, want %d", got, tc.wantQuiet)
-				}
-				// Idle allocation keeps it.
-				set(Sample{Allocated: 501 * mib, Excess: 20 * mib})
-				time.Sleep(3 * testPolicy.Interval)
-				synctest.Wait()
-				if got := gc.get(); got != tc.wantQuiet {
-					t.Fatalf("GOGC while quiet: got %d, want %d", got, tc.wantQuiet)
-				}
-				// Load again: back within a Watch.
-				set(Sample{Allocated: 600 * mib, Excess: 20 * mib})
-				time.Sleep(testPolicy.Watch)
-				synctest.Wait()
-				if got := gc.get(); got != tc.wantLoaded {
-					t.Errorf("GOGC a second into new load: got %d, want %d", got, tc.wantLoaded)
-				}
-				cancel()
-				<-done
-				if got := gc.get(); got != tc.wantLoaded {
-					t.Errorf("GOGC after Run: got %d, want %d", got, tc.wantLoaded)
-				}
-			})
-		})
-	}
 }
 
 func TestReadSeesTheHeap(t *testing.T) {
