@@ -2,14 +2,11 @@ package apiserver
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"net/http"
 	"time"
 
-	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -21,7 +18,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"portal.dev/portal/allocator"
-	"portal.dev/portal/apiserver/embeddedetcd"
 	"portal.dev/portal/apiserver/scheme"
 	"portal.dev/portal/apiserver/svcconfig"
 )
@@ -33,21 +29,7 @@ func newAllocator(o Options, cfg svcconfig.ServiceConfig) (*allocator.Allocator,
 		client := o.embedded.InProcessClient()
 		return allocator.New(cfg, allocator.NewEtcdStore(client, o.EtcdPrefix+"/portal.dev/allocations/")), client, nil
 	}
-	var tlsConfig *tls.Config
-	if o.EtcdCertFile != "" || o.EtcdCAFile != "" {
-		info := transport.TLSInfo{CertFile: o.EtcdCertFile, KeyFile: o.EtcdKeyFile, TrustedCAFile: o.EtcdCAFile}
-		c, err := info.ClientConfig()
-		if err != nil {
-			return nil, nil, fmt.Errorf("etcd TLS for the allocator: %w", err)
-		}
-		tlsConfig = c
-	}
-	client, err := clientv3.New(clientv3.Config{
-		Endpoints:   o.EtcdServers,
-		TLS:         tlsConfig,
-		DialTimeout: 10 * time.Second,
-		Logger:      embeddedetcd.QuietLogger(zapcore.ErrorLevel),
-	})
+	client, err := newEtcdClient(o)
 	if err != nil {
 		return nil, nil, fmt.Errorf("etcd client for the allocator: %w", err)
 	}

@@ -434,14 +434,22 @@ func applyStorage(o Options, c *genericapiserver.Config) error {
 	etcdOpts := genericoptions.NewEtcdOptions(backend)
 	etcdOpts.EnableWatchCache = true
 	etcdOpts.EnableGarbageCollection = true
-	// Each resource's store, the in-process one too (see inProcessStorage),
-	// reads and writes through the transformer this configuration gives it.
+	// Each resource's store (see etcdStorage) reads and writes through the
+	// transformer this configuration gives it.
 	etcdOpts.EncryptionProviderConfigFilepath = o.EncryptionProviderConfig
 	if err := etcdOpts.ApplyWithStorageFactoryTo(&storageFactory{base: *backend}, c); err != nil {
 		return err
 	}
 	if o.embedded != nil {
-		c.RESTOptionsGetter = newInProcessStorage(c.RESTOptionsGetter, o.embedded.InProcessClient(), o.EtcdCompactionInterval)
+		c.RESTOptionsGetter = newEtcdStorage(c.RESTOptionsGetter, o.embedded.InProcessClient(), o.EtcdCompactionInterval)
+	} else {
+		client, err := newEtcdClient(o)
+		if err != nil {
+			return fmt.Errorf("etcd client for the API's storage: %w", err)
+		}
+		g := newEtcdStorage(c.RESTOptionsGetter, client, o.EtcdCompactionInterval)
+		g.closeClient = true
+		c.RESTOptionsGetter = g
 	}
 	// Watchers that keep reading must not be ended as unresponsive when
 	// the server is short of CPU (see watchshare).

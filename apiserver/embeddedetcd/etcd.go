@@ -106,6 +106,8 @@ func start(ctx context.Context, dataDir string, c *Cluster) (*Server, error) {
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
 	if c != nil {
 		c.apply(cfg)
+	} else {
+		cfg.SnapshotCatchUpEntries = singleMemberCatchUpEntries
 	}
 	cfg.ClientTLSInfo.CertFile, cfg.ClientTLSInfo.KeyFile = s.CertFile, s.KeyFile
 	cfg.ClientTLSInfo.TrustedCAFile = s.CAFile
@@ -152,6 +154,15 @@ func start(ctx context.Context, dataDir string, c *Cluster) (*Server, error) {
 	}
 	return s, nil
 }
+
+// singleMemberCatchUpEntries is how many applied raft entries the single
+// member keeps in memory. etcd keeps the last 5,000 (each a whole request)
+// for slow followers to catch up from, and after a burst of writes they
+// stay until as many new writes push them out; a single member has no
+// followers. etcd compacts its in-memory log every 100 applied entries, so
+// it then holds at most a few hundred. A member of a cluster of servers
+// keeps etcd's default: its followers need them.
+const singleMemberCatchUpEntries = 100
 
 const (
 	// readyTimeout bounds the wait for etcd to serve once it has loaded

@@ -15,18 +15,21 @@
 //
 // Run watches the allocation rate. After an interval of load followed by a
 // quiet one, if the heap holds much more than its live data, it collects and
-// returns the free pages at once (debug.FreeOSMemory): one collection of a
-// quiet process. While the process stays quiet after that, the little it
+// returns the free pages at once (debug.FreeOSMemory): two collections of
+// a quiet process. While the process stays quiet after that, the little it
 // allocates grows the heap again towards the goal the burst left, and the
 // runtime keeps the pages its next collection frees; so it releases again
-// when the excess has grown by MinExcess over what the last release left,
-// at most once a minute. What a release leaves is mostly free space inside
+// when the excess has grown by AgainExcess over what the last release
+// left, at most every Again intervals. Without that an idle server's RSS
+// climbs back by a few tens of MiB between releases, and what it shows at
+// a given moment depends on where in that climb it is. What a release leaves is mostly free space inside
 // spans still in use, which no release returns. A process that never had
 // a burst is left to the runtime. It owns nothing but that decision.
 package memrelease
 
 import (
 	"context"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"time"
@@ -53,8 +56,11 @@ type Policy struct {
 	BusyRate float64
 	// QuietRate is the rate below which it counts as quiet again.
 	QuietRate float64
-	// MinExcess is the least excess worth a release.
+	// MinExcess is the least excess worth a release after load.
 	MinExcess uint64
+	// AgainExcess is how much the excess must have grown over what the
+	// last release left for another release without new load.
+	AgainExcess uint64
 	// Again is how many quiet intervals after a release must pass before
 	// another one without new load.
 	Again int
@@ -62,14 +68,18 @@ type Policy struct {
 
 // DefaultPolicy samples every 15 s, so a release comes 15-30 s after the
 // load ends. An idle `portal server` allocates well under 1 MiB/s (leases,
-// bookmarks, controller resyncs); a load that leaves memory behind, tens of
-// MiB/s.
+// bookmarks, controller resyncs, metrics scrapes); a load that leaves
+// memory behind, tens of MiB/s. While it stays quiet after a load, a
+// release every 30-60 s keeps the garbage it allocates to about 16 MiB;
+// each costs two collections of a heap of live data, a fraction of a
+// percent of a core.
 var DefaultPolicy = Policy{
-	Interval:  15 * time.Second,
-	BusyRate:  8 << 20,
-	QuietRate: 2 << 20,
-	MinExcess: 32 << 20,
-	Again:     4,
+	Interval:    15 * time.Second,
+	BusyRate:    8 << 20,
+	QuietRate:   2 << 20,
+	MinExcess:   32 << 20,
+	AgainExcess: 16 << 20,
+	Again:       2,
 }
 
 // decider is the policy's state between samples.
@@ -104,12 +114,13 @@ func (d *decider) observe(s Sample) bool {
 	case rate >= d.policy.BusyRate:
 		d.busy = true
 		return false
-	case rate >= d.policy.QuietRate || s.Excess < d.policy.MinExcess:
-		if rate < d.policy.QuietRate {
-			d.busy = false
-		}
+	case rate >= d.policy.QuietRate:
 		return false
-	case !d.busy && !(d.released && d.since >= d.policy.Again && s.Excess >= d.base+d.policy.MinExcess):
+	case d.busy && s.Excess < d.policy.MinExcess:
+		// Quiet without much excess ends the burst.
+		d.busy = false
+		return false
+	case !d.busy && !(d.released && d.since >= d.policy.Again && s.Excess >= d.base+d.policy.AgainExcess):
 		return false
 	}
 	d.busy, d.released, d.since = false, true, 0
@@ -121,7 +132,17 @@ func (d *decider) releasedTo(excess uint64) { d.base = excess }
 
 // Run releases memory as the policy says until ctx ends.
 func Run(ctx context.Context, p Policy) {
-	run(ctx, p, read, func() { debug.FreeOSMemory() })
+	run(ctx, p, read, release)
+}
+
+// release collects twice and returns the free pages. A burst fills the
+// sync.Pools (buffers, gzip writers, encoders), and a collection only
+// moves what they hold aside, freeing it at the next one; so does an
+// object with a finalizer. With one collection that memory stayed until the
+// following release, a minute or more later.
+func release() {
+	runtime.GC()
+	debug.FreeOSMemory()
 }
 
 func run(ctx context.Context, p Policy, read func() Sample, release func()) {

@@ -11,7 +11,7 @@ import (
 
 const mib = 1 << 20
 
-var testPolicy = Policy{Interval: 10 * time.Second, BusyRate: 8 * mib, QuietRate: 2 * mib, MinExcess: 32 * mib, Again: 3}
+var testPolicy = Policy{Interval: 10 * time.Second, BusyRate: 8 * mib, QuietRate: 2 * mib, MinExcess: 32 * mib, AgainExcess: 16 * mib, Again: 3}
 
 // step is one interval: what it allocated per second and the excess at its
 // end.
@@ -66,9 +66,14 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name:  "fragmentation a release cannot return: not again until the excess grows past it",
-			steps: []step{{50, 200}, {0, 200}, {1, 40}, {1, 40}, {1, 40}, {1, 40}, {1, 60}, {1, 72}},
+			steps: []step{{50, 200}, {0, 200}, {1, 40}, {1, 40}, {1, 40}, {1, 40}, {1, 50}, {1, 60}},
 			want:  []bool{false, true, false, false, false, false, false, true},
 			after: map[int]uint64{1: 40},
+		},
+		{
+			name:  "quiet after a release: again for less excess than the first release needs",
+			steps: []step{{50, 200}, {0, 200}, {1, 10}, {1, 10}, {1, 10}, {1, 20}},
+			want:  []bool{false, true, false, false, false, true},
 		},
 		{
 			name:  "idle process with excess but no burst: never",

@@ -23,17 +23,23 @@ import (
 	"portal.dev/portal/apiserver/snapshotwindow"
 )
 
-// inProcessStorage builds the resources' storage on the embedded etcd's
-// in-process client instead of a client of its TLS port (the generic
-// server's storage backend only takes URLs). A create then costs no TLS,
-// gRPC framing or socket round trip to etcd, and neither does the watch
-// that feeds the watch cache. It is what k8s.io/apiserver's
-// StorageWithCacher and its etcd3 factory build, with that client.
-// Health checks and other API servers still use the TLS port.
-type inProcessStorage struct {
+// etcdStorage builds the resources' storage on one etcd client that every
+// store shares, instead of the generic server's backend, which dials etcd
+// anew for each resource from its URLs. With the embedded etcd the client
+// is the in-process one: a create then costs no TLS, gRPC framing or socket
+// round trip to etcd, and neither does the watch that feeds the watch
+// cache (health checks and other API servers still use the TLS port).
+// Either way the stores report the watch caches' snapshot window as their
+// compaction (see snapshotwindow), which the generic backend cannot. It is
+// what k8s.io/apiserver's StorageWithCacher and its etcd3 factory build,
+// with that client.
+type etcdStorage struct {
 	generic.RESTOptionsGetter
 	client             *etcdkube.Client
 	compactionInterval time.Duration
+	// closeClient, when set, closes the client once the last store is
+	// destroyed: the client was made for the stores alone.
+	closeClient bool
 
 	mu        sync.Mutex
 	stores    int // open stores; the compactor stops with the last
@@ -48,7 +54,7 @@ type inProcessStorage struct {
 	stopWindow context.CancelFunc
 }
 
-func newInProcessStorage(inner generic.RESTOptionsGetter, client *clientv3.Client, compactionInterval time.Duration) *inProcessStorage {
+func newEtcdStorage(inner generic.RESTOptionsGetter, client *clientv3.Client, compactionInterval time.Duration) *etcdStorage {
 	// Latency metrics per request, as the factory does.
 	client.KV = etcd3.NewETCDLatencyTracker(client.KV)
 	kc := &etcdkube.Client{Client: client}
@@ -56,11 +62,19 @@ func newInProcessStorage(inner generic.RESTOptionsGetter, client *clientv3.Clien
 	// again and acknowledged if it had landed (see etcdretry).
 	kc.Kubernetes = etcdretry.Client{Interface: kc}
 	// etcd3.New asks the shared feature checker to probe the client's
-	// endpoints for RequestWatchProgress; an in-process client has none,
-	// so nothing would be probed and the watch cache would serve neither
-	// consistent reads nor streaming lists. Probe it under a name.
-	etcdfeature.DefaultFeatureSupportChecker.CheckClient(context.Background(), namedClient{client}, storage.RequestWatchProgress)
-	return &inProcessStorage{RESTOptionsGetter: inner, client: kc, compactionInterval: compactionInterval,
+	// endpoints for RequestWatchProgress; without it the watch cache
+	// serves neither consistent reads nor streaming lists. An in-process
+	// client has no endpoints, so nothing would be probed: probe it under
+	// a name.
+	var probed interface {
+		Endpoints() []string
+		Status(context.Context, string) (*clientv3.StatusResponse, error)
+	} = client
+	if len(client.Endpoints()) == 0 {
+		probed = namedClient{client}
+	}
+	etcdfeature.DefaultFeatureSupportChecker.CheckClient(context.Background(), probed, storage.RequestWatchProgress)
+	return &etcdStorage{RESTOptionsGetter: inner, client: kc, compactionInterval: compactionInterval,
 		snapshotWindow: storagebackend.DefaultEventsHistoryWindow}
 }
 
@@ -72,8 +86,8 @@ type namedClient struct{ *clientv3.Client }
 func (namedClient) Endpoints() []string { return []string{"in-process"} }
 
 // GetRESTOptions is the wrapped getter's options with storage on the
-// in-process client (see withCacher).
-func (g *inProcessStorage) GetRESTOptions(resource schema.GroupResource, example runtime.Object) (generic.RESTOptions, error) {
+// shared client (see withCacher).
+func (g *etcdStorage) GetRESTOptions(resource schema.GroupResource, example runtime.Object) (generic.RESTOptions, error) {
 	opts, err := g.RESTOptionsGetter.GetRESTOptions(resource, example)
 	if err != nil {
 		return opts, err
@@ -89,7 +103,7 @@ const snapshotSampling = 5 * time.Second
 // openCompactor returns the one compactor every store shares, starting it
 // for the first store: etcd's, seen through the watch caches' snapshot
 // window, which is the watch cache's event history window.
-func (g *inProcessStorage) openCompactor() etcd3.Compactor {
+func (g *etcdStorage) openCompactor() etcd3.Compactor {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.stores == 0 {
@@ -112,7 +126,7 @@ func (g *inProcessStorage) openCompactor() etcd3.Compactor {
 }
 
 // currentRevision is etcd's revision now.
-func (g *inProcessStorage) currentRevision(ctx context.Context) (int64, error) {
+func (g *etcdStorage) currentRevision(ctx context.Context) (int64, error) {
 	resp, err := g.client.Client.KV.Get(ctx, "compact_rev_key", clientv3.WithCountOnly())
 	if err != nil {
 		return 0, err
@@ -121,7 +135,7 @@ func (g *inProcessStorage) currentRevision(ctx context.Context) (int64, error) {
 }
 
 // closeCompactor stops the compactor once the last store is destroyed.
-func (g *inProcessStorage) closeCompactor() {
+func (g *etcdStorage) closeCompactor() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.stores--
@@ -135,9 +149,13 @@ func (g *inProcessStorage) closeCompactor() {
 		}
 		g.compactor = nil
 	}
+	if g.stores == 0 && g.closeClient {
+		g.client.Close()
+		g.closeClient = false
+	}
 }
 
-func (g *inProcessStorage) raw(c *storagebackend.ConfigForResource, newFunc, newListFunc func() runtime.Object, resourcePrefix string) (storage.Interface, factory.DestroyFunc, error) {
+func (g *etcdStorage) raw(c *storagebackend.ConfigForResource, newFunc, newListFunc func() runtime.Object, resourcePrefix string) (storage.Interface, factory.DestroyFunc, error) {
 	transformer := c.Transformer
 	if transformer == nil {
 		transformer = identity.NewEncryptCheckTransformer()
@@ -161,7 +179,7 @@ func (g *inProcessStorage) raw(c *storagebackend.ConfigForResource, newFunc, new
 }
 
 // withCacher is genericregistry.StorageWithCacher on raw.
-func (g *inProcessStorage) withCacher(c *storagebackend.ConfigForResource, resourcePrefix string,
+func (g *etcdStorage) withCacher(c *storagebackend.ConfigForResource, resourcePrefix string,
 	keyFunc func(obj runtime.Object) (string, error), newFunc, newListFunc func() runtime.Object,
 	getAttrsFunc storage.AttrFunc, triggerFuncs storage.IndexerFuncs, indexers *cache.Indexers) (storage.Interface, factory.DestroyFunc, error) {
 	s, destroy, err := g.raw(c, newFunc, newListFunc, resourcePrefix)
