@@ -415,3 +415,11 @@ func Keys(svc *corev1.Service) []Key {
 	}
 	return keys
 }
+
+// Reserved lists what this write reserved, to name in logs.
+func (op *Op) Reserved() []Key {
+	if op == nil {
+		return nil
+	}
+	return op.reserved
+}
