@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
@@ -38,6 +39,11 @@ import (
 // stored Service holds stays reserved, and when the stored Service cannot
 // be read nothing is given back. Released on a write that landed, a node
 // port would go to a second Service.
+//
+// The generic store reports an update's success before it writes it, so
+// what an update drops (a node port, when a NodePort Service becomes a
+// ClusterIP one) is given back only after an update is stored (see
+// storedServices.afterUpdate), not on that report.
 func allocate(ctx context.Context, cfg Config, writes serviceWrites, svc, old *corev1.Service, dryRun bool) (genericregistry.FinishFunc, error) {
 	if cfg.Allocator == nil {
 		return func(context.Context, bool) {}, nil
@@ -50,7 +56,13 @@ func allocate(ctx context.Context, cfg Config, writes serviceWrites, svc, old *c
 		return nil, allocationFailure(err)
 	}
 	return func(ctx context.Context, success bool) {
-		if success || writes == nil {
+		switch {
+		case success && old != nil && writes != nil && !dryRun:
+			// The generic store settles an update before writing it:
+			// what the update drops goes back once it is stored.
+			writes.releaseWhenStored(svc, op.Dropped())
+			return
+		case success || writes == nil:
 			op.Finish(ctx, success)
 			return
 		}
@@ -73,14 +85,17 @@ func allocate(ctx context.Context, cfg Config, writes serviceWrites, svc, old *c
 // storedReadTimeout bounds the read of a Service whose write failed.
 const storedReadTimeout = 10 * time.Second
 
-// serviceWrites is what a failed Service write's FinishFunc asks about
-// the write.
+// serviceWrites is what a Service write's FinishFunc needs of the
+// Services' store: how a failed create ended, and what is stored.
 type serviceWrites interface {
 	// get returns the stored Service ns/name, nil when there is none.
 	get(ctx context.Context, ns, name string) (*corev1.Service, error)
 	// unknownOutcome says whether etcd answered the create of svc with an
 	// error that leaves open whether it was applied, and forgets it.
 	unknownOutcome(svc *corev1.Service) bool
+	// releaseWhenStored gives back keys that an update of svc drops once
+	// an update of svc is stored, those the stored Service does not hold.
+	releaseWhenStored(svc *corev1.Service, keys []allocator.Key)
 }
 
 // storedServices reads Services from etcd, past the watch cache, and
@@ -91,6 +106,9 @@ type storedServices struct {
 
 	mu      sync.Mutex
 	unknown map[runtime.Object]bool
+	// dropped holds, per owner, what updates dropped that no stored
+	// update has given back yet.
+	dropped map[string][]allocator.Key
 }
 
 // bind takes the Services' store and puts outcomeStorage in front of its
@@ -116,6 +134,36 @@ func (s *storedServices) unknownOutcome(svc *corev1.Service) bool {
 	unknown := s.unknown[svc]
 	delete(s.unknown, svc)
 	return unknown
+}
+
+func (s *storedServices) releaseWhenStored(svc *corev1.Service, keys []allocator.Key) {
+	if len(keys) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dropped == nil {
+		s.dropped = map[string][]allocator.Key{}
+	}
+	owner := allocator.Owner(svc)
+	s.dropped[owner] = append(s.dropped[owner], keys...)
+}
+
+// afterUpdate gives back what updates of a Service dropped, now that one
+// is stored: the keys the stored Service does not hold. An update that
+// failed leaves its keys here for the next stored one, or for repair.
+func (s *storedServices) afterUpdate(cfg Config) genericregistry.AfterUpdateFunc {
+	return func(obj runtime.Object, opts *metav1.UpdateOptions) {
+		if cfg.Allocator == nil || (opts != nil && len(opts.DryRun) > 0) {
+			return
+		}
+		svc := obj.(*corev1.Service)
+		s.mu.Lock()
+		keys := s.dropped[allocator.Owner(svc)]
+		delete(s.dropped, allocator.Owner(svc))
+		s.mu.Unlock()
+		cfg.Allocator.ReleaseUnheld(context.Background(), svc, keys)
+	}
 }
 
 // get returns the stored Service ns/name, or nil when there is none.

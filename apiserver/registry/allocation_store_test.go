@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/generic"
+	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/apiserver/pkg/storage/storagebackend/factory"
@@ -31,8 +32,9 @@ import (
 // nil, creates go straight through.
 type lateStorage struct {
 	storage.Interface
-	err  error
-	land func()
+	err       error
+	land      func()
+	updateErr error
 }
 
 func (l *lateStorage) Create(ctx context.Context, key string, obj, out runtime.Object, ttl uint64) error {
@@ -46,6 +48,22 @@ func (l *lateStorage) Create(ctx context.Context, key string, obj, out runtime.O
 		return nil
 	}
 	return l.err
+}
+
+// GuaranteedUpdate fails with updateErr, when set, after computing the
+// update and without storing it.
+func (l *lateStorage) GuaranteedUpdate(ctx context.Context, key string, dest runtime.Object, ignoreNotFound bool,
+	precond *storage.Preconditions, tryUpdate storage.UpdateFunc, cached runtime.Object) error {
+	if l.updateErr == nil {
+		return l.Interface.GuaranteedUpdate(ctx, key, dest, ignoreNotFound, precond, tryUpdate, cached)
+	}
+	return l.Interface.GuaranteedUpdate(ctx, key, dest, ignoreNotFound, precond,
+		func(in runtime.Object, res storage.ResponseMeta) (runtime.Object, *uint64, error) {
+			if _, _, err := tryUpdate(in, res); err != nil {
+				return nil, nil, err
+			}
+			return nil, nil, l.updateErr
+		}, cached)
 }
 
 // lateOptions stores in etcd through a lateStorage.
@@ -147,4 +165,71 @@ func nodePortService(name string, port int32) *corev1.Service {
 		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyCluster
 		s.Spec.InternalTrafficPolicy = &cluster
 	})
+}
+
+// TestUpdateThatFailedKeepsDroppedPorts: the generic store settles an
+// update's allocation before it writes, so an update that drops a node
+// port (NodePort to ClusterIP) gave the port back although its write then
+// failed and the stored Service kept it; the next Service got the port.
+// What an update drops goes back only once the update is stored.
+func TestUpdateThatFailedKeepsDroppedPorts(t *testing.T) {
+	etcd, err := embeddedetcd.Start(t.Context(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer etcd.Close()
+	backend := storagebackend.NewDefaultConfig("/registry", nil)
+	backend.Transport.ServerList = []string{etcd.Endpoint}
+	backend.Transport.CertFile, backend.Transport.KeyFile = etcd.CertFile, etcd.KeyFile
+	backend.Transport.TrustedCAFile = etcd.CAFile
+	cases := []struct {
+		name     string
+		err      error
+		wantKept bool
+	}{
+		{name: "the update failed", err: rpctypes.ErrTimeoutDueToLeaderFail, wantKept: true},
+		{name: "the update was stored", wantKept: false},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := svcconfig.ServiceConfig{
+				ClusterIPRanges: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/24")},
+				NodePortRange:   svcconfig.PortRange{Base: 30000, Size: 10},
+			}
+			rcfg := Config{Service: cfg, Allocator: allocator.New(cfg, allocator.NewMemoryStore())}
+			var kind Kind
+			for _, k := range Kinds(rcfg) {
+				if k.Resource == "services" {
+					kind = k
+				}
+			}
+			late := &lateStorage{}
+			be := *backend
+			be.Prefix = "/registry" + string(rune('a'+i))
+			main, _, err := NewStore(kind, lateOptions{etcdOptions{base: be}, late})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer main.Destroy()
+			ctx := genericapirequest.WithNamespace(genericapirequest.WithRequestInfo(context.Background(), &genericapirequest.RequestInfo{}), "default")
+			created, err := main.Create(ctx, nodePortService("web", 30001), nil, &metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			update := created.(*corev1.Service).DeepCopy()
+			update.Spec.Type = corev1.ServiceTypeClusterIP
+			update.Spec.Ports[0].NodePort = 0
+			update.Spec.ExternalTrafficPolicy = ""
+			late.updateErr = tc.err
+			_, _, err = main.Update(ctx, "web", rest.DefaultUpdatedObjectInfo(update), nil, nil, false, &metav1.UpdateOptions{})
+			if failed := err != nil; failed != (tc.err != nil) {
+				t.Fatalf("the update answered %v, want failed %v", err, tc.err != nil)
+			}
+			late.updateErr = nil
+			_, err = main.Create(ctx, nodePortService("other", 30001), nil, &metav1.CreateOptions{})
+			if kept := apierrors.IsInvalid(err); kept != tc.wantKept {
+				t.Errorf("a second Service asking for node port 30001 after the update: got %v, want refused %v", err, tc.wantKept)
+			}
+		})
+	}
 }

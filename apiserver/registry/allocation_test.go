@@ -227,6 +227,8 @@ func (f fakeWrites) get(ctx context.Context, ns, name string) (*corev1.Service, 
 
 func (f fakeWrites) unknownOutcome(*corev1.Service) bool { return f.unknown }
 
+func (f fakeWrites) releaseWhenStored(*corev1.Service, []allocator.Key) {}
+
 // TestFailedWriteThatLanded: etcd may apply a write it answered with an
 // error (a leader lost mid-request). A Service create reported failed gave
 // its node port back although the Service was stored, and the next Service
