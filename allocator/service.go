@@ -110,6 +110,13 @@ func (a *Allocator) Release(ctx context.Context, svc *corev1.Service) {
 	a.releaseKeys(ctx, Keys(svc), Owner(svc))
 }
 
+// ReleaseUnheld frees those of keys, held for svc, that the stored svc
+// does not hold.
+func (a *Allocator) ReleaseUnheld(ctx context.Context, svc *corev1.Service, keys []Key) {
+	held := Keys(svc)
+	a.releaseKeys(ctx, slices.DeleteFunc(slices.Clone(keys), func(k Key) bool { return slices.Contains(held, k) }), Owner(svc))
+}
+
 func (a *Allocator) releaseKeys(ctx context.Context, keys []Key, owner string) {
 	if len(keys) == 0 {
 		return
@@ -414,4 +421,21 @@ func Keys(svc *corev1.Service) []Key {
 		keys = append(keys, portKey(int(hc)))
 	}
 	return keys
+}
+
+// Dropped lists what an update's Service no longer holds, given back by
+// Finish on success or later by ReleaseUnheld.
+func (op *Op) Dropped() []Key {
+	if op == nil {
+		return nil
+	}
+	return op.release
+}
+
+// Reserved lists what this write reserved, to name in logs.
+func (op *Op) Reserved() []Key {
+	if op == nil {
+		return nil
+	}
+	return op.reserved
 }

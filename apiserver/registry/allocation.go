@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -11,10 +12,13 @@ import (
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/klog/v2"
 
 	"portal.dev/portal/allocator"
 )
@@ -23,13 +27,24 @@ import (
 // FinishFunc that settles the reservations with the write's outcome.
 //
 // A failed write is not always one that did not happen: etcd answers a
-// write it could not confirm in time (a leader lost mid-request) with an
-// error, and may apply it all the same. So before giving back what a
-// failed write reserved, the stored Service is read from etcd; what it
-// holds stays reserved, and when it cannot be read nothing is given back
-// (the repair loop frees reservations no Service holds). Released on a
-// write that landed, a node port would go to a second Service.
-func allocate(ctx context.Context, cfg Config, stored serviceGetter, svc, old *corev1.Service, dryRun bool) (genericregistry.FinishFunc, error) {
+// write it could not confirm (a leader lost mid-request, a request
+// cancelled while its proposal was on its way to the leader) with an
+// error, and may apply it afterwards. A read cannot rule that out: it sees
+// what is committed when it runs, not a proposal still in flight. So a
+// create whose outcome etcd left unknown gives nothing back; the repair
+// loop frees its reservations once it has seen them held by no Service on
+// two passes far enough apart, as upstream's repair frees a leak only
+// after several passes. A write known not to have happened (the name was
+// taken, validation refused it) gives back what it reserved, but what the
+// stored Service holds stays reserved, and when the stored Service cannot
+// be read nothing is given back. Released on a write that landed, a node
+// port would go to a second Service.
+//
+// The generic store reports an update's success before it writes it, so
+// what an update drops (a node port, when a NodePort Service becomes a
+// ClusterIP one) is given back only after an update is stored (see
+// storedServices.afterUpdate), not on that report.
+func allocate(ctx context.Context, cfg Config, writes serviceWrites, svc, old *corev1.Service, dryRun bool) (genericregistry.FinishFunc, error) {
 	if cfg.Allocator == nil {
 		return func(context.Context, bool) {}, nil
 	}
@@ -41,11 +56,22 @@ func allocate(ctx context.Context, cfg Config, stored serviceGetter, svc, old *c
 		return nil, allocationFailure(err)
 	}
 	return func(ctx context.Context, success bool) {
-		if success || stored == nil {
+		switch {
+		case success && old != nil && writes != nil && !dryRun:
+			// The generic store settles an update before writing it:
+			// what the update drops goes back once it is stored.
+			writes.releaseWhenStored(svc, op.Dropped())
+			return
+		case success || writes == nil:
 			op.Finish(ctx, success)
 			return
 		}
-		current, err := stored(ctx, svc.Namespace, svc.Name)
+		if writes.unknownOutcome(svc) {
+			klog.InfoS("Service write of unknown outcome; its reservations are left to repair",
+				"service", svc.Namespace+"/"+svc.Name, "reserved", op.Reserved())
+			return
+		}
+		current, err := writes.get(ctx, svc.Namespace, svc.Name)
 		if err != nil {
 			return
 		}
@@ -59,16 +85,86 @@ func allocate(ctx context.Context, cfg Config, stored serviceGetter, svc, old *c
 // storedReadTimeout bounds the read of a Service whose write failed.
 const storedReadTimeout = 10 * time.Second
 
-// serviceGetter returns the stored Service ns/name, nil when there is none.
-type serviceGetter func(ctx context.Context, ns, name string) (*corev1.Service, error)
+// serviceWrites is what a Service write's FinishFunc needs of the
+// Services' store: how a failed create ended, and what is stored.
+type serviceWrites interface {
+	// get returns the stored Service ns/name, nil when there is none.
+	get(ctx context.Context, ns, name string) (*corev1.Service, error)
+	// unknownOutcome says whether etcd answered the create of svc with an
+	// error that leaves open whether it was applied, and forgets it.
+	unknownOutcome(svc *corev1.Service) bool
+	// releaseWhenStored gives back keys that an update of svc drops once
+	// an update of svc is stored, those the stored Service does not hold.
+	releaseWhenStored(svc *corev1.Service, keys []allocator.Key)
+}
 
-// storedServices reads Services from etcd, past the watch cache: the
+// storedServices reads Services from etcd, past the watch cache, and
+// notes which creates ended with an outcome etcd left unknown: the
 // Services' own store, given once it is built.
 type storedServices struct {
 	store *genericregistry.Store
+
+	mu      sync.Mutex
+	unknown map[runtime.Object]bool
+	// dropped holds, per owner, what updates dropped that no stored
+	// update has given back yet.
+	dropped map[string][]allocator.Key
 }
 
-func (s *storedServices) bind(store *genericregistry.Store) { s.store = store }
+// bind takes the Services' store and puts outcomeStorage in front of its
+// etcd storage, below the dry-run switch, so that every create that
+// reaches etcd is seen with the very object BeginCreate was given.
+func (s *storedServices) bind(store *genericregistry.Store) {
+	s.store = store
+	store.Storage.Storage = outcomeStorage{Interface: store.Storage.Storage, unknown: s.noteUnknown}
+}
+
+func (s *storedServices) noteUnknown(obj runtime.Object) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.unknown == nil {
+		s.unknown = map[runtime.Object]bool{}
+	}
+	s.unknown[obj] = true
+}
+
+func (s *storedServices) unknownOutcome(svc *corev1.Service) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	unknown := s.unknown[svc]
+	delete(s.unknown, svc)
+	return unknown
+}
+
+func (s *storedServices) releaseWhenStored(svc *corev1.Service, keys []allocator.Key) {
+	if len(keys) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dropped == nil {
+		s.dropped = map[string][]allocator.Key{}
+	}
+	owner := allocator.Owner(svc)
+	s.dropped[owner] = append(s.dropped[owner], keys...)
+}
+
+// afterUpdate gives back what updates of a Service dropped, now that one
+// is stored: the keys the stored Service does not hold. An update that
+// failed leaves its keys here for the next stored one, or for repair.
+func (s *storedServices) afterUpdate(cfg Config) genericregistry.AfterUpdateFunc {
+	return func(obj runtime.Object, opts *metav1.UpdateOptions) {
+		if cfg.Allocator == nil || (opts != nil && len(opts.DryRun) > 0) {
+			return
+		}
+		svc := obj.(*corev1.Service)
+		s.mu.Lock()
+		keys := s.dropped[allocator.Owner(svc)]
+		delete(s.dropped, allocator.Owner(svc))
+		s.mu.Unlock()
+		cfg.Allocator.ReleaseUnheld(context.Background(), svc, keys)
+	}
+}
 
 // get returns the stored Service ns/name, or nil when there is none.
 func (s *storedServices) get(ctx context.Context, ns, name string) (*corev1.Service, error) {
@@ -92,6 +188,34 @@ func (s *storedServices) get(ctx context.Context, ns, name string) (*corev1.Serv
 		return nil, err
 	}
 	return out, nil
+}
+
+// outcomeStorage reports the objects whose create failed with an outcome
+// etcd left unknown. Every other call goes straight through.
+type outcomeStorage struct {
+	storage.Interface
+	unknown func(obj runtime.Object)
+}
+
+// Create implements storage.Interface.
+func (o outcomeStorage) Create(ctx context.Context, key string, obj, out runtime.Object, ttl uint64) error {
+	err := o.Interface.Create(ctx, key, obj, out, ttl)
+	if err != nil && !notApplied(err) {
+		o.unknown(obj)
+	}
+	return err
+}
+
+// notApplied says a failed write is known not to have been applied: etcd
+// refused its compare (the key exists, or changed) or the storage refused
+// the object before sending it. Any other failure (a timeout, a lost
+// leader, a cancelled request, an unreachable member) may still be
+// applied: the proposal can be in raft, on its way to the leader or in
+// its log, when the error is returned.
+func notApplied(err error) bool {
+	var status apierrors.APIStatus
+	return storage.IsExist(err) || storage.IsConflict(err) || storage.IsNotFound(err) ||
+		storage.IsInvalidObj(err) || errors.As(err, &status)
 }
 
 // allocationErrors reports an allocator error on the fields upstream's

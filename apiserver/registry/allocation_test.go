@@ -215,11 +215,26 @@ func TestAllocationStorageFailure(t *testing.T) {
 	}
 }
 
+// fakeWrites answers a failed write's FinishFunc as a case says.
+type fakeWrites struct {
+	stored  func(context.Context, string, string) (*corev1.Service, error)
+	unknown bool
+}
+
+func (f fakeWrites) get(ctx context.Context, ns, name string) (*corev1.Service, error) {
+	return f.stored(ctx, ns, name)
+}
+
+func (f fakeWrites) unknownOutcome(*corev1.Service) bool { return f.unknown }
+
+func (f fakeWrites) releaseWhenStored(*corev1.Service, []allocator.Key) {}
+
 // TestFailedWriteThatLanded: etcd may apply a write it answered with an
 // error (a leader lost mid-request). A Service create reported failed gave
 // its node port back although the Service was stored, and the next Service
-// got the same port. What the stored Service holds now stays reserved; when
-// the stored Service cannot be read, nothing is given back.
+// got the same port. After a write known not to have happened, what the
+// stored Service holds now stays reserved; when the stored Service cannot
+// be read, nothing is given back.
 func TestFailedWriteThatLanded(t *testing.T) {
 	withPort := func(name string, port int32) *corev1.Service {
 		return testService(name, corev1.ServiceTypeNodePort, func(s *corev1.Service) {
@@ -229,21 +244,25 @@ func TestFailedWriteThatLanded(t *testing.T) {
 	}
 	cases := []struct {
 		name     string
-		stored   serviceGetter
+		stored   func(context.Context, string, string) (*corev1.Service, error)
+		unknown  bool
 		wantKept bool
 	}{
 		{"the write landed", func(context.Context, string, string) (*corev1.Service, error) {
 			return withPort("web", 30001), nil
-		}, true},
+		}, false, true},
 		{"the stored Service cannot be read", func(context.Context, string, string) (*corev1.Service, error) {
 			return nil, errors.New("etcdserver: request timed out")
-		}, true},
+		}, false, true},
 		{"the write did not land", func(context.Context, string, string) (*corev1.Service, error) {
 			return nil, nil
-		}, false},
+		}, false, false},
+		{"etcd left the outcome unknown and has not applied it yet", func(context.Context, string, string) (*corev1.Service, error) {
+			return nil, nil
+		}, true, true},
 		{"an older Service of that name holds another port", func(context.Context, string, string) (*corev1.Service, error) {
 			return withPort("web", 30002), nil
-		}, false},
+		}, false, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -252,7 +271,7 @@ func TestFailedWriteThatLanded(t *testing.T) {
 				NodePortRange:   svcconfig.PortRange{Base: 30000, Size: 10},
 			}
 			rcfg := Config{Service: cfg, Allocator: allocator.New(cfg, allocator.NewMemoryStore())}
-			finish, err := allocate(context.Background(), rcfg, tc.stored, withPort("web", 30001), nil, false)
+			finish, err := allocate(context.Background(), rcfg, fakeWrites{stored: tc.stored, unknown: tc.unknown}, withPort("web", 30001), nil, false)
 			if err != nil {
 				t.Fatal(err)
 			}

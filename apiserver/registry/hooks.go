@@ -138,7 +138,7 @@ func serviceBeginCreate(cfg Config, stored *storedServices) genericregistry.Begi
 		if errs := defaults.ServiceIPFamilies(svc, nil, cfg.Service); len(errs) > 0 {
 			return nil, invalidService(svc, errs)
 		}
-		return allocate(ctx, cfg, stored.get, svc, nil, len(opts.DryRun) > 0)
+		return allocate(ctx, cfg, stored, svc, nil, len(opts.DryRun) > 0)
 	}
 }
 
@@ -152,7 +152,7 @@ func serviceBeginUpdate(cfg Config, stored *storedServices) genericregistry.Begi
 			return nil, invalidService(svc, errs)
 		}
 		defaults.ServiceTypeTransition(svc, oldSvc)
-		return allocate(ctx, cfg, stored.get, svc, oldSvc, len(opts.DryRun) > 0)
+		return allocate(ctx, cfg, stored, svc, oldSvc, len(opts.DryRun) > 0)
 	}
 }
 

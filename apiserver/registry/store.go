@@ -40,9 +40,11 @@ type Kind struct {
 	KeepStatusOnCreate bool
 	// Delete, when set, is the graceful-deletion policy of the kind.
 	Delete rest.RESTDeleteStrategy
-	// BeginCreate and BeginUpdate run before the strategy, in the request.
+	// BeginCreate and BeginUpdate run before the strategy, in the request;
+	// AfterUpdate and AfterDelete once the write is stored.
 	BeginCreate genericregistry.BeginCreateFunc
 	BeginUpdate genericregistry.BeginUpdateFunc
+	AfterUpdate genericregistry.AfterUpdateFunc
 	AfterDelete genericregistry.AfterDeleteFunc
 	// ShouldDeleteDuringUpdate, when set, replaces the generic store's
 	// rule that an update leaving an object terminating, with a zero
@@ -118,6 +120,7 @@ func NewStore(k Kind, opts generic.RESTOptionsGetter) (*REST, *StatusREST, error
 		store.DeleteStrategy = k.Delete
 	}
 	store.BeginCreate, store.BeginUpdate, store.AfterDelete = k.BeginCreate, k.BeginUpdate, k.AfterDelete
+	store.AfterUpdate = k.AfterUpdate
 	store.ShouldDeleteDuringUpdate = k.ShouldDeleteDuringUpdate
 	err := store.CompleteWithOptions(&generic.StoreOptions{
 		RESTOptions: opts,
