@@ -3,6 +3,7 @@ package embeddedetcd
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"testing/synctest"
 
@@ -30,13 +31,22 @@ func (k *scriptedKV) Put(ctx context.Context, key, val string, opts ...clientv3.
 
 // leaders is a leader-change notifier as etcd's: Receive's channel closes
 // at the next change.
-type leaders struct{ ch chan struct{} }
+type leaders struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
 
 func newLeaders() *leaders { return &leaders{ch: make(chan struct{})} }
 
-func (l *leaders) receive() <-chan struct{} { return l.ch }
+func (l *leaders) receive() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ch
+}
 
 func (l *leaders) change() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	close(l.ch)
 	l.ch = make(chan struct{})
 }

@@ -111,12 +111,14 @@ type storedServices struct {
 	dropped map[string][]allocator.Key
 }
 
-// bind takes the Services' store and puts outcomeStorage in front of its
-// etcd storage, below the dry-run switch, so that every create that
-// reaches etcd is seen with the very object BeginCreate was given.
-func (s *storedServices) bind(store *genericregistry.Store) {
-	s.store = store
-	store.Storage.Storage = outcomeStorage{Interface: store.Storage.Storage, unknown: s.noteUnknown}
+// bind takes the Services' store, once it is built.
+func (s *storedServices) bind(store *genericregistry.Store) { s.store = store }
+
+// wrap puts outcomeStorage in front of the Services' storage, below the
+// dry-run switch, so that every create that reaches etcd is seen with the
+// very object BeginCreate was given.
+func (s *storedServices) wrap(st storage.Interface) storage.Interface {
+	return outcomeStorage{Interface: st, unknown: s.noteUnknown}
 }
 
 func (s *storedServices) noteUnknown(obj runtime.Object) {

@@ -30,7 +30,7 @@ func Kinds(cfg Config) []Kind {
 			Namespaced: true, HasStatus: true, Hooks: serviceHooks(cfg),
 			BeginCreate: serviceBeginCreate(cfg, services), BeginUpdate: serviceBeginUpdate(cfg, services), AfterDelete: serviceAfterDelete(cfg),
 			AfterUpdate: services.afterUpdate(cfg),
-			Built:       services.bind,
+			Built:       services.bind, WrapStorage: services.wrap,
 			New:         func() runtime.Object { return &corev1.Service{} }, NewList: func() runtime.Object { return &corev1.ServiceList{} }},
 		{GroupVersion: core, Resource: "endpoints", Singular: "endpoints", ShortNames: []string{"ep"},
 			Namespaced: true, Hooks: endpointsHooks(),

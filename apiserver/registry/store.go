@@ -14,6 +14,9 @@ import (
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/apiserver/pkg/storage/storagebackend"
+	"k8s.io/apiserver/pkg/storage/storagebackend/factory"
+	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"portal.dev/portal/apiserver/printers"
@@ -52,6 +55,9 @@ type Kind struct {
 	ShouldDeleteDuringUpdate func(ctx context.Context, key string, obj, existing runtime.Object) bool
 	// Built, when set, is given the kind's store once it is complete.
 	Built func(*genericregistry.Store)
+	// WrapStorage, when set, wraps the kind's storage (below the dry-run
+	// switch) as it is made, before the store starts using it.
+	WrapStorage func(storage.Interface) storage.Interface
 }
 
 // REST is the storage of one resource; it adds short names and categories to
@@ -122,6 +128,9 @@ func NewStore(k Kind, opts generic.RESTOptionsGetter) (*REST, *StatusREST, error
 	store.BeginCreate, store.BeginUpdate, store.AfterDelete = k.BeginCreate, k.BeginUpdate, k.AfterDelete
 	store.AfterUpdate = k.AfterUpdate
 	store.ShouldDeleteDuringUpdate = k.ShouldDeleteDuringUpdate
+	if k.WrapStorage != nil {
+		opts = wrappedStorage{RESTOptionsGetter: opts, wrap: k.WrapStorage}
+	}
 	err := store.CompleteWithOptions(&generic.StoreOptions{
 		RESTOptions: opts,
 		AttrFunc:    attrs(k.Namespaced),
@@ -144,6 +153,33 @@ func NewStore(k Kind, opts generic.RESTOptionsGetter) (*REST, *StatusREST, error
 	statusStore.UpdateStrategy = ss
 	statusStore.ResetFieldsStrategy = ss
 	return r, &StatusREST{store: &statusStore}, nil
+}
+
+// wrappedStorage gives the storage its getter makes to wrap first.
+type wrappedStorage struct {
+	generic.RESTOptionsGetter
+	wrap func(storage.Interface) storage.Interface
+}
+
+// GetRESTOptions implements generic.RESTOptionsGetter.
+func (w wrappedStorage) GetRESTOptions(resource schema.GroupResource, example runtime.Object) (generic.RESTOptions, error) {
+	opts, err := w.RESTOptionsGetter.GetRESTOptions(resource, example)
+	if err != nil {
+		return opts, err
+	}
+	decorate := opts.Decorator
+	if decorate == nil {
+		decorate = generic.UndecoratedStorage
+	}
+	opts.Decorator = func(config *storagebackend.ConfigForResource, prefix string, keyFunc func(runtime.Object) (string, error),
+		newFunc, newListFunc func() runtime.Object, attrs storage.AttrFunc, trigger storage.IndexerFuncs, indexers *cache.Indexers) (storage.Interface, factory.DestroyFunc, error) {
+		s, destroy, err := decorate(config, prefix, keyFunc, newFunc, newListFunc, attrs, trigger, indexers)
+		if err != nil {
+			return s, destroy, err
+		}
+		return w.wrap(s), destroy, nil
+	}
+	return opts, nil
 }
 
 func predicate(namespaced bool) func(labels.Selector, fields.Selector) storage.SelectionPredicate {
