@@ -31,7 +31,7 @@ func Kinds(cfg Config) []Kind {
 			BeginCreate: serviceBeginCreate(cfg, services), BeginUpdate: serviceBeginUpdate(cfg, services), AfterDelete: serviceAfterDelete(cfg),
 			AfterUpdate: services.afterUpdate(cfg),
 			Built:       services.bind, WrapStorage: services.wrap,
-			New:         func() runtime.Object { return &corev1.Service{} }, NewList: func() runtime.Object { return &corev1.ServiceList{} }},
+			New: func() runtime.Object { return &corev1.Service{} }, NewList: func() runtime.Object { return &corev1.ServiceList{} }},
 		{GroupVersion: core, Resource: "endpoints", Singular: "endpoints", ShortNames: []string{"ep"},
 			Namespaced: true, Hooks: endpointsHooks(),
 			New: func() runtime.Object { return &corev1.Endpoints{} }, NewList: func() runtime.Object { return &corev1.EndpointsList{} }},
