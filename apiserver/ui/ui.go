@@ -1,8 +1,8 @@
 // Package ui serves the service map at /ui/ on the API server's port: the
-// page and its script, embedded in the binary, an endpoint that lists the
-// large kinds in the slim form the map draws, two that judge Services
-// with package explain, and one that sums the node proxies' traffic
-// counters.
+// page and its script, embedded in the binary, an endpoint that says who
+// the caller is, one that lists the large kinds in the slim form the map
+// draws, two that judge Services with package explain, and one that sums
+// the node proxies' traffic counters.
 //
 // The page holds no data. Anonymous clients get it as the login page (it
 // asks for a token) and nothing else: every object the map shows comes
@@ -11,7 +11,18 @@
 // and Services it lists through /ui/api/list, from the server's caches,
 // because fetching and decoding ten thousand whole Pods is most of a
 // page load, and the map needs a few fields of each. Every kind it then
-// watches through the API. The endpoints here run as the caller:
+// watches through the API.
+//
+// The page asks nothing of the API before it has a user: the API answers
+// every anonymous HTTP/2 request with "Connection: close" (kube-apiserver's
+// UnauthenticatedHTTP2DOSMitigation), which makes the server send GOAWAY
+// and close the connection, and a browser that has just handed its next
+// request (a navigation, a fetch) to that connection fails it with
+// ERR_CONNECTION_CLOSED instead of retrying. So the login page learns
+// whether the caller is logged in from /ui/api/whoami, and names its own
+// icon so that the browser does not ask the API for /favicon.ico.
+//
+// The endpoints here run as the caller:
 // /ui/api/list and /ui/api/status check with the authorizer that the
 // caller may list each kind they read from the caches, and
 // /ui/api/explain impersonates the caller, so no user sees through the UI
@@ -92,6 +103,8 @@ func (u *UI) Wrap(next http.Handler) http.Handler {
 		switch p := r.URL.Path; {
 		case p == "/ui":
 			http.Redirect(w, r, Prefix, http.StatusMovedPermanently)
+		case p == Prefix+"api/whoami":
+			u.withUser(w, r, serveWhoAmI)
 		case p == Prefix+"api/status":
 			u.withUser(w, r, u.serveStatus)
 		case p == Prefix+"api/list":
@@ -132,6 +145,19 @@ func (u *UI) withUser(w http.ResponseWriter, r *http.Request, serve func(http.Re
 		return
 	}
 	serve(w, r, resp.User)
+}
+
+// whoAmI is what /ui/api/whoami answers a user who is logged in.
+type whoAmI struct {
+	Username string `json:"username"`
+}
+
+// serveWhoAmI tells the page who the caller is; its 401 tells it to ask
+// for a token. The page asks here rather than the API because the API
+// closes an HTTP/2 connection after every anonymous request (see the
+// package doc), and a browser's next request can land on it as it closes.
+func serveWhoAmI(w http.ResponseWriter, _ *http.Request, u user.Info) {
+	writeJSON(w, http.StatusOK, whoAmI{Username: u.GetName()})
 }
 
 // errorBody is the JSON of every error the endpoints answer.

@@ -76,6 +76,7 @@ func TestAnonymousGetsOnlyTheLoginPage(t *testing.T) {
 		{name: "page", path: "/ui/", code: http.StatusOK, contains: "Log in"},
 		{name: "script", path: "/ui/app.js", code: http.StatusOK, contains: "textContent"},
 		{name: "bare path redirects", path: "/ui", code: http.StatusMovedPermanently},
+		{name: "who am I without token", path: "/ui/api/whoami", code: http.StatusUnauthorized, contains: "Unauthorized"},
 		{name: "status without token", path: "/ui/api/status?namespace=web", code: http.StatusUnauthorized, contains: "Unauthorized"},
 		{name: "explain without token", path: "/ui/api/explain?namespace=web&target=svc/a", code: http.StatusUnauthorized},
 		{name: "status with a wrong token", path: "/ui/api/status?namespace=web", token: "mallory", code: http.StatusUnauthorized},
@@ -99,6 +100,37 @@ func TestAnonymousGetsOnlyTheLoginPage(t *testing.T) {
 			t.Fatalf("Content-Security-Policy: got %q", csp)
 		}
 	})
+}
+
+// The login page asks /ui/api/whoami whether its caller is logged in:
+// asked of the API, the question closed the browser's connection under
+// its next request when the caller was anonymous, which failed a load of
+// the map with ERR_CONNECTION_CLOSED.
+func TestWhoAmI(t *testing.T) {
+	h := newTestUI(t, listOnly{})
+	tests := []struct {
+		name, token string
+		code        int
+		want        string
+	}{
+		{name: "a user", token: "alice", code: http.StatusOK, want: `{"username":"alice"}`},
+		{name: "anonymous", code: http.StatusUnauthorized},
+		{name: "a token not accepted", token: "mallory", code: http.StatusUnauthorized},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := get(h, "/ui/api/whoami", tc.token)
+			if w.Code != tc.code {
+				t.Fatalf("got %d, want %d (%s)", w.Code, tc.code, w.Body)
+			}
+			if tc.want != "" && strings.TrimSpace(w.Body.String()) != tc.want {
+				t.Errorf("got %s, want %s", w.Body, tc.want)
+			}
+			if c := w.Header().Get("Connection"); c != "" {
+				t.Errorf("Connection: got %q, want none: the page's next request goes on this connection", c)
+			}
+		})
+	}
 }
 
 func svc(name string, sel map[string]string) *corev1.Service {

@@ -738,7 +738,9 @@ function showLogin(msg) {
 
 async function start() {
   try {
-    await api('/api');
+    // Not the API: it closes the connection under an anonymous request
+    // (see package ui), and the browser may fail the next request on it.
+    await api('/ui/api/whoami');
   } catch (e) {
     showLogin(e.status === 401 ? (token ? 'That token was not accepted.' : '') : 'The API did not answer: ' + e.message);
     return;
