@@ -20,7 +20,10 @@
 // request (a navigation, a fetch) to that connection fails it with
 // ERR_CONNECTION_CLOSED instead of retrying. So the login page learns
 // whether the caller is logged in from /ui/api/whoami, and names its own
-// icon so that the browser does not ask the API for /favicon.ico.
+// icon so that the browser does not ask the API for /favicon.ico. Like the
+// page itself, the UI's answers to anonymous callers leave the connection
+// open: they are small and fixed, and closing under them would bring the
+// failure back.
 //
 // The endpoints here run as the caller:
 // /ui/api/list and /ui/api/status check with the authorizer that the
