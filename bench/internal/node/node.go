@@ -100,25 +100,33 @@ func (p *Procs) Start(name, netns string, args ...string) (*exec.Cmd, error) {
 // Add has Stop end cmd too, a process the bench started itself.
 func (p *Procs) Add(cmd *exec.Cmd) { p.procs = append(p.procs, cmd) }
 
-// Stop ends the processes, the last started first (SIGTERM, and SIGKILL
-// after ten seconds), then kills the pod processes that the state of each
-// agent root directory in agentRoots lists: pods live in namespaces of
-// their own and outlive their agent.
+// Stop ends the processes, the last started first (see Stop), then kills
+// the pod processes that the state of each agent root directory in
+// agentRoots lists: pods live in namespaces of their own and outlive their
+// agent.
 func (p *Procs) Stop(agentRoots ...string) {
 	for i := len(p.procs) - 1; i >= 0; i-- {
-		cmd := p.procs[i]
-		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
+		Stop(p.procs[i])
 	}
 	p.procs = nil
 	for _, root := range agentRoots {
 		agent.KillPods(root)
+	}
+}
+
+// Stop ends cmd, unless it has been waited for already: SIGTERM, and
+// SIGKILL after ten seconds.
+func Stop(cmd *exec.Cmd) {
+	if cmd.ProcessState != nil {
+		return
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		<-done
 	}
 }
