@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/klog/v2"
-
 	"portal.dev/portal/agent/container"
 )
 
@@ -116,17 +114,11 @@ func (a *Agent) serveAttach(w http.ResponseWriter, r *http.Request) {
 	}
 	defer log.Close()
 	log.Seek(0, io.SeekEnd)
-	req := parseStreamRequest(r)
-	s := upgradeSPDY(w, r, []string{remoteCommandV4})
-	if s == nil {
+	cs, _ := openCommandSession(w, r, "attach")
+	if cs == nil {
 		return
 	}
-	defer s.close()
-	cs, err := acceptStreams(s, req)
-	if err != nil {
-		klog.FromContext(r.Context()).V(2).Info("Attach session not started", "pod", ns+"/"+name, "err", err)
-		return
-	}
+	defer cs.close()
 	if cs.stdin != nil && t.stdin != nil {
 		go func() {
 			io.Copy(t.stdin, cs.stdin)

@@ -3,6 +3,7 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -106,8 +107,7 @@ func (a *Agent) serveHTTPProbe(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res := httpprobe.Probe(r.Context(), &net.Dialer{}, addr, req, diagHTTPTimeout)
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(res)
+	writeJSON(w, res)
 }
 
 // serveDNSQuery asks each cluster DNS server in turn one question and
@@ -139,8 +139,7 @@ func (a *Agent) serveDNSQuery(w http.ResponseWriter, r *http.Request) {
 			errs = append(errs, server+": "+err.Error())
 			continue
 		}
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(DNSAnswer{Server: server, Message: wire})
+		writeJSON(w, DNSAnswer{Server: server, Message: wire})
 		return
 	}
 	http.Error(w, fmt.Sprintf("the cluster DNS does not answer from node %s: %s", a.opts.NodeName, strings.Join(errs, "; ")), http.StatusBadGateway)
@@ -157,8 +156,7 @@ func (a *Agent) serveDial(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res := dialcheck.Check(r.Context(), &net.Dialer{}, ap, r.URL.Query().Get("protocol"), diagDialTimeout)
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(res)
+	writeJSON(w, res)
 }
 
 // runsPodAt says whether addr is the own address of a pod whose sandbox
@@ -185,39 +183,58 @@ func (a *Agent) runsPodAt(addr netip.Addr) bool {
 // (Options.ProxyStatusAddress, its --metrics-bind-address), which serves
 // only the node itself. A proxy that does not answer is a 502 that says so.
 func (a *Agent) serveProxyStatus(w http.ResponseWriter, r *http.Request) {
-	a.forwardToProxy(w, "/status/services/"+url.PathEscape(r.PathValue("namespace"))+"/"+url.PathEscape(r.PathValue("name")), diagProxyTimeout)
+	a.forwardToProxy(w, r, "/status/services/"+url.PathEscape(r.PathValue("namespace"))+"/"+url.PathEscape(r.PathValue("name")), diagProxyTimeout)
 }
 
 // serveProxyTraffic forwards to the proxy's counters (/status/traffic),
 // which the service map turns into request and error rates; a proxy mode
 // that counts nothing answers 404 through it.
 func (a *Agent) serveProxyTraffic(w http.ResponseWriter, r *http.Request) {
-	a.forwardToProxy(w, "/status/traffic", trafficProxyTimeout)
+	a.forwardToProxy(w, r, "/status/traffic", trafficProxyTimeout)
 }
 
 // serveIngressBackends forwards to the counters of this node's Ingress
 // controller (/status/backends on Options.IngressStatusAddress); a node
 // without one configured answers 404.
 func (a *Agent) serveIngressBackends(w http.ResponseWriter, r *http.Request) {
-	forward(w, "Ingress controller", "--ingress-status-address", a.opts.NodeName, a.opts.IngressStatusAddress, "/status/backends", diagProxyTimeout)
+	forward(w, r, "Ingress controller", "--ingress-status-address", a.opts.NodeName, a.opts.IngressStatusAddress, "/status/backends", diagProxyTimeout)
 }
 
 // forwardToProxy answers with the proxy's answer to GET path, waiting
 // at most timeout.
-func (a *Agent) forwardToProxy(w http.ResponseWriter, path string, timeout time.Duration) {
-	forward(w, "service proxy", "--proxy-status-address", a.opts.NodeName, a.opts.ProxyStatusAddress, path, timeout)
+func (a *Agent) forwardToProxy(w http.ResponseWriter, r *http.Request, path string, timeout time.Duration) {
+	forward(w, r, "service proxy", "--proxy-status-address", a.opts.NodeName, a.opts.ProxyStatusAddress, path, timeout)
 }
 
-// forward answers with the answer of the component what on node, at
+// diagClient is the one client the forwarders share. It never takes a
+// proxy from the environment (HTTP_PROXY): the components it asks listen
+// on this node, which a proxy elsewhere would not reach, or would answer
+// for its own host. It keeps a few connections open, since the service
+// map asks the same two or three addresses every few seconds.
+var diagClient = &http.Client{
+	Transport: &http.Transport{
+		Proxy:               nil,
+		MaxIdleConns:        4,
+		MaxIdleConnsPerHost: 2,
+		IdleConnTimeout:     30 * time.Second,
+	},
+}
+
+// forward answers r with the answer of the component what on node, at
 // addr (set by flag), to GET path, waiting at most timeout.
-func forward(w http.ResponseWriter, what, flag, node, addr, path string, timeout time.Duration) {
+func forward(w http.ResponseWriter, r *http.Request, what, flag, node, addr, path string, timeout time.Duration) {
 	if addr == "" {
 		http.Error(w, "the agent of node "+node+" has no "+flag, http.StatusNotFound)
 		return
 	}
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	defer cancel()
 	u := url.URL{Scheme: "http", Host: addr, Path: path}
-	client := http.Client{Timeout: timeout}
-	resp, err := client.Get(u.String())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	var resp *http.Response
+	if err == nil {
+		resp, err = diagClient.Do(req)
+	}
 	if err != nil {
 		http.Error(w, fmt.Sprintf("the %s of node %s does not answer at %s: %v", what, node, addr, err), http.StatusBadGateway)
 		return
@@ -226,4 +243,10 @@ func forward(w http.ResponseWriter, what, flag, node, addr, path string, timeout
 	w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
 	w.WriteHeader(resp.StatusCode)
 	io.Copy(w, io.LimitReader(resp.Body, 1<<20))
+}
+
+// writeJSON answers with v as JSON.
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(v)
 }

@@ -90,3 +90,31 @@ func TestDiagRoutes(t *testing.T) {
 		})
 	}
 }
+
+// TestDiagForwardIgnoresEnvironmentProxy: the forwarders used Go's default
+// transport, which sends through HTTP_PROXY to any address but a loopback
+// IP or "localhost"; a status address such as 0.0.0.0:10249 (the proxy's
+// own bind address, copied) then went to the proxy, which answered for
+// its own host or not at all. They ask this node's components directly.
+func TestDiagForwardIgnoresEnvironmentProxy(t *testing.T) {
+	status := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "this node's proxy")
+	}))
+	defer status.Close()
+	envProxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "the environment's proxy")
+	}))
+	defer envProxy.Close()
+	t.Setenv("HTTP_PROXY", envProxy.URL)
+	t.Setenv("http_proxy", envProxy.URL)
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(status.URL, "http://"))
+
+	a := &Agent{opts: Options{NodeName: "node1", ProxyStatusAddress: net.JoinHostPort("0.0.0.0", port)}}
+	mux := http.NewServeMux()
+	a.addDiagRoutes(mux)
+	rec := httptest.NewRecorder()
+	mux.ServeHTTP(rec, httptest.NewRequest("GET", "/proxystatus/traffic", nil))
+	if got, want := rec.Body.String(), "this node's proxy"; rec.Code != http.StatusOK || got != want {
+		t.Errorf("got %d %q, want 200 %q", rec.Code, got, want)
+	}
+}

@@ -89,6 +89,27 @@ func acceptStreams(s *spdySession, req streamRequest) (*commandStreams, error) {
 	return cs, nil
 }
 
+// openCommandSession upgrades r, a request for a remote command session
+// (kind is "exec" or "attach"), and waits for the streams its query asks
+// for. It returns nil when the session did not start: the request is
+// answered, or the session closed and the reason logged. Otherwise the
+// caller closes the session.
+func openCommandSession(w http.ResponseWriter, r *http.Request, kind string) (*commandStreams, streamRequest) {
+	req := parseStreamRequest(r)
+	s := upgradeSPDY(w, r, []string{remoteCommandV4})
+	if s == nil {
+		return nil, req
+	}
+	cs, err := acceptStreams(s, req)
+	if err != nil {
+		s.close()
+		klog.FromContext(r.Context()).V(2).Info("Remote command session not started", "session", kind,
+			"pod", r.PathValue("namespace")+"/"+r.PathValue("pod"), "err", err)
+		return nil, req
+	}
+	return cs, req
+}
+
 // finish reports how the command ended on the error stream, as a kubelet
 // Status (kubectl exits with the code), and half-closes every stream so
 // the client sees all output end.
@@ -127,17 +148,11 @@ func (a *Agent) serveExec(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, http.StatusNotFound, err.Error())
 		return
 	}
-	req := parseStreamRequest(r)
-	s := upgradeSPDY(w, r, []string{remoteCommandV4})
-	if s == nil {
+	cs, req := openCommandSession(w, r, "exec")
+	if cs == nil {
 		return
 	}
-	defer s.close()
-	cs, err := acceptStreams(s, req)
-	if err != nil {
-		klog.FromContext(r.Context()).V(2).Info("Exec session not started", "pod", ns+"/"+name, "err", err)
-		return
-	}
+	defer cs.close()
 	code, err := a.runCommand(cs, t, command, req.tty)
 	cs.finish(code, err)
 }

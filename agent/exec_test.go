@@ -35,17 +35,12 @@ func TestRemoteCommand(t *testing.T) {
 	a := &Agent{}
 	target := &execTarget{env: []string{"PATH=/usr/bin:/bin", "GREETING=hi"}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req := parseStreamRequest(r)
-		s := upgradeSPDY(w, r, []string{remoteCommandV4})
-		if s == nil {
+		cs, req := openCommandSession(w, r, "exec")
+		if cs == nil {
+			t.Error("the session did not start")
 			return
 		}
-		defer s.close()
-		cs, err := acceptStreams(s, req)
-		if err != nil {
-			t.Error(err)
-			return
-		}
+		defer cs.close()
 		code, err := a.runCommand(cs, target, r.URL.Query()["command"], req.tty)
 		cs.finish(code, err)
 	}))

@@ -2,6 +2,7 @@ package defaults
 
 import (
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -89,7 +90,7 @@ func normalizeClusterIPs(svc, old *corev1.Service) {
 	if len(old.Spec.ClusterIPs) > 0 && len(svc.Spec.ClusterIPs) == 0 && old.Spec.ClusterIP == svc.Spec.ClusterIP {
 		svc.Spec.ClusterIPs = old.Spec.ClusterIPs
 	}
-	if old.Spec.ClusterIP == svc.Spec.ClusterIP || !sameStrings(old.Spec.ClusterIPs, svc.Spec.ClusterIPs) {
+	if old.Spec.ClusterIP == svc.Spec.ClusterIP || !slices.Equal(old.Spec.ClusterIPs, svc.Spec.ClusterIPs) {
 		// Unchanged, or both changed: validation judges the result.
 		return
 	}
@@ -102,7 +103,7 @@ func normalizeClusterIPs(svc, old *corev1.Service) {
 
 // initIPFamilyFields is upstream's alloc.initIPFamilyFields.
 func initIPFamilyFields(svc, old *corev1.Service, cfg ServiceConfig) field.ErrorList {
-	if svc.Spec.Type == corev1.ServiceTypeExternalName || keepsPreferDualStack(svc, old) {
+	if svc.Spec.Type == corev1.ServiceTypeExternalName || svcconfig.KeepsPreferDualStack(svc, old) {
 		return nil
 	}
 	defaultIPFamilyPolicy(svc, old)
@@ -165,10 +166,10 @@ func isHeadlessSelectorless(svc *corev1.Service) bool {
 func prepareFamilyUpdate(svc, old *corev1.Service) field.ErrorList {
 	policyPath := field.NewPath("spec", "ipFamilyPolicy")
 	if *svc.Spec.IPFamilyPolicy == corev1.IPFamilyPolicySingleStack {
-		if sameStrings(old.Spec.ClusterIPs, svc.Spec.ClusterIPs) && len(svc.Spec.ClusterIPs) > 1 {
+		if slices.Equal(old.Spec.ClusterIPs, svc.Spec.ClusterIPs) && len(svc.Spec.ClusterIPs) > 1 {
 			svc.Spec.ClusterIPs = svc.Spec.ClusterIPs[0:1]
 		}
-		if sameFamilies(old.Spec.IPFamilies, svc.Spec.IPFamilies) && len(svc.Spec.IPFamilies) > 1 {
+		if slices.Equal(old.Spec.IPFamilies, svc.Spec.IPFamilies) && len(svc.Spec.IPFamilies) > 1 {
 			svc.Spec.IPFamilies = svc.Spec.IPFamilies[0:1]
 		}
 		return nil
@@ -244,47 +245,6 @@ func checkFamiliesConfigured(svc *corev1.Service, cfg ServiceConfig) field.Error
 		}
 	}
 	return errs
-}
-
-// keepsPreferDualStack reports whether an update leaves a PreferDualStack
-// service's IPs and families as stored. Upstream then leaves the family
-// fields alone, so a cluster becoming single- or dual-stack never silently
-// adds or removes an IP from an existing service.
-func keepsPreferDualStack(svc, old *corev1.Service) bool {
-	if old == nil || svc.Spec.IPFamilyPolicy == nil || old.Spec.Type != svc.Spec.Type || !getsClusterIP(svc.Spec.Type) {
-		return false
-	}
-	if *svc.Spec.IPFamilyPolicy != corev1.IPFamilyPolicyPreferDualStack {
-		return false
-	}
-	if old.Spec.IPFamilyPolicy != nil && *old.Spec.IPFamilyPolicy != corev1.IPFamilyPolicyPreferDualStack {
-		return false
-	}
-	return sameStrings(old.Spec.ClusterIPs, svc.Spec.ClusterIPs) && sameFamilies(old.Spec.IPFamilies, svc.Spec.IPFamilies)
-}
-
-func sameStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func sameFamilies(a, b []corev1.IPFamily) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // familyOfIP returns the family of a textual IP. Callers pass IPs that

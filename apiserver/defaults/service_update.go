@@ -1,6 +1,8 @@
 package defaults
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"portal.dev/portal/apiserver/svcconfig"
@@ -44,12 +46,12 @@ func ServiceTypeTransition(svc, old *corev1.Service) {
 }
 
 func dropClusterIPFields(svc, old *corev1.Service) {
-	if sameStrings(old.Spec.ClusterIPs, svc.Spec.ClusterIPs) {
+	if slices.Equal(old.Spec.ClusterIPs, svc.Spec.ClusterIPs) {
 		// The allocator releases these.
 		svc.Spec.ClusterIP = ""
 		svc.Spec.ClusterIPs = nil
 	}
-	if sameFamilies(old.Spec.IPFamilies, svc.Spec.IPFamilies) {
+	if slices.Equal(old.Spec.IPFamilies, svc.Spec.IPFamilies) {
 		svc.Spec.IPFamilies = nil
 	}
 	if samePtr(old.Spec.IPFamilyPolicy, svc.Spec.IPFamilyPolicy) {

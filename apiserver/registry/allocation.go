@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/klog/v2"
@@ -100,9 +99,10 @@ type serviceWrites interface {
 
 // storedServices reads Services from etcd, past the watch cache, and
 // notes which creates ended with an outcome etcd left unknown: the
-// Services' own store, given once it is built.
+// Services' own storage, given as it is made.
 type storedServices struct {
-	store *genericregistry.Store
+	storage storage.Interface
+	key     func(runtime.Object) (string, error)
 
 	mu      sync.Mutex
 	unknown map[runtime.Object]bool
@@ -111,13 +111,11 @@ type storedServices struct {
 	dropped map[string][]allocator.Key
 }
 
-// bind takes the Services' store, once it is built.
-func (s *storedServices) bind(store *genericregistry.Store) { s.store = store }
-
-// wrap puts outcomeStorage in front of the Services' storage, below the
-// dry-run switch, so that every create that reaches etcd is seen with the
-// very object BeginCreate was given.
-func (s *storedServices) wrap(st storage.Interface) storage.Interface {
+// wrap takes the Services' storage to read from, and puts outcomeStorage
+// in front of it, below the dry-run switch, so that every create that
+// reaches etcd is seen with the very object BeginCreate was given.
+func (s *storedServices) wrap(st storage.Interface, key func(runtime.Object) (string, error)) storage.Interface {
+	s.storage, s.key = st, key
 	return outcomeStorage{Interface: st, unknown: s.noteUnknown}
 }
 
@@ -170,19 +168,18 @@ func (s *storedServices) afterUpdate(cfg Config) genericregistry.AfterUpdateFunc
 
 // get returns the stored Service ns/name, or nil when there is none.
 func (s *storedServices) get(ctx context.Context, ns, name string) (*corev1.Service, error) {
-	if s.store == nil {
-		return nil, errors.New("the Services' store is not built")
+	if s.storage == nil {
+		return nil, errors.New("the Services' storage is not made")
+	}
+	key, err := s.key(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
+	if err != nil {
+		return nil, err
 	}
 	// The request may be over already; the read still gets its own time.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storedReadTimeout)
 	defer cancel()
-	ctx = genericapirequest.WithNamespace(ctx, ns)
-	key, err := s.store.KeyFunc(ctx, name)
-	if err != nil {
-		return nil, err
-	}
 	out := &corev1.Service{}
-	err = s.store.Storage.Get(ctx, key, storage.GetOptions{}, out)
+	err = s.storage.Get(ctx, key, storage.GetOptions{}, out)
 	switch {
 	case storage.IsNotFound(err):
 		return nil, nil

@@ -53,11 +53,12 @@ type Kind struct {
 	// rule that an update leaving an object terminating, with a zero
 	// grace period and no finalizers, deletes it.
 	ShouldDeleteDuringUpdate func(ctx context.Context, key string, obj, existing runtime.Object) bool
-	// Built, when set, is given the kind's store once it is complete.
-	Built func(*genericregistry.Store)
-	// WrapStorage, when set, wraps the kind's storage (below the dry-run
-	// switch) as it is made, before the store starts using it.
-	WrapStorage func(storage.Interface) storage.Interface
+	// WrapStorage, when set, is given the kind's storage (below the
+	// dry-run switch) as it is made, with the function that names an
+	// object's key in it, and returns the storage the store is to use.
+	// It runs before the store starts the goroutines that read its
+	// storage, so the store never sees the storage change.
+	WrapStorage func(st storage.Interface, key func(runtime.Object) (string, error)) storage.Interface
 }
 
 // REST is the storage of one resource; it adds short names and categories to
@@ -138,9 +139,6 @@ func NewStore(k Kind, opts generic.RESTOptionsGetter) (*REST, *StatusREST, error
 	if err != nil {
 		return nil, nil, fmt.Errorf("storage for %s: %w", gr, err)
 	}
-	if k.Built != nil {
-		k.Built(store)
-	}
 	r := &REST{Store: store, shortNames: k.ShortNames, categories: k.Categories}
 	if !k.HasStatus {
 		return r, nil, nil
@@ -158,7 +156,7 @@ func NewStore(k Kind, opts generic.RESTOptionsGetter) (*REST, *StatusREST, error
 // wrappedStorage gives the storage its getter makes to wrap first.
 type wrappedStorage struct {
 	generic.RESTOptionsGetter
-	wrap func(storage.Interface) storage.Interface
+	wrap func(storage.Interface, func(runtime.Object) (string, error)) storage.Interface
 }
 
 // GetRESTOptions implements generic.RESTOptionsGetter.
@@ -177,7 +175,7 @@ func (w wrappedStorage) GetRESTOptions(resource schema.GroupResource, example ru
 		if err != nil {
 			return s, destroy, err
 		}
-		return w.wrap(s), destroy, nil
+		return w.wrap(s, keyFunc), destroy, nil
 	}
 	return opts, nil
 }

@@ -3,9 +3,10 @@
 // cluster IP ranges (which also fix the cluster's IP families) and the
 // NodePort range.
 //
-// It is a leaf package of plain data: it holds no allocator state and must not
-// import the packages that use it (apiserver/defaults, apiserver/validation),
-// so that both of them can depend on it.
+// It is a leaf package of plain data and of the rules that defaulting and
+// validation must apply alike (KeepsPreferDualStack): it holds no allocator
+// state and must not import the packages that use it (apiserver/defaults,
+// apiserver/validation), so that both of them can depend on it.
 package svcconfig
 
 import (

@@ -2,6 +2,7 @@ package validation
 
 import (
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -150,7 +151,7 @@ func ValidateNodeUpdate(n, old *corev1.Node) field.ErrorList {
 		}
 		seen[a] = true
 	}
-	if oldCIDRs := nodePodCIDRs(old); len(oldCIDRs) > 0 && !equalSlices(oldCIDRs, nodePodCIDRs(n)) {
+	if oldCIDRs := nodePodCIDRs(old); len(oldCIDRs) > 0 && !slices.Equal(oldCIDRs, nodePodCIDRs(n)) {
 		errs = append(errs, field.Forbidden(field.NewPath("spec", "podCIDRs"), `node updates may not change podCIDR except from "" to valid`))
 	}
 	if old.Spec.ProviderID != "" && old.Spec.ProviderID != n.Spec.ProviderID {

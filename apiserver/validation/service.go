@@ -64,7 +64,7 @@ func validateService(svc, old *corev1.Service, cfg ServiceConfig) field.ErrorLis
 	}
 	errs = append(errs, validateSessionAffinity(&svc.Spec, specPath)...)
 	errs = append(errs, ValidateServiceClusterIPs(svc, old)...)
-	if !keepsPreferDualStack(svc, old) {
+	if !svcconfig.KeepsPreferDualStack(svc, old) {
 		errs = append(errs, validateServiceFamiliesConfigured(svc, cfg)...)
 	}
 	errs = append(errs, validateExternalIPs(svc, old)...)

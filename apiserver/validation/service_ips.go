@@ -161,37 +161,3 @@ func validateServiceFamiliesConfigured(svc *corev1.Service, cfg ServiceConfig) f
 	}
 	return errs
 }
-
-// keepsPreferDualStack reports whether an update leaves a PreferDualStack
-// service's IPs and families exactly as stored; upstream then skips family
-// initialisation so that a cluster turning single- or dual-stack does not
-// silently reshape existing services.
-func keepsPreferDualStack(svc, old *corev1.Service) bool {
-	if old == nil || svc.Spec.IPFamilyPolicy == nil || old.Spec.Type != svc.Spec.Type {
-		return false
-	}
-	switch svc.Spec.Type {
-	case corev1.ServiceTypeClusterIP, corev1.ServiceTypeNodePort, corev1.ServiceTypeLoadBalancer:
-	default:
-		return false
-	}
-	if *svc.Spec.IPFamilyPolicy != corev1.IPFamilyPolicyPreferDualStack {
-		return false
-	}
-	if old.Spec.IPFamilyPolicy != nil && *old.Spec.IPFamilyPolicy != corev1.IPFamilyPolicyPreferDualStack {
-		return false
-	}
-	return equalSlices(old.Spec.ClusterIPs, svc.Spec.ClusterIPs) && equalSlices(old.Spec.IPFamilies, svc.Spec.IPFamilies)
-}
-
-func equalSlices[T comparable](a, b []T) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}

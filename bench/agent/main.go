@@ -38,8 +38,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
-	"portal.dev/portal/agent"
 	"portal.dev/portal/bench/internal/host"
+	"portal.dev/portal/bench/internal/node"
 )
 
 var (
@@ -65,7 +65,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench: run me through bench/agent/run.sh (it makes the network namespaces)")
 		os.Exit(2)
 	}
-	b := &bench{node2: os.Getenv("PORTAL_BENCH_NETNS2"), ready: map[string]time.Time{}, readyCh: map[string]chan struct{}{}}
+	b := &bench{node2: os.Getenv("PORTAL_BENCH_NETNS2"), procs: node.Procs{Dir: *dir}, ready: map[string]time.Time{}, readyCh: map[string]chan struct{}{}}
 	err := b.run()
 	b.stopAll()
 	if err != nil {
@@ -77,7 +77,7 @@ func main() {
 type bench struct {
 	node2  string // node2's network namespace
 	client kubernetes.Interface
-	procs  []*exec.Cmd
+	procs  node.Procs
 	agents [2]*exec.Cmd
 
 	mu       sync.Mutex
@@ -97,7 +97,7 @@ func (b *bench) run() error {
 	if err := b.network(); err != nil {
 		return err
 	}
-	if _, err := b.start("server", "", *portal, "server", "--data-dir", filepath.Join(*dir, "server"),
+	if _, err := b.procs.Start("server", "", *portal, "server", "--data-dir", filepath.Join(*dir, "server"),
 		"--disable", "dns,proxy,agent,ingress", "--bind-address", "0.0.0.0", "--advertise-address", node1IP,
 		"--node-monitor-grace-period", "1h"); err != nil {
 		return err
@@ -122,7 +122,7 @@ func (b *bench) run() error {
 		}
 	}
 	b.watchPods(ctx)
-	fmt.Printf("# nodes up; cores: %d online, load before the bench: %s\n", numCPU(), loadavg())
+	fmt.Printf("# nodes up; cores: %d online, load before the bench: %s\n", host.NumCPU(), host.Loadavg())
 
 	time.Sleep(*settle)
 	base := [2]memory{readMemory(b.agents[0].Process.Pid), readMemory(b.agents[1].Process.Pid)}
@@ -140,69 +140,47 @@ func (b *bench) run() error {
 // network joins node1 (this namespace) and node2 with a veth; each is the
 // other's default route, as in e2e's seeds scenario.
 func (b *bench) network() error {
-	for _, args := range [][]string{
-		{"ip", "link", "set", "lo", "up"},
-		{"ip", "link", "add", "to-node2", "type", "veth", "peer", "name", "to-node1", "netns", b.node2},
-		{"ip", "addr", "add", node1IP + "/24", "dev", "to-node2"},
-		{"ip", "link", "set", "to-node2", "up"},
-		{"ip", "route", "add", "default", "via", node2IP},
-		{"ip", "netns", "exec", b.node2, "ip", "link", "set", "lo", "up"},
-		{"ip", "netns", "exec", b.node2, "ip", "addr", "add", node2IP + "/24", "dev", "to-node1"},
-		{"ip", "netns", "exec", b.node2, "ip", "link", "set", "to-node1", "up"},
-		{"ip", "netns", "exec", b.node2, "ip", "route", "add", "default", "via", node1IP},
-	} {
-		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
-			return fmt.Errorf("%s: %v: %s", strings.Join(args, " "), err, out)
-		}
-	}
-	return nil
+	return node.Run(
+		[]string{"ip", "link", "set", "lo", "up"},
+		[]string{"ip", "link", "add", "to-node2", "type", "veth", "peer", "name", "to-node1", "netns", b.node2},
+		[]string{"ip", "addr", "add", node1IP + "/24", "dev", "to-node2"},
+		[]string{"ip", "link", "set", "to-node2", "up"},
+		[]string{"ip", "route", "add", "default", "via", node2IP},
+		[]string{"ip", "netns", "exec", b.node2, "ip", "link", "set", "lo", "up"},
+		[]string{"ip", "netns", "exec", b.node2, "ip", "addr", "add", node2IP + "/24", "dev", "to-node1"},
+		[]string{"ip", "netns", "exec", b.node2, "ip", "link", "set", "to-node1", "up"},
+		[]string{"ip", "netns", "exec", b.node2, "ip", "route", "add", "default", "via", node1IP},
+	)
 }
 
 // startNode starts node i's agent and proxy with a node credential.
 func (b *bench) startNode(i int, ip string) error {
 	name := fmt.Sprintf("node%d", i)
 	kc := filepath.Join(*dir, name+".kubeconfig")
-	if out, err := exec.Command(*portal, "kubeconfig", "--data-dir", filepath.Join(*dir, "server"), "--user", "system:node:"+name,
-		"--group", "system:nodes", "--server", apiURL, "-o", kc).CombinedOutput(); err != nil {
-		return fmt.Errorf("kubeconfig: %v: %s", err, out)
+	if err := node.Kubeconfig(*portal, filepath.Join(*dir, "server"), name, apiURL, kc); err != nil {
+		return err
 	}
 	netns := ""
 	if i == 2 {
 		netns = b.node2
 	}
-	agent, err := b.start(name+"-agent", netns, *portal, "agent", "--kubeconfig", kc, "--hostname-override", name,
+	agent, err := b.procs.Start(name+"-agent", netns, *portal, "agent", "--kubeconfig", kc, "--hostname-override", name,
 		"--node-ip", ip, "--pod-cidr", fmt.Sprintf("10.244.%d.0/24", i), "--cluster-cidr", clusterCID,
 		"--root-dir", filepath.Join(*dir, name+"-agent"))
 	if err != nil {
 		return err
 	}
 	b.agents[i-1] = agent
-	if _, err := b.start(name+"-proxy", netns, *portal, "proxy", "--kubeconfig", kc, "--hostname-override", name,
+	if _, err := b.procs.Start(name+"-proxy", netns, *portal, "proxy", "--kubeconfig", kc, "--hostname-override", name,
 		"--proxy-mode", "nftables", "--cluster-cidr", clusterCID); err != nil {
 		return err
 	}
 	// The agent's /healthz is on the node's loopback; the Node's Ready
 	// condition says the same from here.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		n, err := b.client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
-		if err == nil && nodeReady(n) {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not Ready after 60s (see %s)", name, filepath.Join(*dir, name+"-agent.log"))
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := node.WaitReady(context.Background(), b.client, name, 60*time.Second); err != nil {
+		return fmt.Errorf("%w (see %s)", err, filepath.Join(*dir, name+"-agent.log"))
 	}
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	return nil
 }
 
 func podReady(p *corev1.Pod) (bool, time.Time) {
@@ -610,43 +588,11 @@ func (m *ruleMonitor) wait(target string, present bool, since time.Time, timeout
 	}
 }
 
-func (b *bench) start(name, netns string, args ...string) (*exec.Cmd, error) {
-	f, err := os.OpenFile(filepath.Join(*dir, name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	if netns != "" {
-		args = append([]string{"ip", "netns", "exec", netns}, args...)
-	}
-	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	b.procs = append(b.procs, cmd)
-	return cmd, nil
-}
-
 // stopAll stops the components, then kills every pod process the
-// agents' state files list (pods live in namespaces of their own).
+// agents' state files list.
 func (b *bench) stopAll() {
-	for i := len(b.procs) - 1; i >= 0; i-- {
-		cmd := b.procs[i]
-		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	}
 	roots, _ := filepath.Glob(filepath.Join(*dir, "node*-agent"))
-	for _, root := range roots {
-		agent.KillPods(root)
-	}
+	b.procs.Stop(roots...)
 }
 
 // memory is a process's resident set from /proc/PID/status. From
@@ -689,16 +635,6 @@ func readCPU() cpuStat {
 // busySince is the fraction of all cores busy since s0, whatever ran.
 func (s cpuStat) busySince(s0 cpuStat) float64 {
 	return (s.busy - s0.busy) / (s.total - s0.total)
-}
-
-func numCPU() int {
-	data, _ := os.ReadFile("/proc/stat")
-	return strings.Count(string(data), "\ncpu")
-}
-
-func loadavg() string {
-	data, _ := os.ReadFile("/proc/loadavg")
-	return strings.Join(strings.Fields(string(data))[:3], " ")
 }
 
 func quantile(d []time.Duration, q float64) time.Duration {

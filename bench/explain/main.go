@@ -13,24 +13,16 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
-	"sync"
-	"syscall"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/util/retry"
 
+	"portal.dev/portal/bench/internal/cluster"
 	"portal.dev/portal/explain"
-
-	"portal.dev/portal/bench/internal/host"
 )
 
 var (
@@ -56,35 +48,22 @@ func run() error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	f, err := os.Create(filepath.Join(dir, "server.log"))
+	srv, err := cluster.Start(*portal, dir, *core)
 	if err != nil {
 		return err
 	}
-	srv := exec.Command("taskset", "-c", *core, *portal, "server", "--data-dir", dir, "--secure-port", "16997",
-		"--disable", "dns,proxy,agent,ingress", "--node-monitor-grace-period", "1h")
-	srv.Stdout, srv.Stderr = f, f
-	srv.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := srv.Start(); err != nil {
-		return err
-	}
-	defer func() { srv.Process.Signal(syscall.SIGTERM); srv.Wait() }()
-	if err := host.WaitHTTP("https://127.0.0.1:16997/readyz", 90*time.Second); err != nil {
-		return err
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "admin.kubeconfig"))
+	defer srv.Stop()
+	cfg, err := srv.Config()
 	if err != nil {
 		return err
 	}
-	cfg.QPS, cfg.Burst = 1e6, 1e6
 	cfg.ContentType = runtime.ContentTypeProtobuf
 	client := kubernetes.NewForConfigOrDie(cfg)
 	ctx := context.Background()
 
 	t0 := time.Now()
-	if err := populate(ctx, client); err != nil {
-		return err
-	}
-	if err := waitEndpoints(ctx, client, *services**podsPer); err != nil {
+	size := cluster.Size{Services: *services, PodsPerService: *podsPer, Nodes: *nodes, NodeAddresses: true}
+	if err := cluster.Fill(ctx, client, size); err != nil {
 		return err
 	}
 	fmt.Printf("# %d Services, %d ready Pods, %d nodes ready in %s\n", *services, *services**podsPer, *nodes, time.Since(t0).Round(time.Second))
@@ -94,15 +73,15 @@ func run() error {
 	for i := range *runs {
 		name := fmt.Sprintf("s%d", i*(*services)/(*runs))
 		start := time.Now()
-		if _, err := client.CoreV1().Services("bench").Get(ctx, name, metav1.GetOptions{}); err != nil {
+		if _, err := client.CoreV1().Services(cluster.Namespace).Get(ctx, name, metav1.GetOptions{}); err != nil {
 			return err
 		}
-		if _, err := client.DiscoveryV1().EndpointSlices("bench").List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + name}); err != nil {
+		if _, err := client.DiscoveryV1().EndpointSlices(cluster.Namespace).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + name}); err != nil {
 			return err
 		}
 		anchor = append(anchor, time.Since(start))
 		start = time.Now()
-		r, err := e.Explain(ctx, "bench", "svc/"+name)
+		r, err := e.Explain(ctx, cluster.Namespace, "svc/"+name)
 		if err != nil {
 			return err
 		}
@@ -118,112 +97,4 @@ func run() error {
 	fmt.Printf("RESULT anchor get+list p50=%s; explain/anchor=%.1fx\n", anchor[len(anchor)/2].Round(time.Millisecond),
 		float64(took[len(took)/2])/float64(anchor[len(anchor)/2]))
 	return nil
-}
-
-// populate creates the nodes (Ready, each at a loopback address where no
-// agent listens), the Services and their Pods with Ready status.
-func populate(ctx context.Context, c kubernetes.Interface) error {
-	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench"}}, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	for i := range *nodes {
-		name := fmt.Sprintf("n%d", i)
-		if _, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-			return err
-		}
-		// The node controllers write a new Node too (its podCIDR).
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			n, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			n.Status = corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("127.0.9.%d", i+1)}},
-				Conditions:      []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now()}},
-				DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: 10250}}}
-			_, err = c.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
-			return err
-		})
-		if err != nil {
-			return err
-		}
-	}
-	work := make(chan int)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var firstErr error
-	for range 32 {
-		wg.Go(func() {
-			for i := range work {
-				if err := createOne(ctx, c, i); err != nil {
-					mu.Lock()
-					firstErr = cmpErr(firstErr, err)
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	for i := range *services {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	return firstErr
-}
-
-func cmpErr(first, err error) error {
-	if first != nil {
-		return first
-	}
-	return err
-}
-
-func createOne(ctx context.Context, c kubernetes.Interface, i int) error {
-	name := fmt.Sprintf("s%d", i)
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": name},
-			Ports: []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}}}}
-	if _, err := c.CoreV1().Services("bench").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	for j := range *podsPer {
-		n := i**podsPer + j
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", name, j), Labels: map[string]string{"app": name}},
-			Spec: corev1.PodSpec{NodeName: fmt.Sprintf("n%d", n%*nodes),
-				Containers: []corev1.Container{{Name: "c", Image: "none", Command: []string{"sleep"}}}}}
-		p, err := c.CoreV1().Pods("bench").Create(ctx, pod, metav1.CreateOptions{})
-		if err != nil {
-			return err
-		}
-		p.Status.Phase = corev1.PodRunning
-		ip := fmt.Sprintf("10.%d.%d.%d", 100+n/65536, n/256%256, n%256)
-		p.Status.PodIP, p.Status.PodIPs = ip, []corev1.PodIP{{IP: ip}}
-		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
-		if _, err = c.CoreV1().Pods("bench").UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// waitEndpoints polls the slices until total endpoints are ready.
-func waitEndpoints(ctx context.Context, c kubernetes.Interface, total int) error {
-	deadline := time.Now().Add(10 * time.Minute)
-	for time.Now().Before(deadline) {
-		list, err := c.DiscoveryV1().EndpointSlices("bench").List(ctx, metav1.ListOptions{})
-		if err == nil {
-			ready := 0
-			for _, s := range list.Items {
-				for _, e := range s.Endpoints {
-					if e.Conditions.Ready == nil || *e.Conditions.Ready {
-						ready++
-					}
-				}
-			}
-			if ready == total {
-				return nil
-			}
-		}
-		time.Sleep(time.Second)
-	}
-	return fmt.Errorf("endpoints not all ready after 10 minutes")
 }

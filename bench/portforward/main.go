@@ -24,8 +24,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -34,8 +32,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"portal.dev/portal/agent"
 	"portal.dev/portal/bench/internal/host"
+	"portal.dev/portal/bench/internal/node"
 )
 
 var (
@@ -65,7 +63,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench: run me through bench/portforward/run.sh (it makes the network namespace)")
 		os.Exit(2)
 	}
-	b := &bench{}
+	b := &bench{procs: node.Procs{Dir: *dir}}
 	err := b.run()
 	b.stopAll()
 	if err != nil {
@@ -76,23 +74,22 @@ func main() {
 
 type bench struct {
 	client kubernetes.Interface
-	procs  []*exec.Cmd
+	procs  node.Procs
 	server *exec.Cmd
 	agent  *exec.Cmd
 	podIP  string
 }
 
 func (b *bench) run() error {
-	for _, args := range [][]string{
-		{"ip", "link", "set", "lo", "up"},
-		{"ip", "link", "add", "node0", "type", "veth", "peer", "name", "node0-peer"},
-		{"ip", "addr", "add", nodeIP + "/24", "dev", "node0"},
-		{"ip", "link", "set", "node0", "up"},
-		{"ip", "link", "set", "node0-peer", "up"},
-	} {
-		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
-			return fmt.Errorf("%s: %v: %s", strings.Join(args, " "), err, out)
-		}
+	err := node.Run(
+		[]string{"ip", "link", "set", "lo", "up"},
+		[]string{"ip", "link", "add", "node0", "type", "veth", "peer", "name", "node0-peer"},
+		[]string{"ip", "addr", "add", nodeIP + "/24", "dev", "node0"},
+		[]string{"ip", "link", "set", "node0", "up"},
+		[]string{"ip", "link", "set", "node0-peer", "up"},
+	)
+	if err != nil {
+		return err
 	}
 	if err := b.startComponents(); err != nil {
 		return err
@@ -100,7 +97,7 @@ func (b *bench) run() error {
 	if err := b.startPod(); err != nil {
 		return err
 	}
-	fmt.Printf("# pod up at %s; cores: %d online, load before the bench: %s\n", b.podIP, numCPU(), loadavg())
+	fmt.Printf("# pod up at %s; cores: %d online, load before the bench: %s\n", b.podIP, host.NumCPU(), host.Loadavg())
 	return b.measure()
 }
 
@@ -108,7 +105,7 @@ func (b *bench) run() error {
 // for the node to be Ready.
 func (b *bench) startComponents() error {
 	var err error
-	if b.server, err = b.start("server", *portal, "server", "--data-dir", filepath.Join(*dir, "server"),
+	if b.server, err = b.procs.Start("server", "", *portal, "server", "--data-dir", filepath.Join(*dir, "server"),
 		"--disable", "dns,proxy,agent,ingress", "--bind-address", "0.0.0.0", "--advertise-address", nodeIP); err != nil {
 		return err
 	}
@@ -121,27 +118,18 @@ func (b *bench) startComponents() error {
 	}
 	b.client = kubernetes.NewForConfigOrDie(cfg)
 	kc := filepath.Join(*dir, "node1.kubeconfig")
-	if out, err := exec.Command(*portal, "kubeconfig", "--data-dir", filepath.Join(*dir, "server"), "--user", "system:node:node1",
-		"--group", "system:nodes", "--server", apiURL, "-o", kc).CombinedOutput(); err != nil {
-		return fmt.Errorf("kubeconfig: %v: %s", err, out)
+	if err := node.Kubeconfig(*portal, filepath.Join(*dir, "server"), "node1", apiURL, kc); err != nil {
+		return err
 	}
-	if b.agent, err = b.start("agent", *portal, "agent", "--kubeconfig", kc, "--hostname-override", "node1",
+	if b.agent, err = b.procs.Start("agent", "", *portal, "agent", "--kubeconfig", kc, "--hostname-override", "node1",
 		"--node-ip", nodeIP, "--pod-cidr", "10.244.1.0/24", "--cluster-cidr", "10.244.0.0/16",
 		"--root-dir", filepath.Join(*dir, "node1-agent")); err != nil {
 		return err
 	}
-	return waitFor(60*time.Second, "node1 Ready", func() bool {
-		n, err := b.client.CoreV1().Nodes().Get(context.Background(), "node1", metav1.GetOptions{})
-		if err != nil {
-			return false
-		}
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NodeReady {
-				return c.Status == corev1.ConditionTrue
-			}
-		}
-		return false
-	})
+	if err := node.WaitReady(context.Background(), b.client, "node1", 60*time.Second); err != nil {
+		return fmt.Errorf("%w (logs in %s)", err, *dir)
+	}
+	return nil
 }
 
 // startPod writes the file, creates the pod serving it and its Service,
@@ -197,38 +185,9 @@ func (b *bench) startPod() error {
 	})
 }
 
-// start runs a component with its output in DIR/NAME.log.
-func (b *bench) start(name string, args ...string) (*exec.Cmd, error) {
-	f, err := os.OpenFile(filepath.Join(*dir, name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	b.procs = append(b.procs, cmd)
-	return cmd, nil
-}
-
-// stopAll stops the components, then kills the pod's processes (they
-// live in namespaces of their own).
+// stopAll stops the components, then kills the pod's processes.
 func (b *bench) stopAll() {
-	for i := len(b.procs) - 1; i >= 0; i-- {
-		cmd := b.procs[i]
-		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	}
-	agent.KillPods(filepath.Join(*dir, "node1-agent"))
+	b.procs.Stop(filepath.Join(*dir, "node1-agent"))
 }
 
 func waitFor(timeout time.Duration, what string, ok func() bool) error {
@@ -240,16 +199,6 @@ func waitFor(timeout time.Duration, what string, ok func() bool) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return nil
-}
-
-func numCPU() int {
-	data, _ := os.ReadFile("/proc/stat")
-	return strings.Count(string(data), "\ncpu")
-}
-
-func loadavg() string {
-	data, _ := os.ReadFile("/proc/loadavg")
-	return strings.Join(strings.Fields(string(data))[:3], " ")
 }
 
 func median(v []float64) float64 {

@@ -167,7 +167,7 @@ func (b *bench) portForward(target, ports, kubeconfig string) (*exec.Cmd, error)
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	b.procs = append(b.procs, cmd)
+	b.procs.Add(cmd)
 	listening := make(chan struct{})
 	go func() {
 		sc := bufio.NewScanner(out)

@@ -24,7 +24,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -40,6 +39,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"portal.dev/portal/bench/internal/host"
+	"portal.dev/portal/bench/internal/node"
 )
 
 var (
@@ -79,7 +79,7 @@ func main() {
 type bench struct {
 	dir    string
 	client kubernetes.Interface
-	procs  []*exec.Cmd
+	procs  node.Procs
 }
 
 // run sets the namespace and the API server up, compares throughput
@@ -91,8 +91,8 @@ func run() error {
 		return err
 	}
 	os.Chmod(dir, 0o755) // nginx workers read the pages as nobody
-	b := &bench{dir: dir}
-	defer b.stopAll()
+	b := &bench{dir: dir, procs: node.Procs{Dir: dir}}
+	defer b.procs.Stop()
 	if *keep {
 		fmt.Println("# data and logs in", dir)
 	} else {
@@ -132,7 +132,7 @@ func run() error {
 			return err
 		}
 	}
-	b.stop(proxy)
+	node.Stop(proxy)
 	if proxy, err = b.firstFullSync(ctx); err != nil {
 		return err
 	}
@@ -533,39 +533,9 @@ func bulk(addr string) (float64, error) {
 	return sum / 5, nil
 }
 
+// start runs args pinned to core, with its output in NAME.log.
 func (b *bench) start(name, core string, args ...string) (*exec.Cmd, error) {
-	f, err := os.OpenFile(filepath.Join(b.dir, name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command("taskset", append([]string{"-c", core}, args...)...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	b.procs = append(b.procs, cmd)
-	return cmd, nil
-}
-
-func (b *bench) stop(cmd *exec.Cmd) {
-	if cmd.ProcessState == nil {
-		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	}
-}
-
-func (b *bench) stopAll() {
-	for i := len(b.procs) - 1; i >= 0; i-- {
-		b.stop(b.procs[i])
-	}
+	return b.procs.Start(name, "", append([]string{"taskset", "-c", core}, args...)...)
 }
 
 func sh(args ...string) error { return shIn("", args...) }

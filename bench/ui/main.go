@@ -20,13 +20,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
@@ -35,8 +31,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
+	"portal.dev/portal/bench/internal/cluster"
 	"portal.dev/portal/bench/internal/host"
 )
 
@@ -141,16 +137,12 @@ func filled(dir string) (string, error) {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return "", err
 	}
-	port, err := freePort()
+	srv, err := cluster.Start(*portal, dir, *core)
 	if err != nil {
 		return "", err
 	}
-	stop, _, err := startServer(dir, *portal, port)
-	if err != nil {
-		return "", err
-	}
-	defer stop()
-	cfg, err := clientConfig(dir)
+	defer srv.Stop()
+	cfg, err := srv.Config()
 	if err != nil {
 		return "", err
 	}
@@ -163,35 +155,21 @@ func filled(dir string) (string, error) {
 	return token, os.WriteFile(tokenFile, []byte(token), 0o600)
 }
 
-func clientConfig(dir string) (*rest.Config, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "admin.kubeconfig"))
-	if err != nil {
-		return nil, err
-	}
-	cfg.QPS, cfg.Burst = 1e6, 1e6
-	return cfg, nil
-}
-
 // runOnce starts bin on the filled cluster in dir, lets it settle, times
 // the anchor lists and two loads of the page, and stops it.
 func runOnce(dir, bin, token string) ([2]measures, error) {
 	var none [2]measures
-	port, err := freePort()
+	srv, err := cluster.Start(bin, dir, *core)
 	if err != nil {
 		return none, err
 	}
-	stop, pid, err := startServer(dir, bin, port)
-	if err != nil {
-		return none, err
-	}
-	defer stop()
+	defer srv.Stop()
+	pid := srv.PID()
 	quiet(pid, *settle)
-	cfg, err := clientConfig(dir)
+	cfg, err := srv.Config()
 	if err != nil {
 		return none, err
 	}
-	// The server's address changes with each start.
-	cfg.Host = fmt.Sprintf("https://127.0.0.1:%d", port)
 	ctx := context.Background()
 	anchor, err := listLikeThePage(ctx, cfg)
 	if err != nil {
@@ -213,37 +191,6 @@ func runOnce(dir, bin, token string) ([2]measures, error) {
 }
 
 func mib(b float64) float64 { return b / (1 << 20) }
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// startServer runs bin as portal server with only the API and
-// controllers, and returns how to stop it and its process id.
-func startServer(dir, bin string, port int) (func(), int, error) {
-	f, err := os.OpenFile(filepath.Join(dir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, 0, err
-	}
-	srv := exec.Command("taskset", "-c", *core, bin, "server", "--data-dir", dir, "--secure-port", strconv.Itoa(port),
-		"--disable", "dns,proxy,agent,ingress", "--node-monitor-grace-period", "1h")
-	srv.Stdout, srv.Stderr = f, f
-	srv.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := srv.Start(); err != nil {
-		return nil, 0, err
-	}
-	stop := func() { srv.Process.Signal(syscall.SIGTERM); srv.Wait(); f.Close() }
-	if err := host.WaitHTTP(fmt.Sprintf("https://127.0.0.1:%d/readyz", port), 90*time.Second); err != nil {
-		stop()
-		return nil, 0, err
-	}
-	return stop, srv.Process.Pid, nil
-}
 
 // quiet waits until pid has used under a tenth of a core over a second,
 // or for at most max: a restarted server resyncs its controllers and

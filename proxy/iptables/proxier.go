@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"net/netip"
 	"os/exec"
 	"slices"
@@ -319,7 +320,7 @@ func (fp *familyProxier) planPartial(snap *snapshot.Snapshot, changed map[types.
 			groups = append(groups, group)
 		}
 		if old != nil {
-			for _, name := range sortedKeys(old.chains) {
+			for _, name := range slices.Sorted(maps.Keys(old.chains)) {
 				if _, keep := ws.chains[name]; !keep {
 					stale["nat"] = append(stale["nat"], name)
 				}
@@ -554,14 +555,5 @@ func sortedNames[V any](m map[types.NamespacedName]V) []types.NamespacedName {
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
-	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
 	return out
 }

@@ -3,7 +3,9 @@
 package nftables
 
 import (
+	"maps"
 	"net/netip"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -26,7 +28,7 @@ func (fp *familyProxier) full(tx txOps, snap *snapshot.Snapshot, leftovers map[s
 			endpointMaps[r.mapName()] = struct{}{}
 		}
 	}
-	for _, name := range sortedKeys(endpointMaps) {
+	for _, name := range slices.Sorted(maps.Keys(endpointMaps)) {
 		m := fp.endpointMap(name)
 		tx.Add(m)
 		tx.Flush(m)
@@ -160,5 +162,5 @@ func (fp *familyProxier) deleteLeftBehind(tx txOps, leftovers map[string][]strin
 	for m := range fp.endpointMaps {
 		isMap[m] = true
 	}
-	deleteStale(tx, sortedKeys(staleChains), sortedKeys(staleSets), isMap)
+	deleteStale(tx, slices.Sorted(maps.Keys(staleChains)), slices.Sorted(maps.Keys(staleSets)), isMap)
 }

@@ -3,7 +3,9 @@
 package nftables
 
 import (
+	"maps"
 	"net/netip"
+	"slices"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -114,7 +116,7 @@ func (ps *partialSync) reassignElements() {
 		}
 	}
 	ps.newOwners = make(map[string]ownership, len(affected))
-	for _, id := range sortedKeys(affected) {
+	for _, id := range slices.Sorted(maps.Keys(affected)) {
 		next := ps.nextOwner(id)
 		var newElem *elem
 		if next.hasOwner {
@@ -182,7 +184,7 @@ func (ps *partialSync) addNewMaps(tx txOps) {
 			}
 		}
 	}
-	for _, m := range sortedKeys(ps.newMaps) {
+	for _, m := range slices.Sorted(maps.Keys(ps.newMaps)) {
 		tx.Add(ps.fp.endpointMap(m))
 	}
 }

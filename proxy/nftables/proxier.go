@@ -21,7 +21,6 @@ import (
 	"hash/fnv"
 	"net/netip"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -395,14 +394,5 @@ func sortedAddrs(m map[netip.Addr]int) []netip.Addr {
 		out = append(out, a)
 	}
 	slices.SortFunc(out, func(a, b netip.Addr) int { return a.Compare(b) })
-	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
 	return out
 }

@@ -1,5 +1,6 @@
 // Package host is what the benchmarks read from this machine's processes
-// (memory and CPU time from /proc) and how they wait for a component.
+// (memory and CPU time from /proc), what they say of the machine (its CPUs
+// and load) and how they wait for a component.
 package host
 
 import (
@@ -68,4 +69,17 @@ func WaitHTTP(url string, timeout time.Duration) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// NumCPU is the number of CPUs online, from /proc/stat.
+func NumCPU() int {
+	data, _ := os.ReadFile("/proc/stat")
+	return strings.Count(string(data), "\ncpu")
+}
+
+// Loadavg is the machine's load over 1, 5 and 15 minutes, as
+// /proc/loadavg says it.
+func Loadavg() string {
+	data, _ := os.ReadFile("/proc/loadavg")
+	return strings.Join(strings.Fields(string(data))[:3], " ")
 }
