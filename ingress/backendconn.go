@@ -31,8 +31,10 @@ type backendConn struct {
 	// as nginx's proxy_read_timeout, and the time the proxy spends
 	// writing to the client between reads does not count.
 	read time.Duration
-	// deadline says whether a read deadline is set.
-	deadline bool
+	// readAt is the read deadline set, zero for none. It stays when the
+	// connection goes back to the pool, where nothing reads it, and moves
+	// only when a read needs more time than it leaves (nextDeadline).
+	readAt time.Time
 	// headLeft is how much more of a response head may be read; negative
 	// while no head is read.
 	headLeft int64
@@ -62,11 +64,11 @@ func (c *backendConn) Read(p []byte) (int, error) {
 		p = p[:c.headLeft]
 	}
 	if c.read > 0 {
-		c.conn.SetReadDeadline(time.Now().Add(c.read))
-		c.deadline = true
-	} else if c.deadline {
-		c.conn.SetReadDeadline(time.Time{})
-		c.deadline = false
+		if t, ok := nextDeadline(c.readAt, time.Now(), c.read); ok {
+			c.setReadDeadline(t)
+		}
+	} else if !c.readAt.IsZero() {
+		c.setReadDeadline(time.Time{})
 	}
 	n, err := c.conn.Read(p)
 	if c.headLeft > 0 {
@@ -76,6 +78,21 @@ func (c *backendConn) Read(p []byte) (int, error) {
 		c.answered = true
 	}
 	return n, err
+}
+
+func (c *backendConn) setReadDeadline(t time.Time) {
+	c.conn.SetReadDeadline(t)
+	c.readAt = t
+}
+
+// usable says whether the pooled c may carry a request (alive), once a
+// read deadline kept from its last request that has passed since is
+// cleared: it would fail the check.
+func (c *backendConn) usable(now time.Time) bool {
+	if !c.readAt.IsZero() && !now.Before(c.readAt) {
+		c.setReadDeadline(time.Time{})
+	}
+	return c.alive()
 }
 
 // Write writes to the endpoint for bw.
@@ -123,16 +140,11 @@ func (c *backendConn) unsent() bool { return c.written == 0 }
 // finish ends the exchange of resp, whose body was read to the end, and
 // says whether the connection may carry another request: not when
 // either side asked to close it, the client's request ended meanwhile,
-// or the endpoint sent more than the response. A connection kept has no
-// read deadline: one passed while it is idle would fail alive().
+// or the endpoint sent more than the response.
 func (c *backendConn) finish(resp *http.Response) bool {
 	resp.Body.Close()
 	if c.stop() && !resp.Close && c.br.Buffered() == 0 {
 		c.stop = nil
-		if c.deadline {
-			c.conn.SetReadDeadline(time.Time{})
-			c.deadline = false
-		}
 		return true
 	}
 	c.close()

@@ -123,7 +123,7 @@ func (l *listenerHandler) roundTrip(w *recorder, r *http.Request, out *upstreamR
 			c = e.getIdle(l.balancer.now())
 		}
 		reused := c != nil
-		if reused && !c.alive() {
+		if reused && !c.usable(l.balancer.now()) {
 			// http.Transport learns from the read it keeps posted of a
 			// connection closed while idle, and of bytes sent on it then
 			// (a 408, a stray response) that would be read as the answer.
