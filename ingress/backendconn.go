@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"syscall"
 	"time"
 )
 
@@ -45,10 +46,19 @@ type backendConn struct {
 	// stop ends the watch on the client's request; it returns false
 	// when the request had ended and the connection's deadline was set.
 	stop func() bool
+	// abort, the watch's action, ends the reads and writes under way.
+	abort func()
+
+	// What alive needs, made once: a request makes no garbage for it.
+	rawConn  syscall.RawConn
+	peekFunc func(fd uintptr) bool
+	peekBuf  [1]byte
+	idle     bool
 }
 
 func newBackendConn(c net.Conn) *backendConn {
 	bc := &backendConn{conn: c, headLeft: -1}
+	bc.abort = func() { bc.conn.SetDeadline(aLongTimeAgo) }
 	bc.br = bufio.NewReaderSize(bc, 4<<10)
 	bc.bw = bufio.NewWriterSize(bc, 4<<10)
 	return bc
@@ -109,7 +119,7 @@ func (c *backendConn) Write(p []byte) (int, error) {
 // which take http.Transport's path.
 func (c *backendConn) roundTrip(ctx context.Context, out *upstreamRequest, a *attempt, info func(int, http.Header)) (*http.Response, error) {
 	c.written, c.answered, c.read = 0, false, a.read
-	c.stop = context.AfterFunc(ctx, func() { c.conn.SetDeadline(aLongTimeAgo) })
+	c.stop = context.AfterFunc(ctx, c.abort)
 	if _, err := c.bw.Write(out.appendHead(c.bw.AvailableBuffer())); err != nil {
 		return nil, err
 	}

@@ -12,20 +12,25 @@ import (
 // last response. It costs a system call, asked before each request on a
 // pooled connection.
 func (c *backendConn) alive() bool {
-	sc, ok := c.conn.(syscall.Conn)
-	if !ok {
-		return true
+	if c.rawConn == nil {
+		sc, ok := c.conn.(syscall.Conn)
+		if !ok {
+			return true
+		}
+		raw, err := sc.SyscallConn()
+		if err != nil {
+			return false
+		}
+		c.rawConn, c.peekFunc = raw, c.peekIdle
 	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
-		return false
-	}
-	idle := false
-	err = raw.Read(func(fd uintptr) bool {
-		var b [1]byte
-		_, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		idle = errors.Is(err, syscall.EAGAIN)
-		return true
-	})
-	return err == nil && idle
+	c.idle = false
+	err := c.rawConn.Read(c.peekFunc)
+	return err == nil && c.idle
+}
+
+// peekIdle notes in c.idle whether fd has nothing to read yet.
+func (c *backendConn) peekIdle(fd uintptr) bool {
+	_, _, err := syscall.Recvfrom(int(fd), c.peekBuf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	c.idle = errors.Is(err, syscall.EAGAIN)
+	return true
 }

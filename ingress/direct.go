@@ -206,7 +206,8 @@ type upstreamRequest struct {
 
 // outgoing makes the request to the endpoint for r.
 func (l *listenerHandler) outgoing(r *http.Request, req *request) *upstreamRequest {
-	out := &upstreamRequest{r: r, fwd: forwardedValues(r, req, l.opts.TrustForwardedHeaders)}
+	out := &req.out
+	*out = upstreamRequest{r: r, fwd: forwardedValues(r, req, l.opts.TrustForwardedHeaders)}
 	u := r.URL
 	if q := cleanQuery(u.RawQuery); q != u.RawQuery || u.Scheme != "" || u.Host != "" {
 		u = &url.URL{Path: u.Path, RawPath: u.RawPath, RawQuery: q}

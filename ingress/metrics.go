@@ -2,7 +2,6 @@ package ingress
 
 import (
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -100,8 +99,17 @@ func methodLabel(m string) string {
 }
 
 func statusClass(code int) string {
-	if code < 100 || code > 599 {
+	switch {
+	case code < 100 || code > 599:
 		return "other"
+	case code < 200:
+		return "1xx"
+	case code < 300:
+		return "2xx"
+	case code < 400:
+		return "3xx"
+	case code < 500:
+		return "4xx"
 	}
-	return strconv.Itoa(code/100) + "xx"
+	return "5xx"
 }
