@@ -65,3 +65,45 @@ func TestPooledConnectionOutlivesReadTimeout(t *testing.T) {
 		t.Errorf("pooled connection idle past the read timeout: usable() = false, want true")
 	}
 }
+
+// Regression: a pooled connection kept the read deadline of its last
+// request, a minute on, and a request whose Ingress set a shorter read
+// timeout waited the minute out rather than its own.
+func TestPooledConnectionTakesShorterReadTimeout(t *testing.T) {
+	ln := keepAliveBackend(t, func(n int, c net.Conn, req *http.Request) bool {
+		if req.URL.Path == "/slow" {
+			return true // no answer
+		}
+		fmt.Fprint(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		return true
+	}, nil)
+	raw, err := net.Dial("tcp", ln)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newBackendConn(raw)
+	defer c.close()
+	fast, _ := http.NewRequest("GET", "http://foo.com/", nil)
+	resp, err := c.roundTrip(context.Background(), &upstreamRequest{r: fast, target: "/"}, &attempt{read: time.Minute}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	if !c.finish(resp) {
+		t.Fatal("connection not kept for another request")
+	}
+	slow, _ := http.NewRequest("GET", "http://foo.com/slow", nil)
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.roundTrip(context.Background(), &upstreamRequest{r: slow, target: "/slow"}, &attempt{read: 50 * time.Millisecond}, nil)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !isTimeout(err) {
+			t.Errorf("got %v, want a timeout", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no timeout 10s into a request with a 50ms read timeout")
+	}
+}

@@ -9,15 +9,18 @@ const maxDeadlineSlack = 300 * time.Millisecond
 
 // nextDeadline says which deadline an operation that may take d from now
 // needs, given at, the one set on the connection (zero for none): at
-// itself, unchanged, while it leaves the operation the whole of d, else a
-// new one, a slack beyond now+d, which the next operations of a busy
-// connection keep. Moving a connection's deadline changes a runtime
-// timer; for a keep-alive connection serving hundreds of requests a
-// second, that was one of the larger costs of a request.
+// itself, unchanged, while it leaves the operation the whole of d and no
+// more than the slack beyond, else a new one, the slack beyond now+d,
+// which the next operations of a busy connection keep. An at set for a
+// longer timeout (an Ingress of its own on a pooled connection) is
+// replaced. Moving a connection's deadline changes a runtime timer; for
+// a keep-alive connection serving hundreds of requests a second, that
+// was one of the larger costs of a request.
 func nextDeadline(at, now time.Time, d time.Duration) (time.Time, bool) {
 	want := now.Add(d)
-	if !at.IsZero() && !at.Before(want) {
+	slack := min(d/8, maxDeadlineSlack)
+	if !at.IsZero() && !at.Before(want) && !at.After(want.Add(slack)) {
 		return at, false
 	}
-	return want.Add(min(d/8, maxDeadlineSlack)), true
+	return want.Add(slack), true
 }
