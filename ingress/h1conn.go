@@ -303,9 +303,8 @@ func (c *h1Conn) handle(r *http.Request, host string, m route.Match, start time.
 
 // watchDelay is how long a request runs before its client's connection
 // is watched. Most requests end sooner, and a watch costs a goroutine, a
-// hand-off of the next request to the loop and two deadline changes;
-// a client gone that long ago has its request ended no later than
-// watchDelay after.
+// hand-off of the next request to the loop and two deadline changes. A
+// client that goes away has its request ended at most watchDelay after.
 const watchDelay = 5 * time.Millisecond
 
 // watch arms the watch of the connection for the time of the request, so
