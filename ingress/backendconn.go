@@ -49,11 +49,18 @@ type backendConn struct {
 	// abort, the watch's action, ends the reads and writes under way.
 	abort func()
 
-	// What alive needs, made once: a request makes no garbage for it.
+	// What alive and sendAndAwait need, made once: a request makes no
+	// garbage for them.
 	rawConn  syscall.RawConn
 	peekFunc func(fd uintptr) bool
 	peekBuf  [1]byte
 	idle     bool
+	sendFunc func(fd uintptr) bool
+	// unsentHead is what sendAndAwait has yet to write; sendDone says it
+	// wrote it all, sendErr why it could not.
+	unsentHead []byte
+	sendDone   bool
+	sendErr    error
 }
 
 func newBackendConn(c net.Conn) *backendConn {
@@ -73,13 +80,7 @@ func (c *backendConn) Read(p []byte) (int, error) {
 	if c.headLeft > 0 && int64(len(p)) > c.headLeft {
 		p = p[:c.headLeft]
 	}
-	if c.read > 0 {
-		if t, ok := nextDeadline(c.readAt, time.Now(), c.read); ok {
-			c.setReadDeadline(t)
-		}
-	} else if !c.readAt.IsZero() {
-		c.setReadDeadline(time.Time{})
-	}
+	c.armRead()
 	n, err := c.conn.Read(p)
 	if c.headLeft > 0 {
 		c.headLeft -= int64(n)
@@ -88,6 +89,17 @@ func (c *backendConn) Read(p []byte) (int, error) {
 		c.answered = true
 	}
 	return n, err
+}
+
+// armRead sets the read timeout for a read about to start.
+func (c *backendConn) armRead() {
+	if c.read > 0 {
+		if t, ok := nextDeadline(c.readAt, time.Now(), c.read); ok {
+			c.setReadDeadline(t)
+		}
+	} else if !c.readAt.IsZero() {
+		c.setReadDeadline(time.Time{})
+	}
 }
 
 func (c *backendConn) setReadDeadline(t time.Time) {
@@ -120,11 +132,21 @@ func (c *backendConn) Write(p []byte) (int, error) {
 func (c *backendConn) roundTrip(ctx context.Context, out *upstreamRequest, a *attempt, info func(int, http.Header)) (*http.Response, error) {
 	c.written, c.answered, c.read = 0, false, a.read
 	c.stop = context.AfterFunc(ctx, c.abort)
-	if _, err := c.bw.Write(out.appendHead(c.bw.AvailableBuffer())); err != nil {
+	head := out.appendHead(c.bw.AvailableBuffer())
+	c.armRead()
+	sent, err := c.sendAndAwait(head)
+	if err != nil {
 		return nil, err
 	}
-	if err := c.bw.Flush(); err != nil {
-		return nil, err
+	if !sent {
+		// What sendAndAwait did not write goes the usual way; head
+		// lies in bw's free space, which Write copies it within.
+		if _, err := c.bw.Write(head[c.written:]); err != nil {
+			return nil, err
+		}
+		if err := c.bw.Flush(); err != nil {
+			return nil, err
+		}
 	}
 	defer func() { c.headLeft = -1 }()
 	for n := 0; ; n++ {

@@ -107,3 +107,43 @@ func TestPooledConnectionTakesShorterReadTimeout(t *testing.T) {
 		t.Fatal("no timeout 10s into a request with a 50ms read timeout")
 	}
 }
+
+// A request goes out and is answered both over a connection the proxy
+// can write and wait on itself (TCP) and over one it cannot, which takes
+// the usual writes.
+func TestRoundTripWithAndWithoutRawConn(t *testing.T) {
+	ln := keepAliveBackend(t, func(n int, c net.Conn, req *http.Request) bool {
+		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(req.URL.Path), req.URL.Path)
+		return true
+	}, nil)
+	for _, tc := range []struct {
+		name string
+		wrap func(net.Conn) net.Conn
+	}{
+		{"raw", func(c net.Conn) net.Conn { return c }},
+		{"not raw", func(c net.Conn) net.Conn { return struct{ net.Conn }{c} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			raw, err := net.Dial("tcp", ln)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := newBackendConn(tc.wrap(raw))
+			defer c.close()
+			for _, path := range []string{"/first", "/second"} {
+				r, _ := http.NewRequest("GET", "http://foo.com"+path, nil)
+				resp, err := c.roundTrip(context.Background(), &upstreamRequest{r: r, target: path}, &attempt{read: time.Minute}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, _ := io.ReadAll(resp.Body)
+				if string(body) != path {
+					t.Errorf("got %q, want %q", body, path)
+				}
+				if !c.finish(resp) {
+					t.Fatal("connection not kept for another request")
+				}
+			}
+		})
+	}
+}
