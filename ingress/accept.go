@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -101,15 +102,41 @@ func handshake(conn net.Conn, conf *tls.Config, deadline time.Time) *tls.Conn {
 // after a hand-off, TLS records included, as nginx's send_timeout does:
 // a client that stops reading has its connection closed, rather than
 // holding it and the endpoint's. Each write has the whole timeout, so a
-// slow client or a long-lived WebSocket is not cut off.
+// slow client or a long-lived WebSocket is not cut off; the deadline
+// moves only when it would leave a write less (nextDeadline).
 type sendTimeoutConn struct {
 	net.Conn
 	timeout time.Duration
+	// at is the write deadline set, in Unix nanoseconds, 0 for none.
+	// Atomic: after a hand-off, net/http's server may write from
+	// more than one goroutine, one after another.
+	at atomic.Int64
 }
 
 func (c *sendTimeoutConn) Write(p []byte) (int, error) {
-	c.Conn.SetWriteDeadline(time.Now().Add(c.timeout))
+	var at time.Time
+	if ns := c.at.Load(); ns != 0 {
+		at = time.Unix(0, ns)
+	}
+	if t, ok := nextDeadline(at, time.Now(), c.timeout); ok {
+		c.Conn.SetWriteDeadline(t)
+		c.at.Store(t.UnixNano())
+	}
 	return c.Conn.Write(p)
+}
+
+// SetDeadline sets the connection's deadlines; the next write sets its
+// own again.
+func (c *sendTimeoutConn) SetDeadline(t time.Time) error {
+	c.at.Store(0)
+	return c.Conn.SetDeadline(t)
+}
+
+// SetWriteDeadline sets the connection's write deadline; the next write
+// sets its own again.
+func (c *sendTimeoutConn) SetWriteDeadline(t time.Time) error {
+	c.at.Store(0)
+	return c.Conn.SetWriteDeadline(t)
 }
 
 // NetConn is the connection accepted, as tls.Conn's NetConn.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"syscall"
 	"time"
 )
 
@@ -31,8 +32,10 @@ type backendConn struct {
 	// as nginx's proxy_read_timeout, and the time the proxy spends
 	// writing to the client between reads does not count.
 	read time.Duration
-	// deadline says whether a read deadline is set.
-	deadline bool
+	// readAt is the read deadline set, zero for none. It stays when the
+	// connection goes back to the pool, where nothing reads it, and moves
+	// only when a read needs more time than it leaves (nextDeadline).
+	readAt time.Time
 	// headLeft is how much more of a response head may be read; negative
 	// while no head is read.
 	headLeft int64
@@ -43,10 +46,26 @@ type backendConn struct {
 	// stop ends the watch on the client's request; it returns false
 	// when the request had ended and the connection's deadline was set.
 	stop func() bool
+	// abort, the watch's action, ends the reads and writes under way.
+	abort func()
+
+	// What alive and sendAndAwait need, made once: a request makes no
+	// garbage for them.
+	rawConn  syscall.RawConn
+	peekFunc func(fd uintptr) bool
+	peekBuf  [1]byte
+	idle     bool
+	sendFunc func(fd uintptr) bool
+	// unsentHead is what sendAndAwait has yet to write; sendDone says it
+	// wrote it all, sendErr why it could not.
+	unsentHead []byte
+	sendDone   bool
+	sendErr    error
 }
 
 func newBackendConn(c net.Conn) *backendConn {
 	bc := &backendConn{conn: c, headLeft: -1}
+	bc.abort = func() { bc.conn.SetDeadline(aLongTimeAgo) }
 	bc.br = bufio.NewReaderSize(bc, 4<<10)
 	bc.bw = bufio.NewWriterSize(bc, 4<<10)
 	return bc
@@ -61,13 +80,7 @@ func (c *backendConn) Read(p []byte) (int, error) {
 	if c.headLeft > 0 && int64(len(p)) > c.headLeft {
 		p = p[:c.headLeft]
 	}
-	if c.read > 0 {
-		c.conn.SetReadDeadline(time.Now().Add(c.read))
-		c.deadline = true
-	} else if c.deadline {
-		c.conn.SetReadDeadline(time.Time{})
-		c.deadline = false
-	}
+	c.armRead()
 	n, err := c.conn.Read(p)
 	if c.headLeft > 0 {
 		c.headLeft -= int64(n)
@@ -76,6 +89,32 @@ func (c *backendConn) Read(p []byte) (int, error) {
 		c.answered = true
 	}
 	return n, err
+}
+
+// armRead sets the read timeout for a read about to start.
+func (c *backendConn) armRead() {
+	if c.read > 0 {
+		if t, ok := nextDeadline(c.readAt, time.Now(), c.read); ok {
+			c.setReadDeadline(t)
+		}
+	} else if !c.readAt.IsZero() {
+		c.setReadDeadline(time.Time{})
+	}
+}
+
+func (c *backendConn) setReadDeadline(t time.Time) {
+	c.conn.SetReadDeadline(t)
+	c.readAt = t
+}
+
+// usable says whether the pooled c may carry a request (alive), once a
+// read deadline kept from its last request that has passed since is
+// cleared: it would fail the check.
+func (c *backendConn) usable(now time.Time) bool {
+	if !c.readAt.IsZero() && !now.Before(c.readAt) {
+		c.setReadDeadline(time.Time{})
+	}
+	return c.alive()
 }
 
 // Write writes to the endpoint for bw.
@@ -92,12 +131,22 @@ func (c *backendConn) Write(p []byte) (int, error) {
 // which take http.Transport's path.
 func (c *backendConn) roundTrip(ctx context.Context, out *upstreamRequest, a *attempt, info func(int, http.Header)) (*http.Response, error) {
 	c.written, c.answered, c.read = 0, false, a.read
-	c.stop = context.AfterFunc(ctx, func() { c.conn.SetDeadline(aLongTimeAgo) })
-	if _, err := c.bw.Write(out.appendHead(c.bw.AvailableBuffer())); err != nil {
+	c.stop = context.AfterFunc(ctx, c.abort)
+	head := out.appendHead(c.bw.AvailableBuffer())
+	c.armRead()
+	sent, err := c.sendAndAwait(head)
+	if err != nil {
 		return nil, err
 	}
-	if err := c.bw.Flush(); err != nil {
-		return nil, err
+	if !sent {
+		// What sendAndAwait did not write goes the usual way; head
+		// lies in bw's free space, which Write copies it within.
+		if _, err := c.bw.Write(head[c.written:]); err != nil {
+			return nil, err
+		}
+		if err := c.bw.Flush(); err != nil {
+			return nil, err
+		}
 	}
 	defer func() { c.headLeft = -1 }()
 	for n := 0; ; n++ {
@@ -123,16 +172,11 @@ func (c *backendConn) unsent() bool { return c.written == 0 }
 // finish ends the exchange of resp, whose body was read to the end, and
 // says whether the connection may carry another request: not when
 // either side asked to close it, the client's request ended meanwhile,
-// or the endpoint sent more than the response. A connection kept has no
-// read deadline: one passed while it is idle would fail alive().
+// or the endpoint sent more than the response.
 func (c *backendConn) finish(resp *http.Response) bool {
 	resp.Body.Close()
 	if c.stop() && !resp.Close && c.br.Buffered() == 0 {
 		c.stop = nil
-		if c.deadline {
-			c.conn.SetReadDeadline(time.Time{})
-			c.deadline = false
-		}
 		return true
 	}
 	c.close()

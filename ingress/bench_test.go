@@ -65,33 +65,38 @@ func BenchmarkProxyCPU(b *testing.B) {
 			}
 		}
 	})
-	b.Run("direct", func(b *testing.B) { clientLoad(b, backend, len(payload)) })
+	b.Run("direct", func(b *testing.B) { clientLoad(b, backend, len(payload), false) })
 	b.Run("proxy", func(b *testing.B) {
 		o := DefaultOptions()
 		o.AccessLog = false
 		tb := newTestBed(b, o)
 		tb.backend("foo.com", route.Match{}, backend)
-		clientLoad(b, tb.http, len(payload))
+		clientLoad(b, tb.http, len(payload), false)
+	})
+	// A new client connection per request, as bench/ingress's close load.
+	b.Run("direct-close", func(b *testing.B) { clientLoad(b, backend, len(payload), true) })
+	b.Run("proxy-close", func(b *testing.B) {
+		o := DefaultOptions()
+		o.AccessLog = false
+		tb := newTestBed(b, o)
+		tb.backend("foo.com", route.Match{}, backend)
+		clientLoad(b, tb.http, len(payload), true)
 	})
 }
 
-// clientLoad sends b.N GETs to addr over 16 connections, each answered
-// with a body of size bytes, and reports cpu-us/op.
-func clientLoad(b *testing.B, addr string, size int) {
+// clientLoad sends b.N GETs to addr from 16 clients, each answered with
+// a body of size bytes, and reports cpu-us/op. Each client keeps one
+// connection, or with close makes a new one for each request.
+func clientLoad(b *testing.B, addr string, size int, close bool) {
 	const conns = 16
-	clients := make([]net.Conn, conns)
-	for i := range clients {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer c.Close()
-		clients[i] = c
+	req := "GET /1k.bin HTTP/1.1\r\nHost: foo.com\r\nUser-Agent: bench\r\n\r\n"
+	if close {
+		req = "GET /1k.bin HTTP/1.1\r\nHost: foo.com\r\nUser-Agent: bench\r\nConnection: close\r\n\r\n"
 	}
 	start := cpuTime()
 	b.ResetTimer()
 	var wg sync.WaitGroup
-	for i, c := range clients {
+	for i := range conns {
 		n := b.N / conns
 		if i < b.N%conns {
 			n++
@@ -99,10 +104,19 @@ func clientLoad(b *testing.B, addr string, size int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			br := bufio.NewReader(c)
+			var c net.Conn
+			var br *bufio.Reader
 			body := make([]byte, size)
 			for range n {
-				io.WriteString(c, "GET /1k.bin HTTP/1.1\r\nHost: foo.com\r\nUser-Agent: bench\r\n\r\n")
+				if c == nil {
+					var err error
+					if c, err = net.Dial("tcp", addr); err != nil {
+						b.Error(err)
+						return
+					}
+					br = bufio.NewReader(c)
+				}
+				io.WriteString(c, req)
 				if err := readHead(br); err != nil {
 					b.Error(err)
 					return
@@ -111,6 +125,13 @@ func clientLoad(b *testing.B, addr string, size int) {
 					b.Error(err)
 					return
 				}
+				if close {
+					c.Close()
+					c = nil
+				}
+			}
+			if c != nil {
+				c.Close()
 			}
 		}()
 	}

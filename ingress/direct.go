@@ -123,7 +123,7 @@ func (l *listenerHandler) roundTrip(w *recorder, r *http.Request, out *upstreamR
 			c = e.getIdle(l.balancer.now())
 		}
 		reused := c != nil
-		if reused && !c.alive() {
+		if reused && !c.usable(l.balancer.now()) {
 			// http.Transport learns from the read it keeps posted of a
 			// connection closed while idle, and of bytes sent on it then
 			// (a 408, a stray response) that would be read as the answer.
@@ -206,7 +206,8 @@ type upstreamRequest struct {
 
 // outgoing makes the request to the endpoint for r.
 func (l *listenerHandler) outgoing(r *http.Request, req *request) *upstreamRequest {
-	out := &upstreamRequest{r: r, fwd: forwardedValues(r, req, l.opts.TrustForwardedHeaders)}
+	out := &req.out
+	*out = upstreamRequest{r: r, fwd: forwardedValues(r, req, l.opts.TrustForwardedHeaders)}
 	u := r.URL
 	if q := cleanQuery(u.RawQuery); q != u.RawQuery || u.Scheme != "" || u.Host != "" {
 		u = &url.URL{Path: u.Path, RawPath: u.RawPath, RawQuery: q}

@@ -27,8 +27,8 @@ import (
 // the response's header keys: for a small request, more than the
 // proxying. The loop reads a request head into the connection's buffer,
 // parses it with http.ReadRequest and hands it to the same handler, with
-// a response writer of its own (h1Response); its watch on the client is
-// the read of the next request, started early.
+// a response writer of its own (h1Response); its watch on the client, for
+// requests that last, is the read of the next request, started early.
 //
 // Everything else is handed to net/http's server with the bytes read so
 // far replayed, and the connection stays there: requests with a body or
@@ -72,12 +72,20 @@ type h1Conn struct {
 	// in: for the first, readHeaderTimeout from the accept; for the
 	// next ones, from their first byte. It holds across a hand-off.
 	headDeadline time.Time
+	// readAt is the read deadline set on conn, zero for none.
+	readAt time.Time
 
-	// The watch on the client during a request: a read for the next
-	// request, into br, which notices a client that went away.
-	watching bool
-	watched  chan struct{}
-	watchErr error
+	// The watch on the client during a request that has lasted
+	// watchDelay: a read for the next request, into br, which notices a
+	// client that went away. watchTimer starts it.
+	watchTimer *time.Timer
+	mu         sync.Mutex
+	// inRequest says a request is being served and may be watched;
+	// guarded by mu, as is watching while inRequest is set.
+	inRequest bool
+	watching  bool
+	watched   chan struct{}
+	watchErr  error
 }
 
 // serve runs the loop until the client or the server ends the
@@ -91,7 +99,6 @@ func (c *h1Conn) serve() {
 	c.resp.bw = c.bw
 	c.ctx, c.cancel = context.WithCancel(c.s.base)
 	defer c.cancel()
-	c.watched = make(chan struct{}, 1)
 	c.remote = c.conn.RemoteAddr().String()
 	for {
 		keep, err := c.next()
@@ -124,7 +131,9 @@ func (c *h1Conn) next() (bool, error) {
 	}
 	c.resp.reset(r, r.Close || c.s.closing.Load())
 	c.watch()
-	if !c.handle(r, host, m, start) {
+	ok := c.handle(r, host, m, start)
+	c.unwatch()
+	if !ok {
 		return false, nil
 	}
 	return c.resp.finish(), nil
@@ -139,12 +148,15 @@ func (c *h1Conn) readRequest() (*http.Request, error) {
 	// accept: a client that connects and says nothing is not an idle
 	// keep-alive one.
 	idle := c.served
-	deadline := c.headDeadline
-	if idle {
-		deadline = time.Now().Add(idleTimeout)
-	}
 	c.served = true
-	if !c.setReadDeadline(deadline) {
+	if idle {
+		if t, ok := nextDeadline(c.readAt, time.Now(), idleTimeout); ok {
+			c.setReadDeadline(t)
+		}
+	} else {
+		c.setReadDeadline(c.headDeadline)
+	}
+	if c.s.closing.Load() {
 		return nil, errServerClosing
 	}
 	end, err := c.readHead(idle)
@@ -197,7 +209,7 @@ func (c *h1Conn) readHead(idle bool) (int, error) {
 		}
 		if !armed {
 			armed = true
-			c.conn.SetReadDeadline(c.headDeadline)
+			c.setReadDeadline(c.headDeadline)
 		}
 		// Wait for more: Peek asks for one more byte than buffered.
 		if _, err := c.br.Peek(len(buf) + 1); err != nil && c.br.Buffered() == len(buf) {
@@ -289,33 +301,74 @@ func (c *h1Conn) handle(r *http.Request, host string, m route.Match, start time.
 	return true
 }
 
-// watch starts a read of the connection for the time of the request, so
+// watchDelay is how long a request runs before its client's connection
+// is watched. Most requests end sooner, and a watch costs a goroutine, a
+// hand-off of the next request to the loop and two deadline changes. A
+// client that goes away has its request ended at most watchDelay after.
+const watchDelay = 5 * time.Millisecond
+
+// watch arms the watch of the connection for the time of the request, so
 // that a client that goes away ends the request's context, as net/http's
-// server does. It reads into br what comes next: the next request of a
-// client that does not wait for the answer (pipelining), which is then
-// no longer watched.
+// server does. A client that does not wait for the answer (pipelining)
+// has sent its next request already, and is not watched.
 func (c *h1Conn) watch() {
 	if c.br.Buffered() > 0 {
 		return
 	}
-	c.conn.SetReadDeadline(time.Time{})
-	c.watching = true
-	go func() {
-		_, err := c.br.Peek(1)
-		if err != nil && !isTimeout(err) {
-			c.cancel()
-		}
-		c.watchErr = err
-		c.watched <- struct{}{}
-	}()
+	c.mu.Lock()
+	c.inRequest = true
+	c.mu.Unlock()
+	if c.watchTimer == nil {
+		c.watchTimer = time.AfterFunc(watchDelay, c.startWatch)
+	} else {
+		c.watchTimer.Reset(watchDelay)
+	}
 }
 
-// setReadDeadline sets the deadline of the next read of the client,
-// unless the servers are closing; Servers.shutdown sets a past one on
-// every connection after closing.
-func (c *h1Conn) setReadDeadline(t time.Time) bool {
+// unwatch ends the time a watch may start in; one started goes on until
+// the next request arrives or the connection ends.
+func (c *h1Conn) unwatch() {
+	if c.watchTimer != nil {
+		c.watchTimer.Stop()
+	}
+	c.mu.Lock()
+	c.inRequest = false
+	c.mu.Unlock()
+}
+
+// startWatch starts a read of the connection while a request is served.
+// It reads into br what comes next: the next request, which is then no
+// longer watched.
+func (c *h1Conn) startWatch() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.inRequest || c.watching {
+		return
+	}
+	// The read waits as long as the request lasts; the loop sets the
+	// idle deadline once it has ended.
+	c.setReadDeadline(time.Time{})
+	if c.watched == nil {
+		c.watched = make(chan struct{}, 1)
+	}
+	c.watching = true
+	go c.watchClient()
+}
+
+func (c *h1Conn) watchClient() {
+	_, err := c.br.Peek(1)
+	if err != nil && !isTimeout(err) {
+		c.cancel()
+	}
+	c.watchErr = err
+	c.watched <- struct{}{}
+}
+
+// setReadDeadline sets the deadline of the reads of the client;
+// Servers.shutdown sets a past one on every connection after closing.
+func (c *h1Conn) setReadDeadline(t time.Time) {
 	c.conn.SetReadDeadline(t)
-	return !c.s.closing.Load()
+	c.readAt = t
 }
 
 // handOff gives the connection, with what was read of it, to net/http's

@@ -37,8 +37,7 @@ type h1Response struct {
 	noBody     bool
 	pending    []byte // body held back until its length is known
 	writeErr   error  // the first write to the client that failed
-	scratch    []byte
-	trailerSet bool // the head announced trailers
+	trailerSet bool   // the head announced trailers
 }
 
 // reset readies w for the request r.
@@ -49,7 +48,7 @@ func (w *h1Response) reset(r *http.Request, closing bool) {
 		clear(w.h)
 	}
 	*w = h1Response{bw: w.bw, req: r, h: w.h, closing: closing, length: -1,
-		pending: w.pending[:0], scratch: w.scratch[:0]}
+		pending: w.pending[:0]}
 }
 
 // Header is the response's header, sent with the first write.
@@ -78,10 +77,9 @@ func (w *h1Response) WriteHeader(code int) {
 }
 
 func (w *h1Response) writeInformational(code int) {
-	b := appendStatusLine(w.scratch[:0], code)
+	b := appendStatusLine(w.bw.AvailableBuffer(), code)
 	b = appendHeader(b, w.h, noBodyHeaders)
 	b = append(b, "\r\n"...)
-	w.scratch = b
 	w.write(b)
 	w.flush()
 }
@@ -220,7 +218,7 @@ func (w *h1Response) sendHead(first []byte) {
 	case w.code == http.StatusNoContent || w.code < 200:
 		skip = noBodyHeaders
 	}
-	b := appendStatusLine(w.scratch[:0], w.code)
+	b := appendStatusLine(w.bw.AvailableBuffer(), w.code)
 	b = appendHeader(b, h, skip)
 	if _, ok := h["Date"]; !ok {
 		b = append(b, "Date: "...)
@@ -241,7 +239,6 @@ func (w *h1Response) sendHead(first []byte) {
 		}
 	}
 	b = append(b, "\r\n"...)
-	w.scratch = b
 	w.write(b)
 }
 
@@ -254,9 +251,8 @@ func (w *h1Response) writeBody(p []byte) {
 		w.write(p)
 		return
 	}
-	b := strconv.AppendInt(w.scratch[:0], int64(len(p)), 16)
+	b := strconv.AppendInt(w.bw.AvailableBuffer(), int64(len(p)), 16)
 	b = append(b, "\r\n"...)
-	w.scratch = b
 	w.write(b)
 	w.write(p)
 	w.write(crlf)
@@ -267,7 +263,7 @@ var crlf = []byte("\r\n")
 // writeTrailers ends a chunked body with the trailers the handler set:
 // those the head announced, and those named with http.TrailerPrefix.
 func (w *h1Response) writeTrailers() {
-	b := append(w.scratch[:0], "0\r\n"...)
+	b := append(w.bw.AvailableBuffer(), "0\r\n"...)
 	for _, v := range w.h["Trailer"] {
 		for name := range strings.SplitSeq(v, ",") {
 			name = http.CanonicalHeaderKey(strings.TrimSpace(name))
@@ -280,7 +276,6 @@ func (w *h1Response) writeTrailers() {
 		}
 	}
 	b = append(b, "\r\n"...)
-	w.scratch = b
 	w.write(b)
 }
 

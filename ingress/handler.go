@@ -115,9 +115,11 @@ type request struct {
 	overTLS  bool
 	// body is the client's request body, when there is one.
 	body *clientBody
-	// w is the response to the client; a field, as one allocation per
-	// request is cheaper than two.
-	w recorder
+	// w is the response to the client and out the request to the
+	// endpoint on the direct path; fields, as one allocation per request
+	// is cheaper than three.
+	w   recorder
+	out upstreamRequest
 }
 
 type requestKey struct{}

@@ -2,11 +2,12 @@ package ingress
 
 import (
 	"net/http"
-	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/apimachinery/pkg/types"
 
 	"portal.dev/portal/ingress/route"
 )
@@ -26,6 +27,24 @@ type Metrics struct {
 	configsApplied  prometheus.Counter
 	// backends counts by backend Service, for /status/backends.
 	backends backendCounters
+	// series holds the series a request counts in, by rule, method and
+	// status class (seriesKey -> *requestSeries): the vectors' own
+	// lookup hashes and compares every label value under a lock, and
+	// the Ingress's name is made a string, for each request. It holds
+	// no more series than the vectors, which forget none either.
+	series sync.Map
+}
+
+type seriesKey struct {
+	ingress       types.NamespacedName
+	host, path    string
+	method, class string
+}
+
+// requestSeries are the series of one seriesKey.
+type requestSeries struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
 }
 
 // NewMetrics returns the metrics, registered.
@@ -73,15 +92,30 @@ func (m *Metrics) Applied(built time.Time) {
 }
 
 func (m *Metrics) request(match route.Match, method string, status int, d time.Duration) {
-	ingress := ""
+	k := seriesKey{host: match.Host, path: match.Path, method: methodLabel(method), class: statusClass(status)}
 	if match.Backend != nil {
-		ingress = match.Ingress.String()
-	}
-	m.requests.WithLabelValues(ingress, match.Host, match.Path, methodLabel(method), statusClass(status)).Inc()
-	if match.Backend != nil {
+		k.ingress = match.Ingress
 		m.backends.count(match.Backend.Service, status)
 	}
-	m.duration.WithLabelValues(ingress).Observe(d.Seconds())
+	v, ok := m.series.Load(k)
+	if !ok {
+		v, _ = m.series.LoadOrStore(k, m.newSeries(k))
+	}
+	s := v.(*requestSeries)
+	s.requests.Inc()
+	s.duration.Observe(d.Seconds())
+}
+
+// newSeries looks up the series of k in the vectors.
+func (m *Metrics) newSeries(k seriesKey) *requestSeries {
+	ingress := ""
+	if k.ingress != (types.NamespacedName{}) {
+		ingress = k.ingress.String()
+	}
+	return &requestSeries{
+		requests: m.requests.WithLabelValues(ingress, k.host, k.path, k.method, k.class),
+		duration: m.duration.WithLabelValues(ingress),
+	}
 }
 
 func (m *Metrics) upstreamConnectError(b *route.Backend) {
@@ -100,8 +134,17 @@ func methodLabel(m string) string {
 }
 
 func statusClass(code int) string {
-	if code < 100 || code > 599 {
+	switch {
+	case code < 100 || code > 599:
 		return "other"
+	case code < 200:
+		return "1xx"
+	case code < 300:
+		return "2xx"
+	case code < 400:
+		return "3xx"
+	case code < 500:
+		return "4xx"
 	}
-	return strconv.Itoa(code/100) + "xx"
+	return "5xx"
 }
