@@ -43,6 +43,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"portal.dev/portal/internal/loop"
+	"portal.dev/portal/internal/objintern"
 )
 
 // Options configure a Collector. The zero value is usable.
@@ -262,15 +263,20 @@ func (c *Collector) enqueue(uids []types.UID) {
 	}
 }
 
-// slim drops what the graph never reads (labels, annotations, managed
-// fields), so the informers' caches stay small.
+// slimTable holds the namespaces, finalizers and owner references the
+// informers' objects share.
+var slimTable objintern.Table
+
+// slim drops what the graph never reads (type, labels, annotations,
+// managed fields), so the informers' caches stay small, and shares the
+// strings that repeat between objects: the informers and the graph keep
+// one entry per object of every resource for as long as it exists.
 func slim(obj any) (any, error) {
 	m, ok := obj.(*metav1.PartialObjectMetadata)
 	if !ok {
 		return obj, nil
 	}
-	return &metav1.PartialObjectMetadata{
-		TypeMeta: m.TypeMeta,
+	out := &metav1.PartialObjectMetadata{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:         m.Namespace,
 			Name:              m.Name,
@@ -280,7 +286,9 @@ func slim(obj any) (any, error) {
 			Finalizers:        m.Finalizers,
 			OwnerReferences:   m.OwnerReferences,
 		},
-	}, nil
+	}
+	slimTable.Meta(&out.ObjectMeta)
+	return out, nil
 }
 
 // toObject converts an object's metadata into the graph's form.
