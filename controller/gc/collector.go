@@ -229,11 +229,12 @@ func (c *Collector) ignored(gr schema.GroupResource) bool {
 
 // startMonitorLocked starts a metadata informer for gvr that feeds the graph.
 func (c *Collector) startMonitorLocked(ctx context.Context, gvr schema.GroupVersionResource) {
+	res := &gvr
 	inf := metadatainformer.NewFilteredMetadataInformer(c.metadata, gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
 	_ = inf.SetTransform(slim)
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.observe(gvr, obj) },
-		UpdateFunc: func(_, obj any) { c.observe(gvr, obj) },
+		AddFunc:    func(obj any) { c.observe(res, obj) },
+		UpdateFunc: func(_, obj any) { c.observe(res, obj) },
 		DeleteFunc: c.forget,
 	})
 	c.monitors[gvr] = inf
@@ -242,7 +243,7 @@ func (c *Collector) startMonitorLocked(ctx context.Context, gvr schema.GroupVers
 }
 
 // observe records an added or updated object in the graph.
-func (c *Collector) observe(gvr schema.GroupVersionResource, obj any) {
+func (c *Collector) observe(gvr *schema.GroupVersionResource, obj any) {
 	m, ok := obj.(*metav1.PartialObjectMetadata)
 	if !ok {
 		return
@@ -292,7 +293,7 @@ func slim(obj any) (any, error) {
 }
 
 // toObject converts an object's metadata into the graph's form.
-func toObject(gvr schema.GroupVersionResource, m *metav1.PartialObjectMetadata) object {
+func toObject(gvr *schema.GroupVersionResource, m *metav1.PartialObjectMetadata) object {
 	return object{
 		Resource:   gvr,
 		Namespace:  m.Namespace,
