@@ -1,11 +1,14 @@
 package apiserver
 
 import (
+	"reflect"
 	"testing"
 	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -41,5 +44,29 @@ func TestStorageCodecSharesRepeatedMetadata(t *testing.T) {
 	ra, rb := a.ManagedFields[0].FieldsV1.Raw, b.ManagedFields[0].FieldsV1.Raw
 	if string(ra) != `{"f:data":{}}` || &ra[0] != &rb[0] {
 		t.Errorf("managed fields %s and %s: want one shared copy", ra, rb)
+	}
+}
+
+// Objects entering the watch cache share equal label sets, and their
+// attributes for selectors are unchanged.
+func TestWatchCacheObjectsShareLabels(t *testing.T) {
+	g := &etcdStorage{}
+	attrs := g.cacheAttrs(func(obj runtime.Object) (labels.Set, fields.Set, error) {
+		m := obj.(*corev1.ConfigMap)
+		return m.Labels, fields.Set{"metadata.name": m.Name}, nil
+	})
+	var got [2]*corev1.ConfigMap
+	for i, name := range []string{"a", "b"} {
+		got[i] = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": "web"}}}
+		l, f, err := attrs(got[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Get("app") != "web" || f.Get("metadata.name") != name {
+			t.Errorf("attributes of %s: got %v, %v", name, l, f)
+		}
+	}
+	if reflect.ValueOf(got[0].Labels).UnsafePointer() != reflect.ValueOf(got[1].Labels).UnsafePointer() {
+		t.Errorf("labels %v and %v: got two maps, want one", got[0].Labels, got[1].Labels)
 	}
 }

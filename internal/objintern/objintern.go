@@ -24,7 +24,9 @@ package objintern
 
 import (
 	"bytes"
+	"encoding/binary"
 	"hash/maphash"
+	"slices"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,6 +44,9 @@ const (
 	maxStringLen = 128
 	maxRaw       = 512
 	maxRawLen    = 4096
+	maxMaps      = 1024
+	maxMapLen    = 512 // the sum of the keys' and values' lengths
+	maxMapKeys   = 16
 )
 
 // Table holds the first copy seen of each value. Its zero value is ready
@@ -53,6 +58,10 @@ type Table struct {
 	// value, so the bytes are compared on every hit.
 	raw  map[uint64][]byte
 	seed maphash.Seed
+	// maps is keyed by the sorted keys and values, each after its length,
+	// so that no two different maps have the same key.
+	maps   map[string]map[string]string
+	mapKey []byte
 }
 
 // String returns s, or an equal string seen before.
@@ -92,6 +101,43 @@ func (t *Table) Bytes(b []byte) []byte {
 	}
 	t.raw[h] = b
 	return b
+}
+
+// Map returns m, or a map equal to m seen before. Unlike strings and
+// bytes, maps can be changed in place, so only objects that are read-only
+// for as long as they exist, as the watch cache's are, may share them.
+func (t *Table) Map(m map[string]string) map[string]string {
+	if len(m) == 0 || len(m) > maxMapKeys {
+		return m
+	}
+	var buf [maxMapKeys]string
+	keys := buf[:0]
+	n := 0
+	for k, v := range m {
+		keys = append(keys, k)
+		n += len(k) + len(v)
+	}
+	if n > maxMapLen {
+		return m
+	}
+	slices.Sort(keys)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	key := t.mapKey[:0]
+	for _, k := range keys {
+		v := m[k]
+		key = append(binary.AppendUvarint(key, uint64(len(k))), k...)
+		key = append(binary.AppendUvarint(key, uint64(len(v))), v...)
+	}
+	t.mapKey = key
+	if c, ok := t.maps[string(key)]; ok {
+		return c
+	}
+	if t.maps == nil || len(t.maps) >= maxMaps {
+		t.maps = make(map[string]map[string]string)
+	}
+	t.maps[string(key)] = m
+	return m
 }
 
 // Meta replaces the repeating parts of m with the copies the table holds:
@@ -137,6 +183,19 @@ func (t *Table) Object(obj runtime.Object) {
 	}
 	if m, ok := a.GetObjectMeta().(*metav1.ObjectMeta); ok && m != nil {
 		t.Meta(m)
+	}
+}
+
+// ShareMaps makes obj's labels and annotations, if it has the standard
+// metadata, the equal maps seen before. Only for read-only objects (see
+// Map).
+func (t *Table) ShareMaps(obj runtime.Object) {
+	a, ok := obj.(metav1.ObjectMetaAccessor)
+	if !ok {
+		return
+	}
+	if m, ok := a.GetObjectMeta().(*metav1.ObjectMeta); ok && m != nil {
+		m.Labels, m.Annotations = t.Map(m.Labels), t.Map(m.Annotations)
 	}
 }
 

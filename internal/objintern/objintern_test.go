@@ -2,6 +2,7 @@ package objintern
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"unsafe"
@@ -114,5 +115,39 @@ func TestTableBounds(t *testing.T) {
 	x, y := tab.Bytes([]byte("same")), tab.Bytes([]byte("same"))
 	if &x[0] != &y[0] {
 		t.Errorf("equal bytes after a refill: got two copies, want one")
+	}
+}
+
+// TestMapSharesEqualMaps checks that equal label sets come back as one
+// map, whatever order they were built in, and that different, large or
+// empty ones are left alone.
+func TestMapSharesEqualMaps(t *testing.T) {
+	var tab Table
+	first := tab.Map(map[string]string{"app": "web", "tier": "front"})
+	tests := []struct {
+		name  string
+		in    map[string]string
+		share bool
+	}{
+		{"equal", map[string]string{"tier": "front", "app": "web"}, true},
+		{"other value", map[string]string{"app": "web", "tier": "back"}, false},
+		{"subset", map[string]string{"app": "web"}, false},
+		{"same bytes split differently", map[string]string{"app": "web\x00tier\x00front"}, false},
+		{"same bytes split differently again", map[string]string{"app": "webtier", "front": ""}, false},
+		{"too long", map[string]string{"app": strings.Repeat("w", maxMapLen)}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tab.Map(tc.in)
+			if shared := reflect.ValueOf(got).UnsafePointer() == reflect.ValueOf(first).UnsafePointer(); shared != tc.share {
+				t.Errorf("shared with the first map: got %v, want %v", shared, tc.share)
+			}
+			if !reflect.DeepEqual(got, tc.in) {
+				t.Errorf("got %v, want %v", got, tc.in)
+			}
+		})
+	}
+	if got := tab.Map(nil); got != nil {
+		t.Errorf("nil map: got %v, want nil", got)
 	}
 }
