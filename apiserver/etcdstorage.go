@@ -7,6 +7,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	etcdkube "go.etcd.io/etcd/client/v3/kubernetes"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/registry/generic"
@@ -21,6 +23,7 @@ import (
 
 	"portal.dev/portal/apiserver/etcdretry"
 	"portal.dev/portal/apiserver/snapshotwindow"
+	"portal.dev/portal/internal/objintern"
 )
 
 // etcdStorage builds the resources' storage on one etcd client that every
@@ -52,6 +55,10 @@ type etcdStorage struct {
 	// snapshotwindow); stopWindow ends its sampling and waits for it.
 	window     *snapshotwindow.Compactor
 	stopWindow context.CancelFunc
+
+	// cacheMaps holds the label and annotation maps the watch caches'
+	// objects share (see cacheAttrs).
+	cacheMaps objintern.Table
 }
 
 func newEtcdStorage(inner generic.RESTOptionsGetter, client *clientv3.Client, compactionInterval time.Duration) *etcdStorage {
@@ -195,7 +202,7 @@ func (g *etcdStorage) withCacher(c *storagebackend.ConfigForResource, resourcePr
 		KeyFunc:             keyFunc,
 		NewFunc:             newFunc,
 		NewListFunc:         newListFunc,
-		GetAttrsFunc:        getAttrsFunc,
+		GetAttrsFunc:        g.cacheAttrs(getAttrsFunc),
 		IndexerFuncs:        triggerFuncs,
 		Indexers:            indexers,
 		Codec:               c.Codec,
@@ -213,4 +220,21 @@ func (g *etcdStorage) withCacher(c *storagebackend.ConfigForResource, resourcePr
 			destroy()
 		})
 	}, nil
+}
+
+// cacheAttrs is getAttrs for the watch cache, which calls it on each object
+// as the object enters the cache, before anything else sees it: the object
+// first shares its labels and annotations with the cached objects that have
+// equal ones. Objects of one ReplicaSet, or written alike by one client,
+// then keep one map instead of one each. The watch cache's objects are
+// read-only (every reader gets them, and updates get them as the existing
+// object), so no one changes a shared map in place.
+func (g *etcdStorage) cacheAttrs(getAttrs storage.AttrFunc) storage.AttrFunc {
+	if getAttrs == nil {
+		return nil
+	}
+	return func(obj runtime.Object) (labels.Set, fields.Set, error) {
+		g.cacheMaps.ShareMaps(obj)
+		return getAttrs(obj)
+	}
 }

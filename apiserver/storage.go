@@ -9,12 +9,16 @@ import (
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 
 	"portal.dev/portal/apiserver/scheme"
+	"portal.dev/portal/internal/objintern"
 )
 
 // storageFactory stores every resource under /registry/<group>/<resource>,
 // encoded as protobuf of its served version (as kube-apiserver does).
+// Objects decoded from etcd share their repeating metadata through one
+// table for every resource (see objintern).
 type storageFactory struct {
-	base storagebackend.Config
+	base   storagebackend.Config
+	intern objintern.Table
 }
 
 func (f *storageFactory) NewConfig(gr schema.GroupResource, example runtime.Object) (*storagebackend.ConfigForResource, error) {
@@ -42,7 +46,7 @@ func (f *storageFactory) NewConfig(gr schema.GroupResource, example runtime.Obje
 	if err != nil {
 		return nil, fmt.Errorf("storage codec for %s: %w", gr, err)
 	}
-	cfg.Codec, cfg.EncodeVersioner = codec, versioner
+	cfg.Codec, cfg.EncodeVersioner = objintern.Codec{Codec: codec, Table: &f.intern}, versioner
 	return cfg.ForResource(gr), nil
 }
 

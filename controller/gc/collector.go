@@ -43,6 +43,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"portal.dev/portal/internal/loop"
+	"portal.dev/portal/internal/objintern"
 )
 
 // Options configure a Collector. The zero value is usable.
@@ -228,11 +229,12 @@ func (c *Collector) ignored(gr schema.GroupResource) bool {
 
 // startMonitorLocked starts a metadata informer for gvr that feeds the graph.
 func (c *Collector) startMonitorLocked(ctx context.Context, gvr schema.GroupVersionResource) {
+	res := &gvr
 	inf := metadatainformer.NewFilteredMetadataInformer(c.metadata, gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
 	_ = inf.SetTransform(slim)
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.observe(gvr, obj) },
-		UpdateFunc: func(_, obj any) { c.observe(gvr, obj) },
+		AddFunc:    func(obj any) { c.observe(res, obj) },
+		UpdateFunc: func(_, obj any) { c.observe(res, obj) },
 		DeleteFunc: c.forget,
 	})
 	c.monitors[gvr] = inf
@@ -241,7 +243,7 @@ func (c *Collector) startMonitorLocked(ctx context.Context, gvr schema.GroupVers
 }
 
 // observe records an added or updated object in the graph.
-func (c *Collector) observe(gvr schema.GroupVersionResource, obj any) {
+func (c *Collector) observe(gvr *schema.GroupVersionResource, obj any) {
 	m, ok := obj.(*metav1.PartialObjectMetadata)
 	if !ok {
 		return
@@ -262,15 +264,20 @@ func (c *Collector) enqueue(uids []types.UID) {
 	}
 }
 
-// slim drops what the graph never reads (labels, annotations, managed
-// fields), so the informers' caches stay small.
+// slimTable holds the namespaces, finalizers and owner references the
+// informers' objects share.
+var slimTable objintern.Table
+
+// slim drops what the graph never reads (type, labels, annotations,
+// managed fields), so the informers' caches stay small, and shares the
+// strings that repeat between objects: the informers and the graph keep
+// one entry per object of every resource for as long as it exists.
 func slim(obj any) (any, error) {
 	m, ok := obj.(*metav1.PartialObjectMetadata)
 	if !ok {
 		return obj, nil
 	}
-	return &metav1.PartialObjectMetadata{
-		TypeMeta: m.TypeMeta,
+	out := &metav1.PartialObjectMetadata{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:         m.Namespace,
 			Name:              m.Name,
@@ -280,11 +287,13 @@ func slim(obj any) (any, error) {
 			Finalizers:        m.Finalizers,
 			OwnerReferences:   m.OwnerReferences,
 		},
-	}, nil
+	}
+	slimTable.Meta(&out.ObjectMeta)
+	return out, nil
 }
 
 // toObject converts an object's metadata into the graph's form.
-func toObject(gvr schema.GroupVersionResource, m *metav1.PartialObjectMetadata) object {
+func toObject(gvr *schema.GroupVersionResource, m *metav1.PartialObjectMetadata) object {
 	return object{
 		Resource:   gvr,
 		Namespace:  m.Namespace,

@@ -19,7 +19,10 @@ const (
 // object is the slice of an object's metadata the collector keeps: who it
 // is, where to reach it, whom it belongs to and how it is being deleted.
 type object struct {
-	Resource  schema.GroupVersionResource
+	// Resource is shared by every object of one resource: the graph keeps
+	// an object for every object of every resource for as long as it
+	// exists. Use resource().
+	Resource  *schema.GroupVersionResource
 	Namespace string
 	Name      string
 	UID       types.UID
@@ -29,6 +32,14 @@ type object struct {
 	// Foreground and Orphan mirror the two propagation finalizers.
 	Foreground bool
 	Orphan     bool
+}
+
+// resource returns the object's resource, or the zero one.
+func (o object) resource() schema.GroupVersionResource {
+	if o.Resource == nil {
+		return schema.GroupVersionResource{}
+	}
+	return *o.Resource
 }
 
 // deletingDependents reports whether the object waits, in foreground

@@ -45,7 +45,7 @@ func (c *Collector) collect(ctx context.Context, o object) error {
 	if c.ownersObservedSolid(o) {
 		return nil // the common case, settled without a read
 	}
-	live, err := c.client(o.Resource, o.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
+	live, err := c.client(o.resource(), o.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -188,7 +188,7 @@ func (c *Collector) deleteDependent(ctx context.Context, o object, read *metav1.
 	klog.V(2).InfoS("Deleting dependent", "object", describe(o), "propagationPolicy", policy)
 	err := c.delete(ctx, o, read.ResourceVersion, policy)
 	if apierrors.IsConflict(err) {
-		now, getErr := c.client(o.Resource, o.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
+		now, getErr := c.client(o.resource(), o.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(getErr):
 			return nil
@@ -216,7 +216,7 @@ func (c *Collector) delete(ctx context.Context, o object, resourceVersion string
 	if resourceVersion != "" {
 		pre.ResourceVersion = &resourceVersion
 	}
-	return c.client(o.Resource, o.Namespace).Delete(ctx, o.Name, metav1.DeleteOptions{Preconditions: pre, PropagationPolicy: &policy})
+	return c.client(o.resource(), o.Namespace).Delete(ctx, o.Name, metav1.DeleteOptions{Preconditions: pre, PropagationPolicy: &policy})
 }
 
 // removeOwnerRefs strips the references to owners from o with a strategic
@@ -248,12 +248,12 @@ func (c *Collector) removeOwnerRefs(ctx context.Context, o object, owners []type
 }
 
 func (c *Collector) removeOwnerRefsMerge(ctx context.Context, o object, owners []types.UID) error {
-	live, err := c.client(o.Resource, o.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
+	live, err := c.client(o.resource(), o.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
 	if live.UID != o.UID {
-		return apierrors.NewNotFound(o.Resource.GroupResource(), o.Name)
+		return apierrors.NewNotFound(o.resource().GroupResource(), o.Name)
 	}
 	keep := slices.DeleteFunc(slices.Clone(live.OwnerReferences), func(r metav1.OwnerReference) bool {
 		return slices.Contains(owners, r.UID)
@@ -267,7 +267,7 @@ func (c *Collector) removeOwnerRefsMerge(ctx context.Context, o object, owners [
 // finalizer list at the version read, so a concurrent change of the list
 // makes it fail (and retry) instead of dropping someone else's finalizer.
 func (c *Collector) removeFinalizer(ctx context.Context, o object, finalizer string) error {
-	live, err := c.client(o.Resource, o.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
+	live, err := c.client(o.resource(), o.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil
@@ -292,7 +292,7 @@ func (c *Collector) patch(ctx context.Context, o object, pt types.PatchType, md 
 	if err != nil {
 		return err
 	}
-	_, err = c.client(o.Resource, o.Namespace).Patch(ctx, o.Name, pt, data, metav1.PatchOptions{})
+	_, err = c.client(o.resource(), o.Namespace).Patch(ctx, o.Name, pt, data, metav1.PatchOptions{})
 	return err
 }
 
@@ -303,7 +303,7 @@ func (c *Collector) client(gvr schema.GroupVersionResource, namespace string) me
 // describe names o in logs and errors: resource namespace/name.
 func describe(o object) string {
 	if o.Namespace == "" {
-		return o.Resource.Resource + " " + o.Name
+		return o.resource().Resource + " " + o.Name
 	}
-	return o.Resource.Resource + " " + o.Namespace + "/" + o.Name
+	return o.resource().Resource + " " + o.Namespace + "/" + o.Name
 }
