@@ -212,8 +212,13 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	// A burst of requests leaves the heap at twice its size for minutes
-	// after; give it back once the server is quiet (see memrelease).
-	go memrelease.Run(ctx, memrelease.DefaultPolicy)
+	// after; give it back once the server is quiet (see memrelease), and
+	// the pages of etcd's database the burst touched with it.
+	go memrelease.Run(ctx, memrelease.DefaultPolicy, func() {
+		if err := o.embedded.ReleaseDatabasePages(); err != nil {
+			klog.V(2).InfoS("Could not page out etcd's database", "err", err)
+		}
+	})
 	if l, ok := s.SecureServingInfo.Listener.(*closingListener); ok {
 		defer l.stop()
 	}

@@ -42,6 +42,8 @@ type Server struct {
 	CAFile, CertFile, KeyFile string
 	// dataDir is set for a member of a cluster of servers.
 	dataDir string
+	// dbPath is etcd's bbolt database.
+	dbPath string
 }
 
 // Start starts etcd in dataDir/etcd and returns once it serves clients.
@@ -141,6 +143,7 @@ func start(ctx context.Context, dataDir string, c *Cluster) (*Server, error) {
 	}
 	s.etcd = e
 	s.Endpoint = client.String()
+	s.dbPath = filepath.Join(cfg.Dir, "member", "snap", "db")
 	if err := issueClient(ca, pkiDir, s); err != nil {
 		e.Close()
 		return nil, err

@@ -7,7 +7,11 @@
 // node-side components) in a fresh data directory and prints a table of
 // samples (RSS from /proc, the Go heap from the server's /metrics) and
 // RESULT lines. Each watcher and each client has a connection of its own,
-// as separate processes would.
+// as separate processes would. Before the load and at the end it also
+// forces a collection in the server and says where its resident memory is
+// (the live heap, free space inside the heap's spans, stacks and other
+// runtime memory, the executable's and etcd's database's pages), and how
+// much of each the load added per ConfigMap.
 package main
 
 import (
@@ -31,8 +35,9 @@ import (
 	"portal.dev/portal/bench/internal/host"
 )
 
-// port is the API port of the bench's server; other benches use 16996-16999.
-const port = "16994"
+// port is the API port of the bench's server (-port; other benches use
+// 16996-16999), so that two runs can share a machine.
+var port = "16994"
 
 type options struct {
 	portal     string
@@ -53,6 +58,7 @@ type options struct {
 func main() {
 	var o options
 	flag.StringVar(&o.portal, "portal", "bin/portal", "portal binary")
+	flag.StringVar(&port, "port", port, "API port of the server")
 	flag.StringVar(&o.core, "server-core", "", "CPU list the server is pinned to (empty: no pinning)")
 	flag.DurationVar(&o.load, "load", 60*time.Second, "length of the load")
 	flag.DurationVar(&o.after, "after", 150*time.Second, "how long to sample after the load")
@@ -108,6 +114,7 @@ func run(o options) error {
 	if o.heapPrefix != "" {
 		s.heapProfile(ctx, o.heapPrefix+"-before.pb.gz")
 	}
+	memBefore, errBefore := s.readBreakdown(ctx)
 
 	l, err := newLoad(ctx, cfg, o)
 	if err != nil {
@@ -141,7 +148,16 @@ func run(o options) error {
 	if o.heapPrefix != "" {
 		s.heapProfile(ctx, o.heapPrefix+"-after.pb.gz")
 	}
-	return report(o, before, peak, s, l, <-finished)
+	// Last, since it forces a collection.
+	memAfter, errAfter := s.readBreakdown(ctx)
+	err = report(o, before, peak, s, l, <-finished)
+	if err := errors.Join(errBefore, errAfter); err != nil {
+		fmt.Println("# memory breakdown:", err)
+	} else {
+		printBreakdown("before", memBefore, memBefore, 0)
+		printBreakdown("end", memAfter, memBefore, l.creates.Load())
+	}
+	return err
 }
 
 // ownConnection returns cfg with a transport of its own: client-go shares

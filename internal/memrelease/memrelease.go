@@ -24,7 +24,8 @@
 // climbs back by a few tens of MiB between releases, and what it shows at
 // a given moment depends on where in that climb it is. What a release leaves is mostly free space inside
 // spans still in use, which no release returns. A process that never had
-// a burst is left to the runtime. It owns nothing but that decision.
+// a burst is left to the runtime. It owns nothing but that decision; what
+// else to give back at a release is its caller's (Run's also).
 package memrelease
 
 import (
@@ -130,9 +131,16 @@ func (d *decider) observe(s Sample) bool {
 // releasedTo records the excess just after a release.
 func (d *decider) releasedTo(excess uint64) { d.base = excess }
 
-// Run releases memory as the policy says until ctx ends.
-func Run(ctx context.Context, p Policy) {
-	run(ctx, p, read, release)
+// Run releases memory as the policy says until ctx ends, and calls each
+// of also after each release, for memory outside the Go heap a quiet
+// process can give back too.
+func Run(ctx context.Context, p Policy, also ...func()) {
+	run(ctx, p, read, func() {
+		release()
+		for _, f := range also {
+			f()
+		}
+	})
 }
 
 // release collects twice and returns the free pages. A burst fills the
