@@ -215,7 +215,7 @@ profile_portal() {
 }
 
 throughput() {
-  log "core use before the runs: $(top -bn1 | sed -n 3p)"
+  log "core use before the runs: $(top -bn1 | sed -n 3p); load average $(cut -d' ' -f1-3 /proc/loadavg)"
   local order=($ORDER) r i
   for r in $(seq 1 "$ROUNDS"); do
     if (( r % 2 == 0 )); then order=($(printf '%s\n' "${order[@]}" | tac)); fi
@@ -243,7 +243,7 @@ latency() {
 }
 
 summary() {
-  echo "# summary (medians over rounds; ratios of Portal to each anchor)"
+  echo "# summary (medians over rounds; ratios of Portal to each anchor); load average at the end $(cut -d' ' -f1-3 /proc/loadavg)"
   awk '$1=="RESULT" && $2=="ingress" && $5 ~ /^rps=/ {
       n=$3; l=$4; v=$5; sub("rps=","",v); if (l=="1MiB") { v=$8; sub("mbps=","",v) }
       u=$9; sub("us_per_req=","",u); k=n" "l; vals[k]=vals[k]" "v; cpus[k]=cpus[k]" "u; names[n]=1; labels[l]=1
