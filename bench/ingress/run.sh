@@ -9,8 +9,8 @@
 #      before/after comparison in one run; "floor" and "floorparse" are the Go floors of
 #      floor.go, plain HTTP only), PROFILE=F (a CPU profile of Portal under the
 #      keep-alive load: Go's, from `portal ingress --profiling`, to F; perf's when F ends in
-#      .perf), SYSCALLS=1 (system calls and context switches per request of
-#      each proxy, from perf stat), LOADS (of "keepalive close tls-close 1MiB", all by default),
+#      .perf), SYSCALLS=1 (task clock, system calls by name and context switches per request
+#      of each proxy, from perf stat), LOADS (of "keepalive close tls-close 1MiB", all by default),
 #      SCALE_ARGS (flags of bench-ingress scale), KEEP=1.
 #
 # Layout (the anchors' own, as bench/proxy/userspace.sh): a network namespace with only lo;
@@ -133,7 +133,8 @@ load() {
   wait_quiet; read -r u0 k0 < <(proxy_cpu "$pid"); t0=$(now_ns); s0=$(core_snap)
   local sc=
   if [ -n "${SYSCALLS:-}" ] && command -v perf >/dev/null; then
-    perf stat -x, -e raw_syscalls:sys_enter,context-switches -p "$(echo "$pid" $(pgrep -P "$pid") | tr ' ' ,)" -o "$f.perf" &
+    perf stat -x, -e "task-clock,raw_syscalls:sys_enter,context-switches,$syscall_events" \
+      -p "$(echo "$pid" $(pgrep -P "$pid") | tr ' ' ,)" -o "$f.perf" &
     sc=$!
   fi
   inns nice -n "$NICE" taskset -c "$CLIENT_CORE" wrk -t1 -c"$conns" -d"${DUR}s" --latency "$@" "$url" > "$f" 2>&1 || true
@@ -142,8 +143,12 @@ load() {
   if [ -n "$sc" ]; then
     kill -INT "$sc"; wait "$sc" || true
     awk -F, -v n="$name" -v l="$label" -v reqs="$(awk '/ requests in /{print $1}' "$f")" '
-      /raw_syscalls:sys_enter/{sys=$1} /context-switches/{cs=$1}
-      END{ if (reqs > 0) printf "SYSCALLS %s %s per_req=%.2f context_switches_per_req=%.2f\n", n, l, sys/reqs, cs/reqs }' "$f.perf"
+      /raw_syscalls:sys_enter/{sys=$1} /context-switches/{cs=$1} /task-clock/{ms=$1}
+      /syscalls:sys_enter_/{ if ($1 > 0) { c=$3; sub("syscalls:sys_enter_","",c); by[c]=$1 } }
+      END{ if (reqs == 0) exit
+        printf "SYSCALLS %s %s per_req=%.2f context_switches_per_req=%.2f task_clock_us_per_req=%.1f", n, l, sys/reqs, cs/reqs, 1000*ms/reqs
+        for (c in by) if (by[c]/reqs >= 0.01) printf " %s=%.2f", c, by[c]/reqs
+        printf "\n" }' "$f.perf"
   fi
   awk -v n="$name" -v l="$label" -v cpu="$((c1 - c0))" -v ucpu="$((u1 - u0))" -v hz="$CLK_TCK" -v w="$(( (t1 - t0) / 1000000 ))" \
       -v cores="$(core_pct "$s0" "$s1")" -v size="${SIZE:-0}" '
@@ -153,6 +158,12 @@ load() {
       printf "RESULT ingress %s %s rps=%s p50=%s p99=%s mbps=%.0f us_per_req=%.1f proxy_cpu_pct=%.1f user_us=%.1f sys_us=%.1f %s%s%s\n", n, l, rps, p50, p99,
         rps*size/1e6, us, 100*cpu/hz/(w/1000), uus, us-uus, cores, (err ? " [" err "]" : ""), (non2 ? " non2xx=" non2 : "") }' "$f"
 }
+
+# syscall_events: the system calls SYSCALLS counts by name, those the proxies make per request.
+syscall_events=$(printf 'syscalls:sys_enter_%s,' read readv write writev recvfrom sendto sendmsg recvmsg \
+  epoll_wait epoll_pwait epoll_ctl futex accept4 close connect getsockopt setsockopt shutdown \
+  nanosleep tgkill getpid sched_yield splice sendfile64 openat newfstatat ioctl io_uring_enter)
+syscall_events=${syscall_events%,}
 
 # loads LOAD: whether LOADS (all four by default) has LOAD.
 loads() { [[ " ${LOADS:-keepalive close tls-close 1MiB} " == *" $1 "* ]]; }
