@@ -102,20 +102,36 @@ func (p *floorProxy) put(be *backendConn) {
 	p.mu.Unlock()
 }
 
+// clientBuffers are a client connection's reader and the buffers its
+// edited heads are written to, reused across connections so that a new
+// connection allocates no more than Go's runtime and net package do.
+type clientBuffers struct {
+	br        *bufio.Reader
+	req, resp []byte
+}
+
+var clientBufferPool = sync.Pool{New: func() any {
+	return &clientBuffers{
+		br:   bufio.NewReaderSize(nil, floorBufferSize),
+		req:  make([]byte, 0, floorBufferSize),
+		resp: make([]byte, 0, floorBufferSize),
+	}
+}}
+
 // serve proxies one client connection's requests until it ends.
 func (p *floorProxy) serve(c net.Conn) {
 	defer c.Close()
-	br := bufio.NewReaderSize(c, floorBufferSize)
-	var (
-		be   *backendConn
-		req  = make([]byte, 0, floorBufferSize)
-		resp = make([]byte, 0, floorBufferSize)
-	)
+	bufs := clientBufferPool.Get().(*clientBuffers)
+	bufs.br.Reset(c)
+	var be *backendConn
 	defer func() {
 		if be != nil {
 			p.put(be)
 		}
+		bufs.br.Reset(nil)
+		clientBufferPool.Put(bufs)
 	}()
+	br, req := bufs.br, bufs.req
 	for {
 		head, err := peekHead(br)
 		if err != nil {
@@ -137,7 +153,7 @@ func (p *floorProxy) serve(c net.Conn) {
 				return
 			}
 		}
-		keep, err := p.exchange(c, be, req, &resp, closeClient)
+		keep, err := p.exchange(c, be, req, &bufs.resp, closeClient)
 		if !keep {
 			be.conn.Close()
 			be = nil
