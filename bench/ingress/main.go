@@ -2,7 +2,9 @@
 // objects Portal's ingress serves during the throughput runs (setup), and
 // measures the ingress at scale (scale): with 1,000 Ingresses of 2 paths
 // each, the time from an Ingress change, and from an endpoint change, to
-// the first request served by the new rule, and the process's RSS.
+// the first request served by the new rule, and the process's RSS. Its
+// floor command is the least proxy Go allows, an anchor for the throughput
+// runs (floor.go).
 //
 // run.sh runs it inside the benchmark's network namespace, next to the
 // `portal apiserver` it starts there.
@@ -33,7 +35,7 @@ const className = "portal"
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: bench-ingress setup|scale [flags]")
+		fmt.Fprintln(os.Stderr, "usage: bench-ingress setup|scale|floor [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -42,6 +44,8 @@ func main() {
 		err = setup(os.Args[2:])
 	case "scale":
 		err = scale(os.Args[2:])
+	case "floor":
+		err = runFloor(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}

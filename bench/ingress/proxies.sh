@@ -4,6 +4,8 @@
 # keep-alive connections to the endpoint, no response buffering to disk, no access log, and the
 # forwarded headers ingress-nginx sets (Host kept, X-Forwarded-For/-Proto/-Host, X-Request-ID).
 # Each runs one worker (nginx, HAProxy) or, pinned to one core, GOMAXPROCS=1 (Caddy, Portal).
+# The Go floors (floor, floorparse) are not Ingress controllers but the least a Go proxy does
+# (bench/ingress/floor.go): plain HTTP only, no forwarded headers; not in the default ORDER.
 
 proxy_nginx() {
   mkdir -p "$L4RUN/px-nginx/logs" "$L4RUN/px-nginx/tmp"
@@ -105,6 +107,17 @@ CONF
 
 proxy_portal() {
   bench_proxy portal "${portal_cmd[@]}"
+}
+
+# proxy_floor: the Go floor, request and response heads scanned for CRLFCRLF and passed on.
+proxy_floor() {
+  HTTP_ONLY=1 bench_proxy floor "$repo/bin/bench-ingress" floor -listen "127.0.0.1:$http_port" -backend "$backend_ip:8080"
+}
+
+# proxy_floorparse: the Go floor with the heads also parsed by http.ReadRequest and
+# http.ReadResponse.
+proxy_floorparse() {
+  HTTP_ONLY=1 bench_proxy floorparse "$repo/bin/bench-ingress" floor -parse -listen "127.0.0.1:$http_port" -backend "$backend_ip:8080"
 }
 
 # proxy_base: another build of Portal (PORTAL_BASE, a binary) with the same arguments, for a

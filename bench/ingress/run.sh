@@ -6,10 +6,11 @@
 #      ROUNDS (2), DUR (wrk seconds, 10), LAT_DUR (latency seconds, 10), LAT_RATE (default:
 #      half of Portal's median keep-alive req/s), QUIET_MAX (s to wait for quiet cores, 10),
 #      ORDER ("nginx caddy haproxy portal"; "base" is PORTAL_BASE, another portal binary, for a
-#      before/after comparison in one run), PROFILE=F (a CPU profile of Portal under the
+#      before/after comparison in one run; "floor" and "floorparse" are the Go floors of
+#      floor.go, plain HTTP only), PROFILE=F (a CPU profile of Portal under the
 #      keep-alive load: Go's, from `portal ingress --profiling`, to F; perf's when F ends in
-#      .perf), SYSCALLS=1 (system calls and context switches per request of
-#      each proxy, from perf stat), LOADS (of "keepalive close tls-close 1MiB", all by default),
+#      .perf), SYSCALLS=1 (task clock, system calls by name and context switches per request
+#      of each proxy, from perf stat), LOADS (of "keepalive close tls-close 1MiB", all by default),
 #      SCALE_ARGS (flags of bench-ingress scale), KEEP=1.
 #
 # Layout (the anchors' own, as bench/proxy/userspace.sh): a network namespace with only lo;
@@ -115,40 +116,54 @@ rate=0
 lat() { inns nice -n "$NICE" taskset -c "$CLIENT_CORE" bin/bench-latency -name "$1" -addr "127.0.0.1:$2" \
   -rate "$rate" -duration "${LAT_DUR}s" | tee -a "$results"; }
 
-# proxy_cpu PID: utime+stime (ticks) of PID and its children (nginx's worker).
-proxy_cpu() { local t=0 p; for p in "$1" $(pgrep -P "$1" || true); do t=$((t + $(cpu_ticks "$p"))); done; echo $t; }
+# proxy_cpu PID: utime and stime (ticks) of PID and its children (nginx's worker).
+proxy_cpu() { local p; for p in "$1" $(pgrep -P "$1" || true); do cat "/proc/$p/stat" 2>/dev/null; done |
+  awk '{sub(/.*\) /, ""); u+=$12; s+=$13} END{print u+0, s+0}'; }
 
 # proxy_rss PID: VmRSS (MiB) of PID and its children (nginx's worker).
 proxy_rss() { local p; for p in "$1" $(pgrep -P "$1" || true); do cat "/proc/$p/status"; done |
   awk '/^VmRSS/{s+=$2} END{printf "%.0f", s/1024}'; }
 
 # load NAME PID LABEL URL CONNS [wrk args...]: one wrk run on the client core; prints
-# RESULT ingress NAME LABEL rps=.. p50=.. p99=.. mbps=.. us_per_req=.. errors=.. cores.
+# RESULT ingress NAME LABEL rps=.. p50=.. p99=.. mbps=.. us_per_req=.. proxy_cpu_pct=..
+# user_us=.. sys_us=.. (us_per_req in user space and in the kernel) cores [errors].
 load() {
   local name=$1 pid=$2 label=$3 url=$4 conns=$5; shift 5
-  local f="$LOGDIR/wrk-$name-$label-$(date +%s%N).txt" c0 c1 t0 t1 s0 s1
-  wait_quiet; c0=$(proxy_cpu "$pid"); t0=$(now_ns); s0=$(core_snap)
+  local f="$LOGDIR/wrk-$name-$label-$(date +%s%N).txt" c0 c1 t0 t1 s0 s1 u0 u1 k0 k1
+  wait_quiet; read -r u0 k0 < <(proxy_cpu "$pid"); t0=$(now_ns); s0=$(core_snap)
   local sc=
   if [ -n "${SYSCALLS:-}" ] && command -v perf >/dev/null; then
-    perf stat -x, -e raw_syscalls:sys_enter,context-switches -p "$(echo "$pid" $(pgrep -P "$pid") | tr ' ' ,)" -o "$f.perf" &
+    perf stat -x, -e "task-clock,raw_syscalls:sys_enter,context-switches,$syscall_events" \
+      -p "$(echo "$pid" $(pgrep -P "$pid") | tr ' ' ,)" -o "$f.perf" &
     sc=$!
   fi
   inns nice -n "$NICE" taskset -c "$CLIENT_CORE" wrk -t1 -c"$conns" -d"${DUR}s" --latency "$@" "$url" > "$f" 2>&1 || true
-  c1=$(proxy_cpu "$pid"); t1=$(now_ns); s1=$(core_snap)
+  read -r u1 k1 < <(proxy_cpu "$pid"); t1=$(now_ns); s1=$(core_snap)
+  c0=$((u0 + k0)) c1=$((u1 + k1))
   if [ -n "$sc" ]; then
     kill -INT "$sc"; wait "$sc" || true
     awk -F, -v n="$name" -v l="$label" -v reqs="$(awk '/ requests in /{print $1}' "$f")" '
-      /raw_syscalls:sys_enter/{sys=$1} /context-switches/{cs=$1}
-      END{ if (reqs > 0) printf "SYSCALLS %s %s per_req=%.2f context_switches_per_req=%.2f\n", n, l, sys/reqs, cs/reqs }' "$f.perf"
+      /raw_syscalls:sys_enter/{sys=$1} /context-switches/{cs=$1} /task-clock/{ms=$1}
+      /syscalls:sys_enter_/{ if ($1 > 0) { c=$3; sub("syscalls:sys_enter_","",c); by[c]=$1 } }
+      END{ if (reqs == 0) exit
+        printf "SYSCALLS %s %s per_req=%.2f context_switches_per_req=%.2f task_clock_us_per_req=%.1f", n, l, sys/reqs, cs/reqs, 1000*ms/reqs
+        for (c in by) if (by[c]/reqs >= 0.01) printf " %s=%.2f", c, by[c]/reqs
+        printf "\n" }' "$f.perf"
   fi
-  awk -v n="$name" -v l="$label" -v cpu="$((c1 - c0))" -v hz="$CLK_TCK" -v w="$(( (t1 - t0) / 1000000 ))" \
+  awk -v n="$name" -v l="$label" -v cpu="$((c1 - c0))" -v ucpu="$((u1 - u0))" -v hz="$CLK_TCK" -v w="$(( (t1 - t0) / 1000000 ))" \
       -v cores="$(core_pct "$s0" "$s1")" -v size="${SIZE:-0}" '
     / requests in /{reqs=$1} /Requests\/sec/{rps=$2} /^ +50%/{p50=$2} /^ +99%/{p99=$2}
     /Socket errors/{sub(/^ +/,""); err=$0} /Non-2xx/{non2=$NF}
-    END{ us = reqs ? 1e6*cpu/hz/reqs : 0
-      printf "RESULT ingress %s %s rps=%s p50=%s p99=%s mbps=%.0f us_per_req=%.1f proxy_cpu_pct=%.1f %s%s%s\n", n, l, rps, p50, p99,
-        rps*size/1e6, us, 100*cpu/hz/(w/1000), cores, (err ? " [" err "]" : ""), (non2 ? " non2xx=" non2 : "") }' "$f"
+    END{ us = reqs ? 1e6*cpu/hz/reqs : 0; uus = reqs ? 1e6*ucpu/hz/reqs : 0
+      printf "RESULT ingress %s %s rps=%s p50=%s p99=%s mbps=%.0f us_per_req=%.1f proxy_cpu_pct=%.1f user_us=%.1f sys_us=%.1f %s%s%s\n", n, l, rps, p50, p99,
+        rps*size/1e6, us, 100*cpu/hz/(w/1000), uus, us-uus, cores, (err ? " [" err "]" : ""), (non2 ? " non2xx=" non2 : "") }' "$f"
 }
+
+# syscall_events: the system calls SYSCALLS counts by name, those the proxies make per request.
+syscall_events=$(printf 'syscalls:sys_enter_%s,' read readv write writev recvfrom sendto sendmsg recvmsg \
+  epoll_wait epoll_pwait epoll_ctl futex accept4 close connect getsockopt setsockopt shutdown \
+  nanosleep tgkill getpid sched_yield splice sendfile64 openat newfstatat ioctl io_uring_enter)
+syscall_events=${syscall_events%,}
 
 # loads LOAD: whether LOADS (all four by default) has LOAD.
 loads() { [[ " ${LOADS:-keepalive close tls-close 1MiB} " == *" $1 "* ]]; }
@@ -167,17 +182,19 @@ bench_proxy() {
     if [ "$name" = portal ] && [ -n "${PROFILE:-}" ] && [ ! -s "$PROFILE" ] && [ ! -s "$PROFILE.perf" ]; then profile_portal; fi
   fi
   if loads close; then run load "$name" "$proxy_pid" close "http://127.0.0.1:$http_port/1k.bin" 64 -H 'Connection: close'; fi
-  if loads tls-close; then run load "$name" "$proxy_pid" tls-close "https://127.0.0.1:$https_port/1k.bin" 64 -H 'Connection: close'; fi
+  if loads tls-close && [ -z "${HTTP_ONLY:-}" ]; then run load "$name" "$proxy_pid" tls-close "https://127.0.0.1:$https_port/1k.bin" 64 -H 'Connection: close'; fi
   if loads 1MiB; then SIZE=1048576 run load "$name" "$proxy_pid" 1MiB "http://127.0.0.1:$http_port/1m.bin" 8; fi
   echo "RESULT ingress $name rss_mib=$(proxy_rss "$proxy_pid")" | tee -a "$results"
   stop_pid "$proxy_pid"; proxy_pid=
 }
 
-# wait_served NAME: until the proxy answers 200 for /1k.bin on both ports.
+# wait_served NAME: until the proxy answers 200 for /1k.bin on both ports (HTTP's alone when
+# HTTP_ONLY is set).
 wait_served() {
   local i
   for i in $(seq 1 300); do
-    if inns curl -sf -o /dev/null "http://127.0.0.1:$http_port/1k.bin" && inns curl -skf -o /dev/null "https://127.0.0.1:$https_port/1k.bin"; then
+    if inns curl -sf -o /dev/null "http://127.0.0.1:$http_port/1k.bin" &&
+      { [ -n "${HTTP_ONLY:-}" ] || inns curl -skf -o /dev/null "https://127.0.0.1:$https_port/1k.bin"; }; then
       sleep 0.5; return 0; fi
     kill -0 "$proxy_pid" 2>/dev/null || return 1
     sleep 0.1
@@ -209,7 +226,7 @@ profile_portal() {
 }
 
 throughput() {
-  log "core use before the runs: $(top -bn1 | sed -n 3p)"
+  log "core use before the runs: $(top -bn1 | sed -n 3p); load average $(cut -d' ' -f1-3 /proc/loadavg)"
   local order=($ORDER) r i
   for r in $(seq 1 "$ROUNDS"); do
     if (( r % 2 == 0 )); then order=($(printf '%s\n' "${order[@]}" | tac)); fi
@@ -237,14 +254,15 @@ latency() {
 }
 
 summary() {
-  echo "# summary (medians over rounds; ratios of Portal to each anchor)"
+  echo "# summary (medians over rounds; ratios of Portal to each anchor); load average at the end $(cut -d' ' -f1-3 /proc/loadavg)"
   awk '$1=="RESULT" && $2=="ingress" && $5 ~ /^rps=/ {
       n=$3; l=$4; v=$5; sub("rps=","",v); if (l=="1MiB") { v=$8; sub("mbps=","",v) }
-      u=$9; sub("us_per_req=","",u); k=n" "l; vals[k]=vals[k]" "v; cpus[k]=cpus[k]" "u; names[n]=1; labels[l]=1 }
+      u=$9; sub("us_per_req=","",u); k=n" "l; vals[k]=vals[k]" "v; cpus[k]=cpus[k]" "u; names[n]=1; labels[l]=1
+      if ($11 ~ /^user_us=/) { uu=$11; sub("user_us=","",uu); user[k]=user[k]" "uu } }
     function med(s,   a, m, i, j, t) { m=split(s, a, " "); for (i=1;i<=m;i++) for (j=i+1;j<=m;j++) if (a[j]+0<a[i]+0) {t=a[i];a[i]=a[j];a[j]=t}
       return m ? (m%2 ? a[(m+1)/2] : (a[m/2]+a[m/2+1])/2) : 0 }
     END { for (l in labels) for (n in names) { k=n" "l; if (!(k in vals)) continue
-        printf "MEDIAN %s %s %s=%.0f us_per_req=%.1f runs=[%s ]\n", l, n, (l=="1MiB" ? "MBps" : "rps"), med(vals[k]), med(cpus[k]), vals[k]
+        printf "MEDIAN %s %s %s=%.0f us_per_req=%.1f user_us=%.1f runs=[%s ]\n", l, n, (l=="1MiB" ? "MBps" : "rps"), med(vals[k]), med(cpus[k]), med(user[k]), vals[k]
         m[k]=med(vals[k]) }
       for (l in labels) for (n in names) if (n != "portal" && (n" "l) in m && ("portal "l) in m && m[n" "l] > 0)
         printf "RATIO %s portal/%s=%.2fx\n", l, n, m["portal "l]/m[n" "l] }' "$results" | sort
