@@ -98,9 +98,9 @@ func TestIngressComponent(t *testing.T) {
 	}
 	var code int
 	var body string
-	waitFor(t, 30*time.Second, func() bool {
+	eventuallyWithin(t, 30*time.Second, "app.example/hello answered 200", func() (bool, string) {
 		code, body, _ = get("http", "app.example", "/hello")
-		return code == 200
+		return code == 200, fmt.Sprintf("last answer %d %q", code, body)
 	})
 	if want := "app /hello host=app.example proto=http"; body != want {
 		t.Errorf("app.example: got %q, want %q", body, want)
