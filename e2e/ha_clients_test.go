@@ -79,7 +79,7 @@ func fakeKubelet(ctx context.Context, c kubernetes.Interface, app string) {
 
 // TestHAControllerLeaderKilled: three server nodes of one embedded etcd
 // cluster; the node whose controllers hold the Lease is killed with -9.
-// Another takes the Lease within --leader-elect-lease-duration + 2 s, and
+// Another takes the Lease within --leader-elect-lease-duration + 3 s, and
 // a Pod deleted right after the kill is replaced in its Service's
 // EndpointSlices within that time + 1 s.
 func TestHAControllerLeaderKilled(t *testing.T) {
@@ -88,8 +88,9 @@ func TestHAControllerLeaderKilled(t *testing.T) {
 	// looks every retry period stretched by up to 2.2x, and the renewal it
 	// saw last may be that old again, so it takes over within the lease
 	// duration plus 4.4 retry periods. A 400 ms retry period keeps that
-	// within the lease duration + 2 s the test asserts (the default 1 s
-	// allows 4.4 s).
+	// within the lease duration + 2 s (the default 1 s allows 4.4 s). The
+	// killed node may also hold etcd's leadership, and the takeover's
+	// write then waits for etcd's election too: the test allows 1 s more.
 	const leaseDuration = 8 * time.Second
 	b := newHABed(t, 3)
 	b.ServerArgs = append(b.ServerArgs, "--leader-elect-lease-duration", leaseDuration.String(),
@@ -182,10 +183,10 @@ func TestHAControllerLeaderKilled(t *testing.T) {
 	})
 	t.Logf("leader %s killed: another took the Lease after %v, the deleted pod was replaced in the EndpointSlices after %v (lease duration %v)",
 		leader.Name, takeover.Round(10*time.Millisecond), replaced.Round(10*time.Millisecond), leaseDuration)
-	if limit := leaseDuration + 2*time.Second; takeover > limit {
+	if limit := leaseDuration + 3*time.Second; takeover > limit {
 		t.Errorf("takeover took %v, want at most %v", takeover, limit)
 	}
-	if limit := leaseDuration + 3*time.Second; replaced > limit {
+	if limit := leaseDuration + 4*time.Second; replaced > limit {
 		t.Errorf("replacement in the EndpointSlices took %v, want at most %v", replaced, limit)
 	}
 	load.CheckNoFailures(t, 20)
