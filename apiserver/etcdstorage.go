@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/features"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/storage"
 	cacherstorage "k8s.io/apiserver/pkg/storage/cacher"
@@ -19,7 +20,9 @@ import (
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/apiserver/pkg/storage/storagebackend/factory"
 	"k8s.io/apiserver/pkg/storage/value/encrypt/identity"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"portal.dev/portal/apiserver/etcdretry"
 	"portal.dev/portal/apiserver/snapshotwindow"
@@ -81,8 +84,27 @@ func newEtcdStorage(inner generic.RESTOptionsGetter, client *clientv3.Client, co
 		probed = namedClient{client}
 	}
 	etcdfeature.DefaultFeatureSupportChecker.CheckClient(context.Background(), probed, storage.RequestWatchProgress)
+	disableSizeEstimates()
 	return &etcdStorage{RESTOptionsGetter: inner, client: kc, compactionInterval: compactionInterval,
 		snapshotWindow: storagebackend.DefaultEventsHistoryWindow}
+}
+
+// disableSizeEstimates turns off k8s.io/apiserver's SizeBasedListCostEstimate
+// gate before any store is built. With it on, every watch cache makes its
+// etcd store remember the size and revision of every key it sees (about
+// 130 bytes per object, kept while the object exists) to estimate the
+// average object size. Only API Priority and Fairness's list cost and the
+// apiserver_resource_size_estimate_bytes gauge read that estimate, and
+// Portal's API server runs without Priority and Fairness (its Config has
+// no FlowControl: max-in-flight limits only), so the memory buys nothing.
+// The object counts (apiserver_storage_objects) still come from etcd.
+// Portal has no --feature-gates flag, so nothing turns the gate back on.
+func disableSizeEstimates() {
+	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{
+		string(features.SizeBasedListCostEstimate): false,
+	}); err != nil {
+		klog.ErrorS(err, "Turning off the list size estimates")
+	}
 }
 
 // namedClient gives the in-process client an endpoint name for the

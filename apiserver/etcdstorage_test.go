@@ -6,8 +6,13 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/storage"
 	etcdfeature "k8s.io/apiserver/pkg/storage/feature"
+	"k8s.io/apiserver/pkg/storage/storagebackend"
 
 	"portal.dev/portal/apiserver/embeddedetcd"
 )
@@ -83,5 +88,66 @@ func TestStoresReportTheSnapshotWindow(t *testing.T) {
 				time.Sleep(20 * time.Millisecond)
 			}
 		})
+	}
+}
+
+// Each watch cache used to make its etcd store keep a size and revision
+// for every key (k8s.io/apiserver's SizeBasedListCostEstimate), about 130
+// bytes per stored object, for an estimate only Priority and Fairness,
+// which Portal does not run, reads. The stores now report object counts
+// without a size estimate once the watch cache has seen the object.
+func TestStoresKeepNoSizeEstimates(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv, err := embeddedetcd.Start(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	client := srv.InProcessClient()
+	defer client.Close()
+	g := newEtcdStorage(nil, client, 0)
+	f := &storageFactory{}
+	cfg, err := f.NewConfig(schema.GroupResource{Resource: "configmaps"}, &corev1.ConfigMap{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Prefix, cfg.EventsHistoryWindow = "/registry", storagebackend.DefaultEventsHistoryWindow
+	keyFunc := func(obj runtime.Object) (string, error) { return storage.NamespaceKeyFunc("/configmaps/", obj) }
+	s, destroy, err := g.withCacher(cfg, "/configmaps", keyFunc,
+		func() runtime.Object { return &corev1.ConfigMap{} }, func() runtime.Object { return &corev1.ConfigMapList{} },
+		storage.DefaultNamespaceScopedAttr, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer destroy()
+	deadline := time.Now().Add(10 * time.Second)
+	for s.ReadinessCheck() != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("watch cache not ready after 10s: %v", s.ReadinessCheck())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	key := "/configmaps/default/a"
+	out := &corev1.ConfigMap{}
+	in := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "default"}, Data: map[string]string{"k": "v"}}
+	if err := s.Create(ctx, key, in, out, 0); err != nil {
+		t.Fatal(err)
+	}
+	// A read from the cache at the create's version returns once the
+	// watch cache has the object, which its store's watch (the
+	// estimator's source) passed on.
+	got := &corev1.ConfigMap{}
+	if err := s.Get(ctx, key, storage.GetOptions{ResourceVersion: out.ResourceVersion}, got); err != nil {
+		t.Fatal(err)
+	}
+	stats, err := s.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.ObjectCount != 1 || stats.EstimatedAverageObjectSizeBytes != 0 {
+		t.Errorf("stats: got %d objects of %d bytes on average, want 1 object and no size estimate",
+			stats.ObjectCount, stats.EstimatedAverageObjectSizeBytes)
 	}
 }
