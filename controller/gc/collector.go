@@ -37,7 +37,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -91,10 +90,10 @@ type Collector struct {
 	metrics   *metrics
 
 	mu       sync.Mutex
-	monitors map[schema.GroupVersionResource]cache.SharedIndexInformer
-	// informers counts the running monitors' informers, which Run waits
+	monitors map[schema.GroupVersionResource]*monitor
+	// reflectors counts the running monitors' reflectors, which Run waits
 	// for after the loop has stopped.
-	informers sync.WaitGroup
+	reflectors sync.WaitGroup
 }
 
 // New returns a Collector that reads and writes through metadataClient and
@@ -116,7 +115,7 @@ func New(metadataClient metadata.Interface, disc discovery.DiscoveryInterface, o
 		metadata:  metadataClient,
 		discovery: disc,
 		opts:      opts,
-		monitors:  map[schema.GroupVersionResource]cache.SharedIndexInformer{},
+		monitors:  map[schema.GroupVersionResource]*monitor{},
 	}
 	c.loop = loop.New(loop.Config[types.UID]{
 		Name:           "garbage_collector",
@@ -134,7 +133,7 @@ func New(metadataClient metadata.Interface, disc discovery.DiscoveryInterface, o
 // ends; it returns when every goroutine it started has stopped. Call it
 // once.
 func (c *Collector) Run(ctx context.Context, workers int) {
-	defer c.informers.Wait()
+	defer c.reflectors.Wait()
 	c.loop.Run(ctx, workers)
 }
 
@@ -173,8 +172,8 @@ func (c *Collector) waitForSync(ctx context.Context) {
 func (c *Collector) synced() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, inf := range c.monitors {
-		if !inf.HasSynced() {
+	for _, m := range c.monitors {
+		if !m.synced.Load() {
 			return false
 		}
 	}
@@ -227,18 +226,12 @@ func (c *Collector) ignored(gr schema.GroupResource) bool {
 	return slices.Contains(c.opts.IgnoredResources, gr)
 }
 
-// startMonitorLocked starts a metadata informer for gvr that feeds the graph.
+// startMonitorLocked starts feeding the graph with the objects of gvr.
 func (c *Collector) startMonitorLocked(ctx context.Context, gvr schema.GroupVersionResource) {
-	res := &gvr
-	inf := metadatainformer.NewFilteredMetadataInformer(c.metadata, gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
-	_ = inf.SetTransform(slim)
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.observe(res, obj) },
-		UpdateFunc: func(_, obj any) { c.observe(res, obj) },
-		DeleteFunc: c.forget,
-	})
-	c.monitors[gvr] = inf
-	c.informers.Go(func() { inf.RunWithContext(ctx) })
+	m := &monitor{c: c, resource: &gvr}
+	r := m.newReflector()
+	c.monitors[gvr] = m
+	c.reflectors.Go(func() { r.RunWithContext(ctx) })
 	klog.V(2).InfoS("Garbage collector watching", "resource", gvr.String())
 }
 
@@ -264,42 +257,23 @@ func (c *Collector) enqueue(uids []types.UID) {
 	}
 }
 
-// slimTable holds the namespaces, finalizers and owner references the
-// informers' objects share.
-var slimTable objintern.Table
+// internTable holds the namespaces and owner references the graph's
+// objects share.
+var internTable objintern.Table
 
-// slim drops what the graph never reads (type, labels, annotations,
-// managed fields), so the informers' caches stay small, and shares the
-// strings that repeat between objects: the informers and the graph keep
-// one entry per object of every resource for as long as it exists.
-func slim(obj any) (any, error) {
-	m, ok := obj.(*metav1.PartialObjectMetadata)
-	if !ok {
-		return obj, nil
-	}
-	out := &metav1.PartialObjectMetadata{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace:         m.Namespace,
-			Name:              m.Name,
-			UID:               m.UID,
-			ResourceVersion:   m.ResourceVersion,
-			DeletionTimestamp: m.DeletionTimestamp,
-			Finalizers:        m.Finalizers,
-			OwnerReferences:   m.OwnerReferences,
-		},
-	}
-	slimTable.Meta(&out.ObjectMeta)
-	return out, nil
-}
-
-// toObject converts an object's metadata into the graph's form.
+// toObject converts an object's metadata into the graph's form, which is
+// all the collector keeps of it: the graph holds one object for every
+// object of every resource for as long as it exists, so the strings that
+// repeat between objects (namespaces, owner references) are shared.
 func toObject(gvr *schema.GroupVersionResource, m *metav1.PartialObjectMetadata) object {
+	shared := metav1.ObjectMeta{Namespace: m.Namespace, OwnerReferences: m.OwnerReferences}
+	internTable.Meta(&shared)
 	return object{
 		Resource:   gvr,
-		Namespace:  m.Namespace,
+		Namespace:  shared.Namespace,
 		Name:       m.Name,
 		UID:        m.UID,
-		Owners:     m.OwnerReferences,
+		Owners:     shared.OwnerReferences,
 		Deleting:   m.DeletionTimestamp != nil,
 		Foreground: hasFinalizer(m, finalizerForeground),
 		Orphan:     hasFinalizer(m, finalizerOrphan),

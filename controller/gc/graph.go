@@ -154,6 +154,29 @@ func (g *graph) upsert(o object) []types.UID {
 func (g *graph) remove(uid types.UID) []types.UID {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	return g.removeLocked(uid)
+}
+
+// removeOthers forgets the objects of resource whose UIDs keep does not
+// hold, as a relist of the resource does. It returns what remove returns
+// for each.
+func (g *graph) removeOthers(resource *schema.GroupVersionResource, keep map[types.UID]struct{}) []types.UID {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var gone []types.UID
+	for uid, o := range g.nodes {
+		if _, ok := keep[uid]; !ok && o.Resource == resource {
+			gone = append(gone, uid)
+		}
+	}
+	var out []types.UID
+	for _, uid := range gone {
+		out = append(out, g.removeLocked(uid)...)
+	}
+	return dedupe(out)
+}
+
+func (g *graph) removeLocked(uid types.UID) []types.UID {
 	old, ok := g.nodes[uid]
 	if !ok {
 		return nil
