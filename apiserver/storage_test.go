@@ -47,7 +47,8 @@ func TestStorageCodecSharesRepeatedMetadata(t *testing.T) {
 	}
 }
 
-// Objects entering the watch cache share equal label sets, and their
+// Objects entering the watch cache share equal label sets and equal
+// managed fields (one client's writes within a second), and their
 // attributes for selectors are unchanged.
 func TestWatchCacheObjectsShareLabels(t *testing.T) {
 	g := &etcdStorage{}
@@ -57,7 +58,10 @@ func TestWatchCacheObjectsShareLabels(t *testing.T) {
 	})
 	var got [2]*corev1.ConfigMap
 	for i, name := range []string{"a", "b"} {
-		got[i] = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": "web"}}}
+		at := metav1.Unix(1700000000, 0)
+		got[i] = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": "web"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "client", Operation: metav1.ManagedFieldsOperationUpdate,
+				APIVersion: "v1", Time: &at, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{}}`)}}}}}
 		l, f, err := attrs(got[i])
 		if err != nil {
 			t.Fatal(err)
@@ -68,5 +72,8 @@ func TestWatchCacheObjectsShareLabels(t *testing.T) {
 	}
 	if reflect.ValueOf(got[0].Labels).UnsafePointer() != reflect.ValueOf(got[1].Labels).UnsafePointer() {
 		t.Errorf("labels %v and %v: got two maps, want one", got[0].Labels, got[1].Labels)
+	}
+	if &got[0].ManagedFields[0] != &got[1].ManagedFields[0] {
+		t.Errorf("managed fields of %s and %s: got two copies, want one", got[0].Name, got[1].Name)
 	}
 }

@@ -40,13 +40,15 @@ import (
 // keeps alive is at most its entries times their longest (about 4 MiB),
 // and in practice the few values that repeat.
 const (
-	maxStrings   = 8192
-	maxStringLen = 128
-	maxRaw       = 512
-	maxRawLen    = 4096
-	maxMaps      = 1024
-	maxMapLen    = 512 // the sum of the keys' and values' lengths
-	maxMapKeys   = 16
+	maxStrings    = 8192
+	maxStringLen  = 128
+	maxRaw        = 512
+	maxRawLen     = 4096
+	maxMaps       = 1024
+	maxMapLen     = 512 // the sum of the keys' and values' lengths
+	maxMapKeys    = 16
+	maxManaged    = 1024
+	maxManagedLen = 4096 // the encoded length of the entries
 )
 
 // Table holds the first copy seen of each value. Its zero value is ready
@@ -62,6 +64,9 @@ type Table struct {
 	// so that no two different maps have the same key.
 	maps   map[string]map[string]string
 	mapKey []byte
+	// managed is keyed as maps are, by every field of the entries.
+	managed    map[string][]metav1.ManagedFieldsEntry
+	managedKey []byte
 }
 
 // String returns s, or an equal string seen before.
@@ -140,6 +145,56 @@ func (t *Table) Map(m map[string]string) map[string]string {
 	return m
 }
 
+// ManagedFields returns mf, or managed fields equal to mf seen before,
+// times included. Objects one client writes the same way within a second
+// (a burst of creates, the Pods of one ReplicaSet) have equal managed
+// fields, and the slice with its times and FieldsV1 is a few hundred bytes
+// per object. Like maps, the entries can be changed in place, so only
+// read-only objects may share them.
+func (t *Table) ManagedFields(mf []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+	if len(mf) == 0 {
+		return mf
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	key := t.managedKey[:0]
+	for i := range mf {
+		key = appendManagedKey(key, &mf[i])
+	}
+	t.managedKey = key
+	if len(key) > maxManagedLen {
+		return mf
+	}
+	if c, ok := t.managed[string(key)]; ok {
+		return c
+	}
+	if t.managed == nil || len(t.managed) >= maxManaged {
+		t.managed = make(map[string][]metav1.ManagedFieldsEntry)
+	}
+	t.managed[string(key)] = mf[:len(mf):len(mf)]
+	return mf
+}
+
+// appendManagedKey appends every field of e, each after its length (the
+// time as its Unix nanoseconds after a presence byte), so that no two
+// different entries give the same bytes. Decoded times are whole seconds,
+// all their encoding keeps.
+func appendManagedKey(key []byte, e *metav1.ManagedFieldsEntry) []byte {
+	for _, s := range []string{e.Manager, string(e.Operation), e.APIVersion, e.FieldsType, e.Subresource} {
+		key = append(binary.AppendUvarint(key, uint64(len(s))), s...)
+	}
+	if e.Time == nil {
+		key = append(key, 0)
+	} else {
+		key = binary.AppendVarint(append(key, 1), e.Time.UnixNano())
+	}
+	if e.FieldsV1 == nil {
+		return append(key, 0)
+	}
+	key = binary.AppendUvarint(append(key, 1), uint64(len(e.FieldsV1.Raw)))
+	return append(key, e.FieldsV1.Raw...)
+}
+
 // Meta replaces the repeating parts of m with the copies the table holds:
 // the namespace, label keys and values, annotation keys, finalizers, owner
 // references but their controller flags, and the managed fields but their
@@ -186,9 +241,9 @@ func (t *Table) Object(obj runtime.Object) {
 	}
 }
 
-// ShareMaps makes obj's labels and annotations, if it has the standard
-// metadata, the equal maps seen before. Only for read-only objects (see
-// Map).
+// ShareMaps makes obj's labels, annotations and managed fields, if it has
+// the standard metadata, the equal ones seen before. Only for read-only
+// objects (see Map).
 func (t *Table) ShareMaps(obj runtime.Object) {
 	a, ok := obj.(metav1.ObjectMetaAccessor)
 	if !ok {
@@ -196,6 +251,7 @@ func (t *Table) ShareMaps(obj runtime.Object) {
 	}
 	if m, ok := a.GetObjectMeta().(*metav1.ObjectMeta); ok && m != nil {
 		m.Labels, m.Annotations = t.Map(m.Labels), t.Map(m.Annotations)
+		m.ManagedFields = t.ManagedFields(m.ManagedFields)
 	}
 }
 

@@ -151,3 +151,44 @@ func TestMapSharesEqualMaps(t *testing.T) {
 		t.Errorf("nil map: got %v, want nil", got)
 	}
 }
+
+// TestManagedFieldsSharesEqualEntries checks that managed fields equal in
+// every field, time included, come back as one slice, and that entries
+// differing in any field, or too long, are left alone.
+func TestManagedFieldsSharesEqualEntries(t *testing.T) {
+	entry := func(manager string, sec int64, raw string) metav1.ManagedFieldsEntry {
+		at := metav1.Unix(sec, 0)
+		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1",
+			Time: &at, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(raw)}}
+	}
+	var tab Table
+	first := tab.ManagedFields([]metav1.ManagedFieldsEntry{entry("client", 100, `{"f:data":{}}`)})
+	tests := []struct {
+		name  string
+		in    []metav1.ManagedFieldsEntry
+		share bool
+	}{
+		{"equal", []metav1.ManagedFieldsEntry{entry("client", 100, `{"f:data":{}}`)}, true},
+		{"another second", []metav1.ManagedFieldsEntry{entry("client", 101, `{"f:data":{}}`)}, false},
+		{"another manager", []metav1.ManagedFieldsEntry{entry("kubectl", 100, `{"f:data":{}}`)}, false},
+		{"other fields", []metav1.ManagedFieldsEntry{entry("client", 100, `{"f:spec":{}}`)}, false},
+		{"one more entry", []metav1.ManagedFieldsEntry{entry("client", 100, `{"f:data":{}}`), entry("kubectl", 100, `{}`)}, false},
+		{"no time", []metav1.ManagedFieldsEntry{{Manager: "client", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1",
+			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{}}`)}}}, false},
+		{"too long", []metav1.ManagedFieldsEntry{entry("client", 100, strings.Repeat("x", maxManagedLen))}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tab.ManagedFields(tc.in)
+			if shared := &got[0] == &first[0]; shared != tc.share {
+				t.Errorf("shared with the first entries: got %v, want %v", shared, tc.share)
+			}
+			if !apiequality.Semantic.DeepEqual(got, tc.in) {
+				t.Errorf("got %v, want %v", got, tc.in)
+			}
+		})
+	}
+	if got := tab.ManagedFields(nil); got != nil {
+		t.Errorf("no managed fields: got %v, want nil", got)
+	}
+}
