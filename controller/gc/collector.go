@@ -7,7 +7,7 @@
 // watched and deleted, and keeps an ownership graph in memory. Before it
 // deletes or changes a dependent it reads the dependent live, and an owner
 // it has not observed counts as absent only when a live GET answers
-// NotFound or an object with another UID, never because an informer has
+// NotFound or an object with another UID, never because a watch has
 // not seen it yet. It talks only to the API, through the metadata client;
 // what it writes is deletes of dependents, ownerReference patches and the
 // removal of the two propagation finalizers.
@@ -50,8 +50,8 @@ type Options struct {
 	// RediscoveryPeriod is how often the served resources are discovered
 	// again, to watch resources that appeared; 0 means 30 s.
 	RediscoveryPeriod time.Duration
-	// SyncTimeout bounds the wait for the first informers to list before the
-	// workers start; 0 means one minute. Deletes rest on live reads, so
+	// SyncTimeout bounds the wait for the resources' first lists before
+	// the workers start; 0 means one minute. Deletes rest on live reads, so
 	// starting early only costs reads, but a foreground deletion could
 	// finish before the dependents of a resource not yet listed are seen.
 	SyncTimeout time.Duration
@@ -79,7 +79,8 @@ var DefaultIgnoredResources = []schema.GroupResource{
 // no cycle breaking between objects in foreground deletion and no Events
 // for invalid cross-namespace references; and it keeps watching a resource
 // that disappears from discovery rather than forgetting its objects, so an
-// API group going away never makes dependents look orphaned.
+// API group going away never makes dependents look orphaned. It keeps no
+// informer caches beside its graph (see monitor).
 type Collector struct {
 	metadata  metadata.Interface
 	discovery discovery.DiscoveryInterface
@@ -159,16 +160,16 @@ func (c *Collector) rediscover(ctx context.Context) {
 	}
 }
 
-// waitForSync waits, at most SyncTimeout, for every informer's first list.
+// waitForSync waits, at most SyncTimeout, for every resource's first list.
 func (c *Collector) waitForSync(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.SyncTimeout)
 	defer cancel()
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		klog.InfoS("Garbage collector starting before every informer synced", "timeout", c.opts.SyncTimeout)
+		klog.InfoS("Garbage collector starting before every resource was listed", "timeout", c.opts.SyncTimeout)
 	}
 }
 
-// synced reports whether every informer has listed once.
+// synced reports whether every resource has been listed once.
 func (c *Collector) synced() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -181,7 +182,7 @@ func (c *Collector) synced() bool {
 }
 
 // syncResources discovers the deletable resources, refreshes the REST
-// mapper and starts an informer for each new resource.
+// mapper and starts a monitor for each new resource.
 func (c *Collector) syncResources(ctx context.Context) {
 	gvrs, err := c.deletableResources()
 	if err != nil {

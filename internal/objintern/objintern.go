@@ -9,8 +9,8 @@
 // client writes the same way. A Table hands out the copy of each value it
 // saw first, so that the objects share it and the other copies are garbage
 // at once. The API server's storage decodes through a Codec, so that the
-// watch cache's objects share; the garbage collector shares what its
-// informers keep.
+// watch cache's objects share, with their equal label and annotation maps
+// and managed fields; the garbage collector shares what its graph keeps.
 //
 // Sharing is safe because such objects are read-only: the watch cache hands
 // its objects to every reader and to updates as the existing object, so
