@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"portal.dev/portal/bench/internal/host"
+	"portal.dev/portal/bench/internal/node"
 )
 
 // scaleNS holds the scale run's Services and Ingresses.
@@ -100,7 +100,7 @@ func scale(args []string) error {
 	if err != nil {
 		return err
 	}
-	defer stopProcess(cmd)
+	defer node.Stop(cmd)
 	pid := cmd.Process.Pid
 	started := time.Now()
 	for _, i := range []int{0, *n - 1} {
@@ -260,18 +260,6 @@ func startIngress(command []string, core, kubeconfig, logFile string, httpPort i
 		return nil, err
 	}
 	return cmd, nil
-}
-
-func stopProcess(cmd *exec.Cmd) {
-	cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		cmd.Process.Kill()
-		<-done
-	}
 }
 
 // rss is the process's resident memory: total, anonymous and file-backed.
