@@ -8,7 +8,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
+	"os/exec"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -96,17 +100,51 @@ func TestDiagRoutes(t *testing.T) {
 // IP or "localhost"; a status address such as 0.0.0.0:10249 (the proxy's
 // own bind address, copied) then went to the proxy, which answered for
 // its own host or not at all. They ask this node's components directly.
+//
+// Go reads the proxy environment once per process, at the first request
+// through http.ProxyFromEnvironment, so setting HTTP_PROXY here would
+// change nothing once another test of the package has sent one. The
+// forward runs instead in a child process of this test binary that starts
+// with HTTP_PROXY set (diagProxyChild).
 func TestDiagForwardIgnoresEnvironmentProxy(t *testing.T) {
+	if os.Getenv(diagProxyChildEnv) != "" {
+		diagProxyChild(t)
+		return
+	}
+	var proxied atomic.Int32
+	envProxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		proxied.Add(1)
+		io.WriteString(w, "the environment's proxy")
+	}))
+	defer envProxy.Close()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestDiagForwardIgnoresEnvironmentProxy$", "-test.count=1", "-test.v")
+	cmd.Env = append(withoutProxyEnv(os.Environ()), diagProxyChildEnv+"=1",
+		"HTTP_PROXY="+envProxy.URL, "http_proxy="+envProxy.URL)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the forward with HTTP_PROXY set, in a child process: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "--- PASS: TestDiagForwardIgnoresEnvironmentProxy") {
+		t.Fatalf("the child process ran no forward:\n%s", out)
+	}
+	if n := proxied.Load(); n != 0 {
+		t.Errorf("got %d requests through HTTP_PROXY, want 0", n)
+	}
+}
+
+// diagProxyChildEnv marks the child process of
+// TestDiagForwardIgnoresEnvironmentProxy.
+const diagProxyChildEnv = "PORTAL_TEST_DIAG_PROXY_CHILD"
+
+// diagProxyChild is TestDiagForwardIgnoresEnvironmentProxy in its child
+// process, where HTTP_PROXY names the parent's stand-in proxy: the agent
+// forwards to this node's proxy at 0.0.0.0, an address Go would send
+// through HTTP_PROXY.
+func diagProxyChild(t *testing.T) {
 	status := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "this node's proxy")
 	}))
 	defer status.Close()
-	envProxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, "the environment's proxy")
-	}))
-	defer envProxy.Close()
-	t.Setenv("HTTP_PROXY", envProxy.URL)
-	t.Setenv("http_proxy", envProxy.URL)
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(status.URL, "http://"))
 
 	a := &Agent{opts: Options{NodeName: "node1", ProxyStatusAddress: net.JoinHostPort("0.0.0.0", port)}}
@@ -117,4 +155,17 @@ func TestDiagForwardIgnoresEnvironmentProxy(t *testing.T) {
 	if got, want := rec.Body.String(), "this node's proxy"; rec.Code != http.StatusOK || got != want {
 		t.Errorf("got %d %q, want 200 %q", rec.Code, got, want)
 	}
+}
+
+// withoutProxyEnv is env without the proxy variables, so that a NO_PROXY
+// of the machine's cannot exempt the child's request from HTTP_PROXY.
+func withoutProxyEnv(env []string) []string {
+	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		switch strings.ToUpper(name) {
+		case "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "REQUEST_METHOD":
+			return true
+		}
+		return false
+	})
 }

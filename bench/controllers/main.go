@@ -19,10 +19,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -182,32 +182,13 @@ func populate(ctx context.Context, c kubernetes.Interface) ([]*corev1.Pod, error
 			return nil, err
 		}
 	}
-	work := make(chan int)
 	out := make([]*corev1.Pod, *services**podsPer)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var firstErr error
-	for range 32 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				if err := createOne(ctx, c, i, out); err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = err
-					}
-					mu.Unlock()
-				}
-			}
-		}()
-	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(32)
 	for i := range *services {
-		work <- i
+		g.Go(func() error { return createOne(gctx, c, i, out) })
 	}
-	close(work)
-	wg.Wait()
-	return out, firstErr
+	return out, g.Wait()
 }
 
 func createOne(ctx context.Context, c kubernetes.Interface, i int, out []*corev1.Pod) error {

@@ -12,11 +12,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -191,32 +189,4 @@ func serviceBackend(svc string) networkingv1.IngressBackend {
 	return networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
 		Name: svc, Port: networkingv1.ServiceBackendPort{Name: "http"},
 	}}
-}
-
-// parallel runs do(i) for i in [0, n) on workers goroutines and returns
-// the first error.
-func parallel(n, workers int, do func(i int) error) error {
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-		next = make(chan int)
-	)
-	for range workers {
-		wg.Go(func() {
-			for i := range next {
-				if err := do(i); err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	return errors.Join(errs...)
 }

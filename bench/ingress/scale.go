@@ -12,9 +12,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"portal.dev/portal/bench/internal/host"
+	"portal.dev/portal/bench/internal/node"
 )
 
 // scaleNS holds the scale run's Services and Ingresses.
@@ -100,7 +101,7 @@ func scale(args []string) error {
 	if err != nil {
 		return err
 	}
-	defer stopProcess(cmd)
+	defer node.Stop(cmd)
 	pid := cmd.Process.Pid
 	started := time.Now()
 	for _, i := range []int{0, *n - 1} {
@@ -130,15 +131,20 @@ func (b *scaleBench) fill(ctx context.Context, n int) error {
 	if _, err := b.client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create namespace %s: %w", scaleNS, err)
 	}
-	return parallel(n, 32, func(i int) error {
-		if err := createService(ctx, b.client, scaleNS, svcName(i), b.backends[0], b.port); err != nil {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(32)
+	for i := range n {
+		g.Go(func() error {
+			if err := createService(ctx, b.client, scaleNS, svcName(i), b.backends[0], b.port); err != nil {
+				return err
+			}
+			ing := newIngress(scaleNS, fmt.Sprintf("i%d", i), hostName(i), svcName(i),
+				pathRule("/a", networkingv1.PathTypePrefix), pathRule("/b", networkingv1.PathTypeExact))
+			_, err := b.client.NetworkingV1().Ingresses(scaleNS).Create(ctx, ing, metav1.CreateOptions{})
 			return err
-		}
-		ing := newIngress(scaleNS, fmt.Sprintf("i%d", i), hostName(i), svcName(i),
-			pathRule("/a", networkingv1.PathTypePrefix), pathRule("/b", networkingv1.PathTypeExact))
-		_, err := b.client.NetworkingV1().Ingresses(scaleNS).Create(ctx, ing, metav1.CreateOptions{})
-		return err
-	})
+		})
+	}
+	return g.Wait()
 }
 
 // ingressChanges adds, one change at a time, a Prefix path /cK to an
@@ -260,18 +266,6 @@ func startIngress(command []string, core, kubeconfig, logFile string, httpPort i
 		return nil, err
 	}
 	return cmd, nil
-}
-
-func stopProcess(cmd *exec.Cmd) {
-	cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		cmd.Process.Kill()
-		<-done
-	}
 }
 
 // rss is the process's resident memory: total, anonymous and file-backed.

@@ -23,12 +23,12 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -260,38 +260,12 @@ func (b *bench) partialSyncs(ctx context.Context, proxy *exec.Cmd) error {
 // fill creates Services web-from..web-(to-1), selector-less, each with one
 // EndpointSlice of n endpoints; web-0's first endpoint is the nginx.
 func (b *bench) fill(ctx context.Context, from, to, n int) error {
-	work := make(chan int)
-	errs := make(chan error, 32)
-	var wg sync.WaitGroup
-	for range 32 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				if err := b.createService(ctx, i, n); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(32)
 	for i := from; i < to; i++ {
-		select {
-		case work <- i:
-		case err := <-errs:
-			close(work)
-			wg.Wait()
-			return err
-		}
+		g.Go(func() error { return b.createService(ctx, i, n) })
 	}
-	close(work)
-	wg.Wait()
-	select {
-	case err := <-errs:
-		return err
-	default:
-		return nil
-	}
+	return g.Wait()
 }
 
 func (b *bench) createService(ctx context.Context, i, n int) error {

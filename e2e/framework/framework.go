@@ -4,10 +4,12 @@
 package framework
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -55,17 +57,6 @@ func Binary(t testing.TB) string {
 	return binary
 }
 
-// FreePort returns a loopback TCP port that was free a moment ago.
-func FreePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // Server is a running `portal server` or `portal apiserver`.
 type Server struct {
 	t       testing.TB
@@ -91,6 +82,8 @@ type Server struct {
 	cmd     *exec.Cmd
 	log     *os.File
 	dnsPort int
+	// logStart is where the log of the latest Launch starts.
+	logStart int64
 }
 
 // StartServer runs `portal server` with a fresh data directory on a free
@@ -119,6 +112,34 @@ func (s *Server) Start() {
 	s.t.Helper()
 	s.Launch()
 	s.WaitReady(90 * time.Second)
+	s.checkIngress()
+}
+
+// checkIngress fails the test at once when the server left its Ingress
+// controller out, which it does, with /readyz ok, when a port is taken:
+// the test's requests would otherwise wait for an answer that never comes,
+// and the log line that says why is long gone from the log's last lines.
+func (s *Server) checkIngress() {
+	s.t.Helper()
+	if !s.Ingress {
+		return
+	}
+	f, err := os.Open(filepath.Join(s.DataDir, "portal.log"))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Seek(s.logStart, io.SeekStart); err != nil {
+		s.t.Fatal(err)
+	}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), "Ingress controller left out") {
+			s.t.Fatalf("portal %s left its Ingress controller out (HTTP port %d, HTTPS port %d):\n%s",
+				s.Command, s.HTTPPort, s.HTTPSPort, sc.Text())
+		}
+	}
 }
 
 // Launch starts the process and returns at once, before it serves: for
@@ -132,6 +153,9 @@ func (s *Server) Launch() {
 		s.t.Fatal(err)
 	}
 	s.log = log
+	if st, err := log.Stat(); err == nil {
+		s.logStart = st.Size()
+	}
 	argv := append(append(append([]string{}, s.Wrap...), Binary(s.t)), args...)
 	s.cmd = exec.Command(argv[0], argv[1:]...)
 	s.cmd.Stdout, s.cmd.Stderr = log, log

@@ -76,6 +76,13 @@ func (t *Table) String(s string) string {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.stringLocked(s)
+}
+
+func (t *Table) stringLocked(s string) string {
+	if s == "" || len(s) > maxStringLen {
+		return s
+	}
 	if c, ok := t.strings[s]; ok {
 		return c
 	}
@@ -91,9 +98,16 @@ func (t *Table) Bytes(b []byte) []byte {
 	if len(b) == 0 || len(b) > maxRawLen {
 		return b
 	}
-	b = b[:len(b):len(b)]
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.bytesLocked(b)
+}
+
+func (t *Table) bytesLocked(b []byte) []byte {
+	if len(b) == 0 || len(b) > maxRawLen {
+		return b
+	}
+	b = b[:len(b):len(b)]
 	if t.raw == nil {
 		t.seed = maphash.MakeSeed()
 	}
@@ -201,31 +215,35 @@ func appendManagedKey(key []byte, e *metav1.ManagedFieldsEntry) []byte {
 // times. Names, UIDs and resource versions are one per object, and
 // annotation values are often large and unique, so they stay.
 func (t *Table) Meta(m *metav1.ObjectMeta) {
-	m.Namespace = t.String(m.Namespace)
-	m.GenerateName = t.String(m.GenerateName)
+	// One lock for the object rather than one for each of its twenty or so
+	// values: decodes on many goroutines at once take turns less often.
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	m.Namespace = t.stringLocked(m.Namespace)
+	m.GenerateName = t.stringLocked(m.GenerateName)
 	for k, v := range m.Labels {
 		// Assigning to an existing key stores the key given too.
-		m.Labels[t.String(k)] = t.String(v)
+		m.Labels[t.stringLocked(k)] = t.stringLocked(v)
 	}
 	for k, v := range m.Annotations {
-		m.Annotations[t.String(k)] = v
+		m.Annotations[t.stringLocked(k)] = v
 	}
 	for i := range m.Finalizers {
-		m.Finalizers[i] = t.String(m.Finalizers[i])
+		m.Finalizers[i] = t.stringLocked(m.Finalizers[i])
 	}
 	for i := range m.OwnerReferences {
 		r := &m.OwnerReferences[i]
-		r.APIVersion, r.Kind = t.String(r.APIVersion), t.String(r.Kind)
-		r.Name, r.UID = t.String(r.Name), types.UID(t.String(string(r.UID)))
+		r.APIVersion, r.Kind = t.stringLocked(r.APIVersion), t.stringLocked(r.Kind)
+		r.Name, r.UID = t.stringLocked(r.Name), types.UID(t.stringLocked(string(r.UID)))
 	}
 	for i := range m.ManagedFields {
 		f := &m.ManagedFields[i]
-		f.Manager = t.String(f.Manager)
-		f.Operation = metav1.ManagedFieldsOperationType(t.String(string(f.Operation)))
-		f.APIVersion, f.FieldsType = t.String(f.APIVersion), t.String(f.FieldsType)
-		f.Subresource = t.String(f.Subresource)
+		f.Manager = t.stringLocked(f.Manager)
+		f.Operation = metav1.ManagedFieldsOperationType(t.stringLocked(string(f.Operation)))
+		f.APIVersion, f.FieldsType = t.stringLocked(f.APIVersion), t.stringLocked(f.FieldsType)
+		f.Subresource = t.stringLocked(f.Subresource)
 		if f.FieldsV1 != nil {
-			f.FieldsV1.Raw = t.Bytes(f.FieldsV1.Raw)
+			f.FieldsV1.Raw = t.bytesLocked(f.FieldsV1.Raw)
 		}
 	}
 }

@@ -4,8 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,7 +39,12 @@ func Fill(ctx context.Context, c kubernetes.Interface, size Size) error {
 			return err
 		}
 	}
-	if err := parallel(size.Services, func(i int) error { return createService(ctx, c, i, size) }); err != nil {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(32)
+	for i := range size.Services {
+		g.Go(func() error { return createService(gctx, c, i, size) })
+	}
+	if err := g.Wait(); err != nil {
 		return err
 	}
 	return waitEndpoints(ctx, c, size.Services*size.PodsPerService)
@@ -64,36 +70,6 @@ func createNode(ctx context.Context, c kubernetes.Interface, i int, address bool
 	// (its podCIDR).
 	_, err = c.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 	return err
-}
-
-// parallel runs do(0..n-1) on 32 workers and returns the first error.
-func parallel(n int, do func(int) error) error {
-	work := make(chan int)
-	errs := make(chan error, 1)
-	var wg sync.WaitGroup
-	for range 32 {
-		wg.Go(func() {
-			for i := range work {
-				if err := do(i); err != nil {
-					select {
-					case errs <- err:
-					default:
-					}
-				}
-			}
-		})
-	}
-	for i := range n {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	select {
-	case err := <-errs:
-		return err
-	default:
-		return nil
-	}
 }
 
 // createService creates Service i and its Pods, and writes the Pods'
