@@ -23,6 +23,9 @@ type group struct {
 	// group has passed on, at first the one it started from: a watch from
 	// a version at or after it misses nothing by joining.
 	last uint64
+	// hist is the latest events the group passed on, which a watch from
+	// an older version than last gets first when it joins.
+	hist history
 	// started: the current upstream watch has passed on an event or a
 	// bookmark, so the storage accepted the version it was opened from.
 	started bool
@@ -33,18 +36,20 @@ type group struct {
 	done bool
 }
 
-// join adds a member watching from since, if the group has passed on
-// nothing after since; nil otherwise. A watch from a newer version than
-// the group's joins only once the storage accepted the group's start:
-// until then the storage may still answer the group's older version with
-// an error (410 Gone) that the newer watch must not get.
+// join adds a member watching from since, if the group's history still
+// holds every event it passed on after since; nil otherwise. The member
+// gets those events first. A watch from a newer version than the group's
+// joins only once the storage accepted the group's start: until then the
+// storage may still answer the group's older version with an error (410
+// Gone) that the newer watch must not get.
 func (g *group) join(since uint64, bookmarks bool, bookmarkAt time.Time) *member {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.done || since < g.last || since > g.last && !g.started {
+	if g.done || !g.hist.covers(since) || since > g.last && !g.started {
 		return nil
 	}
 	m := newMember(g, since, bookmarks, bookmarkAt, g.s.limit)
+	g.hist.after(since, func(ev watch.Event) { m.push(ownCopy(ev)) })
 	g.members[m] = struct{}{}
 	go m.run()
 	return m
@@ -151,6 +156,11 @@ func (g *group) pass(up watch.Interface, versioner storage.Versioner) (int, bool
 			if wants(m, ev, rv) {
 				to = append(to, m)
 			}
+		}
+		if ev.Type != watch.Error && ev.Type != watch.Bookmark {
+			// The history's own copy: the members' handlers may
+			// write to theirs.
+			g.hist.add(ownCopy(ev), rv)
 		}
 		for i, m := range to {
 			// The last member gets ev itself, once every copy of it

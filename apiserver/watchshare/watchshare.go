@@ -20,11 +20,18 @@
 // into every member's queue without waiting; each member's goroutine feeds
 // its request handler at the client's pace. The cacher sees one watcher
 // instead of hundreds, and the event objects, with their cached
-// serializations, are shared, so a queued event costs a slot. A watch from
-// a version the group has already passed starts a group of its own. When
-// the process as a whole gets no CPU for a while, the cacher may still end
-// a group's watch: the group then watches again from the last version it
-// passed on, which its members do not notice.
+// serializations, are shared, so a queued event costs a slot.
+//
+// A group keeps its latest events, and a watch from a version the group
+// has already passed joins it with the events it missed, as long as the
+// group still holds them; otherwise it starts a group of its own. Clients
+// that watch from one list's version often open their watches after the
+// resource changed once more: without the history each of them, after the
+// first change, would start a group of its own, and the cacher would be
+// back to hundreds of watchers of the same events. When the process as a
+// whole gets no CPU for a while, the cacher may still end a group's watch:
+// the group then watches again from the last version it passed on, which
+// its members do not notice.
 //
 // A client that stops reading must not hold the server's memory: a member
 // whose queue reaches the limit ends as the cacher would have ended it, and
@@ -107,8 +114,9 @@ type sharedStorage struct {
 	groups map[string][]*group
 }
 
-// Watch joins a group of watches with the same key and options whose
-// events so far are all at or before opts.ResourceVersion, or starts one.
+// Watch joins a group of watches with the same key and options that
+// still holds every event it passed on after opts.ResourceVersion, or
+// starts one.
 // A watch with initial events (a version of 0 or none, or
 // SendInitialEvents) is the storage's own.
 func (s *sharedStorage) Watch(ctx context.Context, key string, opts storage.ListOptions) (watch.Interface, error) {
@@ -142,7 +150,8 @@ func (s *sharedStorage) Watch(ctx context.Context, key string, opts storage.List
 	if err != nil {
 		return nil, err
 	}
-	g := &group{s: s, key: gk, open: open, up: w, members: map[*member]struct{}{}, last: since}
+	g := &group{s: s, key: gk, open: open, up: w, members: map[*member]struct{}{}, last: since,
+		hist: newHistory(since, historySize)}
 	m := g.join(since, bookmarks, at)
 	s.mu.Lock()
 	s.groups[gk] = append(s.groups[gk], g)

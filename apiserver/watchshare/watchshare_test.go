@@ -151,28 +151,95 @@ func TestSlowReadersGetEveryEvent(t *testing.T) {
 	}
 }
 
-// A watch from a version the group has passed would miss events: it gets
-// a storage watch of its own. One from a later version joins and skips the
-// events up to its version.
+// Watches from one list's version that open after the group passed on an
+// event share its storage watch and get the events they missed first: the
+// regression of #23 where, when a ConfigMap was created between the
+// bench's list and its 200 watches, each watch after the first change
+// started a group of its own, and the cacher, with 180 watchers of 10
+// events each, ended them hundreds of times at the start of the load. Each
+// member owns the plain objects it gets from the history too.
+func TestWatchFromAPassedVersionJoinsFromHistory(t *testing.T) {
+	f := newFakeStorage()
+	s := Share(f, nil, DefaultLimit)
+	first := watchFrom(t, s, "100")
+	src := f.opened()[0]
+	src.send(101, 101)
+	var late []watch.Interface
+	for range 19 {
+		late = append(late, watchFrom(t, s, "100"))
+		// A storage watch from 100 replays 101 at once, as the
+		// cacher replays the events after a watch's version.
+		if ups := f.opened(); ups[len(ups)-1] != src {
+			ups[len(ups)-1].send(101, 101)
+		}
+	}
+	if n := len(f.opened()); n != 1 {
+		t.Fatalf("20 watches from version 100, 19 of them after the group passed 101, opened %d storage watches, want 1", n)
+	}
+	src.send(102, 110)
+	src.fail()
+	got := readEvents(first)
+	checkRange(t, "first", versions(t, got), 101, 110)
+	for i, w := range late {
+		evs := readEvents(w)
+		checkRange(t, "late watch "+strconv.Itoa(i), versions(t, evs), 101, 110)
+		if len(evs) > 0 && len(got) > 0 && evs[0].Object == got[0].Object {
+			t.Errorf("late watch %d got the first watch's object of version 101, want its own", i)
+		}
+	}
+}
+
+// A watch from a version older than the group's history gets a storage
+// watch of its own; one from a version the history covers, or a later one,
+// joins and gets only the events after its version.
 func TestJoinOnlyWithoutGap(t *testing.T) {
 	f := newFakeStorage()
 	s := Share(f, nil, DefaultLimit)
 	first := watchFrom(t, s, "100")
 	src := f.opened()[0]
-	src.send(101, 110)
+	last := 110 + historySize
+	src.send(101, last)
 	behind := watchFrom(t, s, "105")
-	ahead := watchFrom(t, s, "115")
+	covered := watchFrom(t, s, strconv.Itoa(last-5))
+	ahead := watchFrom(t, s, strconv.Itoa(last+5))
 	if n := len(f.opened()); n != 2 {
 		t.Fatalf("storage watches = %d, want 2 (the first group, and one for the watch from 105)", n)
 	}
-	src.send(111, 120)
+	src.send(last+1, last+10)
 	src.fail()
-	checkRange(t, "first", readAll(t, first), 101, 120)
-	checkRange(t, "from 115", readAll(t, ahead), 116, 120)
+	checkRange(t, "first", readAll(t, first), 101, last+10)
+	checkRange(t, "from the history", readAll(t, covered), last-4, last+10)
+	checkRange(t, "from a later version", readAll(t, ahead), last+6, last+10)
 	own := f.opened()[1]
 	own.send(106, 107)
 	own.fail()
 	checkRange(t, "from 105", readAll(t, behind), 106, 107)
+}
+
+// readEvents reads w until its result channel closes and returns its
+// events other than errors.
+func readEvents(w watch.Interface) []watch.Event {
+	var got []watch.Event
+	for ev := range w.ResultChan() {
+		if ev.Type != watch.Error {
+			got = append(got, ev)
+		}
+	}
+	return got
+}
+
+// versions returns the resource versions of evs.
+func versions(t *testing.T, evs []watch.Event) []int {
+	t.Helper()
+	var got []int
+	for _, ev := range evs {
+		rv, err := strconv.Atoi(ev.Object.(*corev1.ConfigMap).ResourceVersion)
+		if err != nil {
+			t.Fatalf("event %v: %v", ev, err)
+		}
+		got = append(got, rv)
+	}
+	return got
 }
 
 // A client that never reads cannot make the server hold events without
@@ -543,6 +610,20 @@ func TestWhatEachClientGets(t *testing.T) {
 		want:  []string{"ADDED 101,ERROR", "ADDED 60,ADDED 101,ERROR", "ADDED 101,ERROR"},
 		opens: 2,
 	}, {
+		name: "version the group passed: joins with the events after it, no old bookmarks",
+		steps: []step{
+			{open: &opener{rv: "100", bookmarks: true}},
+			{up: 0, events: []watch.Event{added(101), bookmarkAt(102), added(103)}},
+			{open: &opener{rv: "101", bookmarks: true}}, {open: &opener{rv: "103"}},
+			{up: 0, events: []watch.Event{added(104), bookmarkAt(105), gone}},
+		},
+		want: []string{
+			"ADDED 101,BOOKMARK 102,ADDED 103,ADDED 104,BOOKMARK 105,ERROR",
+			"ADDED 103,ADDED 104,BOOKMARK 105,ERROR",
+			"ADDED 104,ERROR",
+		},
+		opens: 1,
+	}, {
 		name: "bookmarks only to clients that asked, and only after their version",
 		steps: []step{
 			{open: &opener{rv: "100", bookmarks: true}}, {open: &opener{rv: "100"}},
@@ -615,7 +696,9 @@ func TestWhatEachClientGets(t *testing.T) {
 				}
 			}
 			if n := len(f.opened()); n != tc.opens {
-				t.Errorf("storage watches = %d, want %d", n, tc.opens)
+				// The watches of a storage watch the steps do
+				// not feed would never end.
+				t.Fatalf("storage watches = %d, want %d", n, tc.opens)
 			}
 			for i, w := range ws {
 				if got := describe(w); got != tc.want[i] {
