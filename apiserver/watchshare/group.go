@@ -157,10 +157,12 @@ func (g *group) pass(up watch.Interface, versioner storage.Versioner) (int, bool
 				to = append(to, m)
 			}
 		}
+		now := time.Now()
+		g.hist.expire(now.Add(-historyAge))
 		if ev.Type != watch.Error && ev.Type != watch.Bookmark {
 			// The history's own copy: the members' handlers may
 			// write to theirs.
-			g.hist.add(ownCopy(ev), rv)
+			g.hist.add(ownCopy(ev), rv, now)
 		}
 		for i, m := range to {
 			// The last member gets ev itself, once every copy of it

@@ -722,3 +722,36 @@ func describe(w watch.Interface) string {
 	}
 	return strings.Join(got, ",")
 }
+
+// A group forgets the events it passed on more than historyAge ago, once
+// an event or a bookmark passes after that, so that an idle group does not
+// hold its last events for good: a watch from before them then gets a
+// storage watch of its own.
+func TestHistoryForgetsOldEvents(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeStorage()
+		s := Share(f, newConfigMap, DefaultLimit)
+		first := watchFrom(t, s, "100")
+		src := f.opened()[0]
+		src.send(101, 105)
+		time.Sleep(historyAge / 2)
+		recent := watchFrom(t, s, "102")
+		if n := len(f.opened()); n != 1 {
+			t.Fatalf("storage watches = %d after a watch from a version the history holds, want 1", n)
+		}
+		time.Sleep(historyAge)
+		src.ch <- watch.Event{Type: watch.Bookmark, Object: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "105"}}}
+		synctest.Wait() // the group has passed the bookmark on
+		late := watchFrom(t, s, "102")
+		if n := len(f.opened()); n != 2 {
+			t.Fatalf("storage watches = %d after a watch from a version whose events are older than %v, want 2", n, historyAge)
+		}
+		src.fail()
+		checkRange(t, "first", readAll(t, first), 101, 105)
+		checkRange(t, "recent", readAll(t, recent), 103, 105)
+		own := f.opened()[1]
+		own.send(103, 105)
+		own.fail()
+		checkRange(t, "late", readAll(t, late), 103, 105)
+	})
+}
