@@ -63,6 +63,20 @@ type backendConn struct {
 	sendErr    error
 }
 
+// requestEnd is the end of a client's request (the client went away, the
+// servers shut down), which ends the exchange with the endpoint too.
+type requestEnd interface {
+	// AfterFunc arranges for f to run when the request ends, as
+	// context.AfterFunc does; stop undoes it, and says false when f was
+	// started.
+	AfterFunc(f func()) (stop func() bool)
+}
+
+// contextEnd is the end of a request's context.
+type contextEnd struct{ ctx context.Context }
+
+func (e contextEnd) AfterFunc(f func()) func() bool { return context.AfterFunc(e.ctx, f) }
+
 func newBackendConn(c net.Conn) *backendConn {
 	bc := &backendConn{conn: c, headLeft: -1}
 	bc.abort = func() { bc.conn.SetDeadline(aLongTimeAgo) }
@@ -125,13 +139,13 @@ func (c *backendConn) Write(p []byte) (int, error) {
 }
 
 // roundTrip sends out and reads the response head, passing 1xx answers
-// to info. The client's request context, ctx, ends the exchange when it
-// ends. A request head (at most maxHeaderBytes) fits the sockets'
+// to info. The end of the client's request, end, ends the exchange. A
+// request head (at most maxHeaderBytes) fits the sockets'
 // buffers, so its write is not timed: the send timeout is for bodies,
 // which take http.Transport's path.
-func (c *backendConn) roundTrip(ctx context.Context, out *upstreamRequest, a *attempt, info func(int, http.Header)) (*http.Response, error) {
+func (c *backendConn) roundTrip(end requestEnd, out *upstreamRequest, a *attempt, info func(int, http.Header)) (*http.Response, error) {
 	c.written, c.answered, c.read = 0, false, a.read
-	c.stop = context.AfterFunc(ctx, c.abort)
+	c.stop = end.AfterFunc(c.abort)
 	head := out.appendHead(c.bw.AvailableBuffer())
 	c.armRead()
 	sent, err := c.sendAndAwait(head)

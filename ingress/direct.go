@@ -136,7 +136,7 @@ func (l *listenerHandler) roundTrip(w *recorder, r *http.Request, out *upstreamR
 				return nil, nil, err
 			}
 		}
-		resp, err := c.roundTrip(r.Context(), out, a, w.informational)
+		resp, err := c.roundTrip(w.requestEnd(r), out, a, w.informational)
 		if err == nil && reused && resp.StatusCode == http.StatusRequestTimeout && replayable(out) {
 			// The endpoint timed the connection out as the request came:
 			// it did not take it (RFC 9110, section 15.5.9). Send it once

@@ -86,6 +86,15 @@ type h1Conn struct {
 	watching  bool
 	watched   chan struct{}
 	watchErr  error
+
+	// The end of the exchange with an endpoint under way, run when ctx
+	// ends (AfterFunc): exchangeEnd is set, guarded by mu, while an
+	// exchange may be ended; ctxWatch is the one context.AfterFunc on ctx
+	// that runs it, made at the first exchange, and stopExchange the stop
+	// each exchange is given.
+	exchangeEnd  func()
+	ctxWatch     func() bool
+	stopExchange func() bool
 }
 
 // serve runs the loop until the client or the server ends the
@@ -96,9 +105,10 @@ func (c *h1Conn) serve() {
 	c.bw = writers.Get().(*bufio.Writer)
 	c.bw.Reset(c.conn)
 	defer c.release()
-	c.resp.bw = c.bw
+	c.resp.bw, c.resp.conn = c.bw, c
 	c.ctx, c.cancel = context.WithCancel(c.s.base)
 	defer c.cancel()
+	defer c.unwatchCtx()
 	c.remote = c.conn.RemoteAddr().String()
 	for {
 		keep, err := c.next()
@@ -362,6 +372,63 @@ func (c *h1Conn) watchClient() {
 	}
 	c.watchErr = err
 	c.watched <- struct{}{}
+}
+
+// AfterFunc arranges for f, the end of an exchange with an endpoint, to
+// run when the connection's context ends before stop is called: the
+// client went away, or the servers shut down. One context.AfterFunc per
+// connection carries it: one per request took a lock and a map entry on
+// the context, and two allocations, for each request.
+func (c *h1Conn) AfterFunc(f func()) (stop func() bool) {
+	if c.ctxWatch == nil {
+		c.ctxWatch = context.AfterFunc(c.ctx, c.endExchange)
+		c.stopExchange = c.stopExchangeEnd
+	}
+	c.mu.Lock()
+	// The context's error is set before its AfterFunc runs: a context
+	// that has not ended yet will run endExchange after this.
+	ended := c.ctx.Err() != nil
+	if !ended {
+		c.exchangeEnd = f
+	}
+	c.mu.Unlock()
+	if ended {
+		f()
+		return alreadyEnded
+	}
+	return c.stopExchange
+}
+
+func alreadyEnded() bool { return false }
+
+// endExchange ends the exchange under way, if any, as the connection's
+// context ended.
+func (c *h1Conn) endExchange() {
+	c.mu.Lock()
+	f := c.exchangeEnd
+	c.exchangeEnd = nil
+	c.mu.Unlock()
+	if f != nil {
+		f()
+	}
+}
+
+// stopExchangeEnd is AfterFunc's stop: it says false when the end ran.
+func (c *h1Conn) stopExchangeEnd() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	armed := c.exchangeEnd != nil
+	c.exchangeEnd = nil
+	return armed
+}
+
+// unwatchCtx stops the AfterFunc on the connection's context before it
+// is cancelled at the connection's end, which would start a goroutine
+// for it.
+func (c *h1Conn) unwatchCtx() {
+	if c.ctxWatch != nil {
+		c.ctxWatch()
+	}
 }
 
 // setReadDeadline sets the deadline of the reads of the client;

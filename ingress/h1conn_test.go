@@ -2,6 +2,7 @@ package ingress
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -250,5 +251,55 @@ func TestHeadOfLocalAnswer(t *testing.T) {
 	b, _ := io.ReadAll(get.Body)
 	if head.StatusCode != 404 || head.ContentLength != int64(len(b)) || len(b) == 0 {
 		t.Errorf("HEAD: got %d with Content-Length %d, want 404 with %d, the GET's", head.StatusCode, head.ContentLength, len(b))
+	}
+}
+
+// The end of an exchange with an endpoint, as the loop's connection runs
+// it: like context.AfterFunc on the connection's context, once for each
+// exchange, with one registration on the context for the connection.
+func TestExchangeEnd(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// cancelBefore ends the context before the exchange starts,
+		// cancelDuring while it runs.
+		cancelBefore, cancelDuring bool
+		wantRun, wantStop          bool
+	}{
+		{name: "exchange ends first", wantStop: true},
+		{name: "client gone during the exchange", cancelDuring: true, wantRun: true},
+		{name: "client gone before the exchange", cancelBefore: true, wantRun: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &h1Conn{}
+			c.ctx, c.cancel = context.WithCancel(context.Background())
+			defer c.cancel()
+			// A first exchange that ends as usual leaves nothing armed.
+			if stop := c.AfterFunc(func() { t.Error("first exchange ended by the client") }); !stop() {
+				t.Errorf("first exchange: stop() = false, want true")
+			}
+			if tc.cancelBefore {
+				c.cancel()
+			}
+			ran := make(chan struct{})
+			stop := c.AfterFunc(func() { close(ran) })
+			if tc.cancelDuring {
+				c.cancel()
+				<-ran // runs in a goroutine of its own, as context.AfterFunc's
+			}
+			if got := stop(); got != tc.wantStop {
+				t.Errorf("stop() = %v, want %v", got, tc.wantStop)
+			}
+			select {
+			case <-ran:
+				if !tc.wantRun {
+					t.Error("the exchange was ended, want it left alone")
+				}
+			default:
+				if tc.wantRun {
+					t.Error("the exchange was not ended, want it ended")
+				}
+			}
+			c.unwatchCtx()
+		})
 	}
 }

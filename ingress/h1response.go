@@ -22,9 +22,12 @@ const chunkAfter = 2 << 10
 // none; trailers after a chunked body; 1xx heads written at once.
 // It is reused for each request of its connection.
 type h1Response struct {
-	bw  *bufio.Writer
-	req *http.Request
-	h   http.Header
+	bw *bufio.Writer
+	// conn is the connection the response goes out on, which tells the
+	// request's end.
+	conn *h1Conn
+	req  *http.Request
+	h    http.Header
 	// closing says the connection ends after this response: the client
 	// or the server asked for it.
 	closing bool
@@ -47,7 +50,7 @@ func (w *h1Response) reset(r *http.Request, closing bool) {
 	} else {
 		clear(w.h)
 	}
-	*w = h1Response{bw: w.bw, req: r, h: w.h, closing: closing, length: -1,
+	*w = h1Response{bw: w.bw, conn: w.conn, req: r, h: w.h, closing: closing, length: -1,
 		pending: w.pending[:0]}
 }
 

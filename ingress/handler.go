@@ -362,6 +362,16 @@ func (r *recorder) Write(p []byte) (int, error) {
 
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
+// requestEnd is the end of req, answered through r: told by the loop's
+// connection when the loop serves it, which spares a registration on the
+// request's context per request, else by the context.
+func (r *recorder) requestEnd(req *http.Request) requestEnd {
+	if w, ok := r.ResponseWriter.(*h1Response); ok && w.conn != nil {
+		return w.conn
+	}
+	return contextEnd{req.Context()}
+}
+
 func (r *recorder) status() int {
 	if r.code == 0 {
 		return http.StatusOK
