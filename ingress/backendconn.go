@@ -36,6 +36,8 @@ type backendConn struct {
 	// connection goes back to the pool, where nothing reads it, and moves
 	// only when a read needs more time than it leaves (nextDeadline).
 	readAt time.Time
+	// armed says the read deadline was set for the next read already.
+	armed bool
 	// headLeft is how much more of a response head may be read; negative
 	// while no head is read.
 	headLeft int64
@@ -94,7 +96,11 @@ func (c *backendConn) Read(p []byte) (int, error) {
 	if c.headLeft > 0 && int64(len(p)) > c.headLeft {
 		p = p[:c.headLeft]
 	}
-	c.armRead()
+	if c.armed {
+		c.armed = false
+	} else {
+		c.armRead()
+	}
 	n, err := c.conn.Read(p)
 	if c.headLeft > 0 {
 		c.headLeft -= int64(n)
@@ -147,7 +153,10 @@ func (c *backendConn) roundTrip(end requestEnd, out *upstreamRequest, a *attempt
 	c.written, c.answered, c.read = 0, false, a.read
 	c.stop = end.AfterFunc(c.abort)
 	head := out.appendHead(c.bw.AvailableBuffer())
+	// The deadline is set once for the write and the first read of
+	// the answer, which follows at once.
 	c.armRead()
+	c.armed = true
 	sent, err := c.sendAndAwait(head)
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/net/http/httpguts"
 
@@ -66,12 +67,14 @@ func (l *listenerHandler) serveDirect(w *recorder, r *http.Request, req *request
 	var tried []*endpoint
 	var lastErr error = errNoEndpoint
 	for len(tried) < maxTries {
-		e := l.balancer.pick(usable(a.backend.Endpoints()), tried)
+		// One reading of the clock serves the pick and the pool.
+		now := l.balancer.now()
+		e := l.balancer.pick(usable(a.backend.Endpoints()), tried, now)
 		if e == nil {
 			break
 		}
 		tried = append(tried, e)
-		err := l.exchange(w, r, out, e, a)
+		err := l.exchange(w, r, out, e, a, now)
 		if err == nil {
 			return
 		}
@@ -90,10 +93,10 @@ func (l *listenerHandler) serveDirect(w *recorder, r *http.Request, req *request
 // returned only while nothing was written to w; a failure after that
 // aborts the client's response (http.ErrAbortHandler), as ReverseProxy
 // does.
-func (l *listenerHandler) exchange(w *recorder, r *http.Request, out *upstreamRequest, e *endpoint, a *attempt) error {
+func (l *listenerHandler) exchange(w *recorder, r *http.Request, out *upstreamRequest, e *endpoint, a *attempt, now time.Time) error {
 	e.inFlight.Add(1)
 	defer e.inFlight.Add(-1)
-	c, resp, err := l.roundTrip(w, r, out, e, a)
+	c, resp, err := l.roundTrip(w, r, out, e, a, now)
 	if err != nil {
 		return err
 	}
@@ -114,16 +117,17 @@ func (l *listenerHandler) exchange(w *recorder, r *http.Request, out *upstreamRe
 // again (nothing of it was written, or it is replayable); a timeout is
 // never retried. A 408 on a reused connection is taken for the
 // endpoint's idle timeout, and a replayable out is sent once more on a
-// new connection. A dial that fails is a *dialError.
-func (l *listenerHandler) roundTrip(w *recorder, r *http.Request, out *upstreamRequest, e *endpoint, a *attempt) (*backendConn, *http.Response, error) {
+// new connection. A dial that fails is a *dialError. now is the
+// balancer's time as the request starts.
+func (l *listenerHandler) roundTrip(w *recorder, r *http.Request, out *upstreamRequest, e *endpoint, a *attempt, now time.Time) (*backendConn, *http.Response, error) {
 	fresh := false
 	for {
 		var c *backendConn
 		if !fresh {
-			c = e.getIdle(l.balancer.now())
+			c = e.getIdle(now)
 		}
 		reused := c != nil
-		if reused && !c.usable(l.balancer.now()) {
+		if reused && !c.usable(now) {
 			// http.Transport learns from the read it keeps posted of a
 			// connection closed while idle, and of bytes sent on it then
 			// (a 408, a stray response) that would be read as the answer.
@@ -149,6 +153,8 @@ func (l *listenerHandler) roundTrip(w *recorder, r *http.Request, out *upstreamR
 			return c, resp, nil
 		}
 		c.close()
+		// The next pooled connection is taken after this exchange.
+		now = l.balancer.now()
 		if !reused || c.answered || r.Context().Err() != nil || !(c.unsent() || replayable(out) && closedByEndpoint(err)) {
 			return nil, nil, err
 		}

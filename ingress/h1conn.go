@@ -74,6 +74,9 @@ type h1Conn struct {
 	headDeadline time.Time
 	// readAt is the read deadline set on conn, zero for none.
 	readAt time.Time
+	// arrived is when the first bytes of a keep-alive request's head
+	// were there, zero for a connection's first request.
+	arrived time.Time
 
 	// The watch on the client during a request that has lasted
 	// watchDelay: a read for the next request, into br, which notices a
@@ -130,7 +133,12 @@ func (c *h1Conn) next() (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	start := time.Now()
+	// A request's time runs from its head's first bytes, as nginx's
+	// $request_time does, when they were waited for.
+	start := c.arrived
+	if start.IsZero() {
+		start = time.Now()
+	}
 	l := c.l.handler
 	host := hostname(r.Host)
 	m := l.routes().Route(host, r.URL.Path, l.overTLS)
@@ -154,6 +162,7 @@ func (c *h1Conn) next() (bool, error) {
 // long is another error.
 func (c *h1Conn) readRequest() (*http.Request, error) {
 	c.head = c.head[:0]
+	c.arrived = time.Time{}
 	// A new connection's first request has the head's time from the
 	// accept: a client that connects and says nothing is not an idle
 	// keep-alive one.
@@ -206,7 +215,8 @@ func (c *h1Conn) readHead(idle bool) (int, error) {
 		}
 		if idle {
 			idle = false
-			c.headDeadline = time.Now().Add(readHeaderTimeout)
+			c.arrived = time.Now()
+			c.headDeadline = c.arrived.Add(readHeaderTimeout)
 		}
 		buf := peekBuffered(c.br)
 		if end := headEnd(buf); end > 0 {
