@@ -63,6 +63,8 @@ type h1Conn struct {
 	// net/http's server on a hand-off.
 	head []byte
 	resp h1Response
+	// req is the proxy's state of the request being served.
+	req request
 	// tlsState is the connection's when it is over TLS, for the
 	// requests' TLS.
 	tlsState *tls.ConnectionState
@@ -317,7 +319,7 @@ func (c *h1Conn) handle(r *http.Request, host string, m route.Match, start time.
 			ok = false
 		}
 	}()
-	c.l.handler.serveMatch(&c.resp, r, host, m, start)
+	c.l.handler.serveMatch(&c.resp, r, &c.req, host, m, start)
 	return true
 }
 

@@ -128,13 +128,15 @@ type requestKey struct{}
 func (l *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	host := hostname(r.Host)
-	l.serveMatch(w, r, host, l.routes().Route(host, r.URL.Path, l.overTLS), start)
+	l.serveMatch(w, r, new(request), host, l.routes().Route(host, r.URL.Path, l.overTLS), start)
 }
 
 // serveMatch answers r, for host, which arrived at start and was routed
-// to m.
-func (l *listenerHandler) serveMatch(w http.ResponseWriter, r *http.Request, host string, m route.Match, start time.Time) {
-	req := &request{id: r.Header.Get("X-Request-ID"), port: l.port, overTLS: l.overTLS}
+// to m. req is r's state in the proxy, overwritten: the loop's connection
+// lends the same one to each of its requests, as nothing keeps it past
+// its request on the direct path, the only one the loop takes.
+func (l *listenerHandler) serveMatch(w http.ResponseWriter, r *http.Request, req *request, host string, m route.Match, start time.Time) {
+	*req = request{id: r.Header.Get("X-Request-ID"), port: l.port, overTLS: l.overTLS}
 	req.w.ResponseWriter = w
 	rw := &req.w
 	if req.id == "" {
