@@ -59,7 +59,7 @@ func takesDirectPath(r *http.Request, b *route.Backend) bool {
 func (l *listenerHandler) serveDirect(w *recorder, r *http.Request, req *request) {
 	if !httpguts.ValidHostHeader(r.Host) {
 		// Request.Write refuses such a Host, as the head would break.
-		proxyError(w, r, errInvalidHost)
+		answerError(w, r, w.context(r), errInvalidHost)
 		return
 	}
 	out := l.outgoing(r, req)
@@ -80,13 +80,13 @@ func (l *listenerHandler) serveDirect(w *recorder, r *http.Request, req *request
 		}
 		lastErr = err
 		var de *dialError
-		if !errors.As(err, &de) || r.Context().Err() != nil {
+		if !errors.As(err, &de) || w.context(r).Err() != nil {
 			break
 		}
 		e.eject(l.balancer.now())
 		l.metrics.upstreamConnectError(a.backend)
 	}
-	proxyError(w, r, lastErr)
+	answerError(w, r, w.context(r), lastErr)
 }
 
 // exchange sends out to e and copies the answer to w. An error is
@@ -136,7 +136,7 @@ func (l *listenerHandler) roundTrip(w *recorder, r *http.Request, out *upstreamR
 		}
 		if !reused {
 			var err error
-			if c, err = l.transport.dialDirect(r.Context(), e.addr, a.connect); err != nil {
+			if c, err = l.transport.dialDirect(w.context(r), e.addr, a.connect); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -155,7 +155,7 @@ func (l *listenerHandler) roundTrip(w *recorder, r *http.Request, out *upstreamR
 		c.close()
 		// The next pooled connection is taken after this exchange.
 		now = l.balancer.now()
-		if !reused || c.answered || r.Context().Err() != nil || !(c.unsent() || replayable(out) && closedByEndpoint(err)) {
+		if !reused || c.answered || w.context(r).Err() != nil || !(c.unsent() || replayable(out) && closedByEndpoint(err)) {
 			return nil, nil, err
 		}
 	}

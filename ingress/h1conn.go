@@ -198,7 +198,9 @@ func (c *h1Conn) readRequest() (*http.Request, error) {
 	}
 	r.RemoteAddr = c.remote
 	r.TLS = c.tlsState
-	return r.WithContext(c.ctx), nil
+	// r keeps the background context: the handler takes the
+	// connection's from the response writer (recorder.context).
+	return r, nil
 }
 
 // errServerClosing ends a connection between requests at shutdown.

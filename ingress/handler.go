@@ -134,7 +134,9 @@ func (l *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // serveMatch answers r, for host, which arrived at start and was routed
 // to m. req is r's state in the proxy, overwritten: the loop's connection
 // lends the same one to each of its requests, as nothing keeps it past
-// its request on the direct path, the only one the loop takes.
+// its request on the direct path, the only one the loop takes. r's
+// context is the request's only off the loop: rw.context(r) is, on and
+// off it.
 func (l *listenerHandler) serveMatch(w http.ResponseWriter, r *http.Request, req *request, host string, m route.Match, start time.Time) {
 	*req = request{id: r.Header.Get("X-Request-ID"), port: l.port, overTLS: l.overTLS}
 	req.w.ResponseWriter = w
@@ -167,7 +169,7 @@ func (l *listenerHandler) serveMatch(w http.ResponseWriter, r *http.Request, req
 			l.serveDirect(rw, r, req)
 			return
 		}
-		out := r.WithContext(context.WithValue(r.Context(), requestKey{}, req))
+		out := r.WithContext(context.WithValue(rw.context(r), requestKey{}, req))
 		if r.Body != nil && r.Body != http.NoBody {
 			req.body = &clientBody{ReadCloser: r.Body, rc: http.NewResponseController(w), timeout: l.opts.ClientBodyTimeout}
 			out.Body = req.body
@@ -302,7 +304,12 @@ func proxyError(w http.ResponseWriter, r *http.Request, err error) {
 	if req, ok := r.Context().Value(requestKey{}).(*request); ok && req.body.stalled() {
 		abortStalled(w)
 	}
-	if r.Context().Err() != nil {
+	answerError(w, r, r.Context(), err)
+}
+
+// answerError is proxyError's answer to r, whose context is ctx.
+func answerError(w http.ResponseWriter, r *http.Request, ctx context.Context, err error) {
+	if ctx.Err() != nil {
 		// The connection is closed with no answer, as nginx closes it:
 		// a made-up status (the server's 200 for a handler that wrote
 		// nothing) would mislead a client or cache still reading.
@@ -376,10 +383,29 @@ func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 // connection when the loop serves it, which spares a registration on the
 // request's context per request, else by the context.
 func (r *recorder) requestEnd(req *http.Request) requestEnd {
-	if w, ok := r.ResponseWriter.(*h1Response); ok && w.conn != nil {
-		return w.conn
+	if c := r.loopConn(); c != nil {
+		return c
 	}
 	return contextEnd{req.Context()}
+}
+
+// context is the context of req, answered through r: on the loop, its
+// connection's, which req does not carry (a copy of each request for
+// it cost as much as the request), else req's own.
+func (r *recorder) context(req *http.Request) context.Context {
+	if c := r.loopConn(); c != nil {
+		return c.ctx
+	}
+	return req.Context()
+}
+
+// loopConn is the loop's connection the response goes out on, nil when
+// net/http's server serves the request.
+func (r *recorder) loopConn() *h1Conn {
+	if w, ok := r.ResponseWriter.(*h1Response); ok {
+		return w.conn
+	}
+	return nil
 }
 
 func (r *recorder) status() int {
