@@ -65,6 +65,8 @@ type h1Conn struct {
 	resp h1Response
 	// req is the proxy's state of the request being served.
 	req request
+	// lastSeries is the metrics' series of the last request.
+	lastSeries lastSeries
 	// tlsState is the connection's when it is over TLS, for the
 	// requests' TLS.
 	tlsState *tls.ConnectionState

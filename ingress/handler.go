@@ -180,7 +180,11 @@ func (l *listenerHandler) serveMatch(w http.ResponseWriter, r *http.Request, req
 
 // record counts a finished request in the metrics and the access log.
 func (l *listenerHandler) record(r *http.Request, m route.Match, rw *recorder, req *request, start time.Time) {
-	l.metrics.request(m, r.Method, rw.status(), time.Since(start))
+	var last *lastSeries
+	if c := rw.loopConn(); c != nil {
+		last = &c.lastSeries
+	}
+	l.metrics.request(m, r.Method, rw.status(), time.Since(start), last)
 	if l.accessLog != nil {
 		l.accessLog.write(logLine{r: r, start: start, status: rw.status(), bytes: rw.bytes, match: m, req: req})
 	}
