@@ -303,3 +303,26 @@ func TestExchangeEnd(t *testing.T) {
 		})
 	}
 }
+
+// The fields a response head leaves out for its status: framing always,
+// the body's length without a body, its type too for a 304.
+func TestHeaderSkip(t *testing.T) {
+	for _, tc := range []struct {
+		skip headerSkip
+		name string
+		want bool
+	}{
+		{noHeaders, "Transfer-Encoding", true},
+		{noHeaders, "Content-Length", false},
+		{noHeaders, "Content-Type", false},
+		{noBodyHeaders, "Content-Length", true},
+		{noBodyHeaders, "Content-Type", false},
+		{notModifiedHeaders, "Content-Type", true},
+		{notModifiedHeaders, "Content-Length", true},
+		{notModifiedHeaders, "Etag", false},
+	} {
+		if got := tc.skip.skips(tc.name); got != tc.want {
+			t.Errorf("skip %d, %s: got %v, want %v", tc.skip, tc.name, got, tc.want)
+		}
+	}
+}

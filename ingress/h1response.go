@@ -295,12 +295,30 @@ func (w *h1Response) flush() {
 }
 
 // The fields not sent with a status: those of a body and of the
-// connection's framing, which the response writes itself.
-var (
-	noHeaders          = map[string]bool{"Transfer-Encoding": true}
-	noBodyHeaders      = map[string]bool{"Content-Length": true, "Transfer-Encoding": true}
-	notModifiedHeaders = map[string]bool{"Content-Type": true, "Content-Length": true, "Transfer-Encoding": true}
+// connection's framing, which the response writes itself. A switch
+// tells them, where a map would hash each field name of each response.
+type headerSkip uint8
+
+const (
+	// noHeaders leaves out Transfer-Encoding only.
+	noHeaders headerSkip = 0
+	// noBodyHeaders leaves out Content-Length too.
+	noBodyHeaders headerSkip = 1
+	// notModifiedHeaders leaves out Content-Type too.
+	notModifiedHeaders headerSkip = 2
 )
+
+func (s headerSkip) skips(name string) bool {
+	switch name {
+	case "Transfer-Encoding":
+		return true
+	case "Content-Length":
+		return s >= noBodyHeaders
+	case "Content-Type":
+		return s >= notModifiedHeaders
+	}
+	return false
+}
 
 func appendStatusLine(b []byte, code int) []byte {
 	b = append(b, "HTTP/1.1 "...)
@@ -316,9 +334,9 @@ func appendStatusLine(b []byte, code int) []byte {
 
 // appendHeader appends the fields of h but those in skip and those
 // named with http.TrailerPrefix, which go in the trailer.
-func appendHeader(b []byte, h http.Header, skip map[string]bool) []byte {
+func appendHeader(b []byte, h http.Header, skip headerSkip) []byte {
 	for k, vv := range h {
-		if skip[k] || strings.HasPrefix(k, http.TrailerPrefix) {
+		if skip.skips(k) || strings.HasPrefix(k, http.TrailerPrefix) {
 			continue
 		}
 		b = appendField(b, k, vv)
