@@ -138,7 +138,12 @@ func (l *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // context is the request's only off the loop: rw.context(r) is, on and
 // off it.
 func (l *listenerHandler) serveMatch(w http.ResponseWriter, r *http.Request, req *request, host string, m route.Match, start time.Time) {
-	*req = request{id: r.Header.Get("X-Request-ID"), port: l.port, overTLS: l.overTLS}
+	// The field's canonical name: Header.Get would make it anew, an
+	// allocation, from the usual spelling for each request.
+	*req = request{port: l.port, overTLS: l.overTLS}
+	if id := r.Header["X-Request-Id"]; len(id) > 0 {
+		req.id = id[0]
+	}
 	req.w.ResponseWriter = w
 	rw := &req.w
 	if req.id == "" {
