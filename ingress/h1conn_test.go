@@ -326,3 +326,24 @@ func TestHeaderSkip(t *testing.T) {
 		}
 	}
 }
+
+// A field's values go out one line each, trimmed, and with their line
+// breaks made spaces, so that no value can end the head or add a field.
+func TestAppendField(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		values []string
+		want   string
+	}{
+		{"one", []string{"a"}, "X: a\r\n"},
+		{"two", []string{"a", " b "}, "X: a\r\nX: b\r\n"},
+		{"line breaks", []string{"a\r\nEvil: 1", "b\nc\rd"}, "X: a  Evil: 1\r\nX: b c d\r\n"},
+		{"empty", []string{""}, "X: \r\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := string(appendField(nil, "X", tc.values)); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

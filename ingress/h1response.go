@@ -2,6 +2,7 @@ package ingress
 
 import (
 	"bufio"
+	"bytes"
 	"net/http"
 	"strconv"
 	"strings"
@@ -353,9 +354,13 @@ func appendField(b []byte, name string, values []string) []byte {
 		b = append(b, ": "...)
 		start := len(b)
 		b = append(b, strings.TrimSpace(v)...)
-		for i := start; i < len(b); i++ {
-			if b[i] == '\r' || b[i] == '\n' {
-				b[i] = ' '
+		// Values seldom have a line break (the parsers refuse them): a
+		// search for one is quicker than a look at each byte.
+		if value := b[start:]; bytes.IndexByte(value, '\r') >= 0 || bytes.IndexByte(value, '\n') >= 0 {
+			for i, c := range value {
+				if c == '\r' || c == '\n' {
+					value[i] = ' '
+				}
 			}
 		}
 		b = append(b, "\r\n"...)
