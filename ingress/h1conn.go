@@ -393,8 +393,9 @@ func (c *h1Conn) watchClient() {
 // AfterFunc arranges for f, the end of an exchange with an endpoint, to
 // run when the connection's context ends before stop is called: the
 // client went away, or the servers shut down. One context.AfterFunc per
-// connection carries it: one per request took a lock and a map entry on
-// the context, and two allocations, for each request.
+// connection carries it, rather than one per request, whose
+// registration on the context takes a lock, a map entry and two
+// allocations each time.
 func (c *h1Conn) AfterFunc(f func()) (stop func() bool) {
 	if c.ctxWatch == nil {
 		c.ctxWatch = context.AfterFunc(c.ctx, c.endExchange)

@@ -399,8 +399,8 @@ func (r *recorder) requestEnd(req *http.Request) requestEnd {
 }
 
 // context is the context of req, answered through r: on the loop, its
-// connection's, which req does not carry (a copy of each request for
-// it cost as much as the request), else req's own.
+// connection's, which req does not carry (a copy of each request for it
+// would allocate as much as the request), else req's own.
 func (r *recorder) context(req *http.Request) context.Context {
 	if c := r.loopConn(); c != nil {
 		return c.ctx
