@@ -36,6 +36,8 @@ type backendConn struct {
 	// connection goes back to the pool, where nothing reads it, and moves
 	// only when a read needs more time than it leaves (nextDeadline).
 	readAt time.Time
+	// armed says the read deadline was set for the next read already.
+	armed bool
 	// headLeft is how much more of a response head may be read; negative
 	// while no head is read.
 	headLeft int64
@@ -63,6 +65,20 @@ type backendConn struct {
 	sendErr    error
 }
 
+// requestEnd is the end of a client's request (the client went away, the
+// servers shut down), which ends the exchange with the endpoint too.
+type requestEnd interface {
+	// AfterFunc arranges for f to run when the request ends, as
+	// context.AfterFunc does; stop undoes it, and says false when f was
+	// started.
+	AfterFunc(f func()) (stop func() bool)
+}
+
+// contextEnd is the end of a request's context.
+type contextEnd struct{ ctx context.Context }
+
+func (e contextEnd) AfterFunc(f func()) func() bool { return context.AfterFunc(e.ctx, f) }
+
 func newBackendConn(c net.Conn) *backendConn {
 	bc := &backendConn{conn: c, headLeft: -1}
 	bc.abort = func() { bc.conn.SetDeadline(aLongTimeAgo) }
@@ -80,7 +96,11 @@ func (c *backendConn) Read(p []byte) (int, error) {
 	if c.headLeft > 0 && int64(len(p)) > c.headLeft {
 		p = p[:c.headLeft]
 	}
-	c.armRead()
+	if c.armed {
+		c.armed = false
+	} else {
+		c.armRead()
+	}
 	n, err := c.conn.Read(p)
 	if c.headLeft > 0 {
 		c.headLeft -= int64(n)
@@ -125,15 +145,18 @@ func (c *backendConn) Write(p []byte) (int, error) {
 }
 
 // roundTrip sends out and reads the response head, passing 1xx answers
-// to info. The client's request context, ctx, ends the exchange when it
-// ends. A request head (at most maxHeaderBytes) fits the sockets'
+// to info. The end of the client's request, end, ends the exchange. A
+// request head (at most maxHeaderBytes) fits the sockets'
 // buffers, so its write is not timed: the send timeout is for bodies,
 // which take http.Transport's path.
-func (c *backendConn) roundTrip(ctx context.Context, out *upstreamRequest, a *attempt, info func(int, http.Header)) (*http.Response, error) {
+func (c *backendConn) roundTrip(end requestEnd, out *upstreamRequest, a *attempt, info func(int, http.Header)) (*http.Response, error) {
 	c.written, c.answered, c.read = 0, false, a.read
-	c.stop = context.AfterFunc(ctx, c.abort)
+	c.stop = end.AfterFunc(c.abort)
 	head := out.appendHead(c.bw.AvailableBuffer())
+	// The deadline is set once for the write and the first read of
+	// the answer, which follows at once.
 	c.armRead()
+	c.armed = true
 	sent, err := c.sendAndAwait(head)
 	if err != nil {
 		return nil, err

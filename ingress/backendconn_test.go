@@ -52,7 +52,7 @@ func TestPooledConnectionOutlivesReadTimeout(t *testing.T) {
 	c := newBackendConn(conn)
 	defer c.close()
 	r, _ := http.NewRequest("GET", "http://foo.com/", nil)
-	resp, err := c.roundTrip(context.Background(), &upstreamRequest{r: r, target: "/"}, &attempt{read: time.Minute}, nil)
+	resp, err := c.roundTrip(contextEnd{context.Background()}, &upstreamRequest{r: r, target: "/"}, &attempt{read: time.Minute}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestPooledConnectionTakesShorterReadTimeout(t *testing.T) {
 	c := newBackendConn(raw)
 	defer c.close()
 	fast, _ := http.NewRequest("GET", "http://foo.com/", nil)
-	resp, err := c.roundTrip(context.Background(), &upstreamRequest{r: fast, target: "/"}, &attempt{read: time.Minute}, nil)
+	resp, err := c.roundTrip(contextEnd{context.Background()}, &upstreamRequest{r: fast, target: "/"}, &attempt{read: time.Minute}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestPooledConnectionTakesShorterReadTimeout(t *testing.T) {
 	slow, _ := http.NewRequest("GET", "http://foo.com/slow", nil)
 	done := make(chan error, 1)
 	go func() {
-		_, err := c.roundTrip(context.Background(), &upstreamRequest{r: slow, target: "/slow"}, &attempt{read: 50 * time.Millisecond}, nil)
+		_, err := c.roundTrip(contextEnd{context.Background()}, &upstreamRequest{r: slow, target: "/slow"}, &attempt{read: 50 * time.Millisecond}, nil)
 		done <- err
 	}()
 	select {
@@ -132,7 +132,7 @@ func TestRoundTripWithAndWithoutRawConn(t *testing.T) {
 			defer c.close()
 			for _, path := range []string{"/first", "/second"} {
 				r, _ := http.NewRequest("GET", "http://foo.com"+path, nil)
-				resp, err := c.roundTrip(context.Background(), &upstreamRequest{r: r, target: path}, &attempt{read: time.Minute}, nil)
+				resp, err := c.roundTrip(contextEnd{context.Background()}, &upstreamRequest{r: r, target: path}, &attempt{read: time.Minute}, nil)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -63,9 +63,9 @@ func usable(e *route.Endpoints) []string {
 // pick chooses one of addrs, leaving out those in tried and those
 // ejected, unless that leaves nothing: the last usable endpoints are
 // never ejected, as a refused connection is then no worse than a 503.
-// It returns nil when every address was tried.
-func (b *balancer) pick(addrs []string, tried []*endpoint) *endpoint {
-	now := b.now()
+// It returns nil when every address was tried. now is the balancer's
+// time.
+func (b *balancer) pick(addrs []string, tried []*endpoint, now time.Time) *endpoint {
 	var candidates [2]*endpoint
 	var fallback [2]*endpoint
 	n, nf := 0, 0

@@ -13,7 +13,7 @@ func TestEjection(t *testing.T) {
 	picks := func() map[string]int {
 		got := map[string]int{}
 		for range 100 {
-			got[b.pick(addrs, nil).addr]++
+			got[b.pick(addrs, nil, b.now()).addr]++
 		}
 		return got
 	}
@@ -23,7 +23,7 @@ func TestEjection(t *testing.T) {
 	}
 	// The last usable endpoint is never ejected: with only the ejected
 	// one listed, it is still picked.
-	if got := b.pick(addrs[:1], nil); got != bad {
+	if got := b.pick(addrs[:1], nil, b.now()); got != bad {
 		t.Errorf("got %v, want the ejected endpoint as the last one", got)
 	}
 	for _, step := range []struct {
@@ -59,15 +59,15 @@ func TestPickFewerInFlight(t *testing.T) {
 	addrs := []string{"10.0.0.1:80", "10.0.0.2:80"}
 	b.state(addrs[0]).inFlight.Add(3)
 	for range 20 {
-		if got := b.pick(addrs, nil).addr; got != addrs[1] {
+		if got := b.pick(addrs, nil, b.now()).addr; got != addrs[1] {
 			t.Fatalf("got %s, want the idle %s", got, addrs[1])
 		}
 	}
 	// An endpoint already tried is not picked again.
-	if got := b.pick(addrs, []*endpoint{b.state(addrs[1])}).addr; got != addrs[0] {
+	if got := b.pick(addrs, []*endpoint{b.state(addrs[1])}, b.now()).addr; got != addrs[0] {
 		t.Errorf("got %s, want the untried %s", got, addrs[0])
 	}
-	if got := b.pick(addrs, []*endpoint{b.state(addrs[0]), b.state(addrs[1])}); got != nil {
+	if got := b.pick(addrs, []*endpoint{b.state(addrs[0]), b.state(addrs[1])}, b.now()); got != nil {
 		t.Errorf("got %s with every endpoint tried, want none", got.addr)
 	}
 }

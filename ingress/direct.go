@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/net/http/httpguts"
 
@@ -58,7 +59,7 @@ func takesDirectPath(r *http.Request, b *route.Backend) bool {
 func (l *listenerHandler) serveDirect(w *recorder, r *http.Request, req *request) {
 	if !httpguts.ValidHostHeader(r.Host) {
 		// Request.Write refuses such a Host, as the head would break.
-		proxyError(w, r, errInvalidHost)
+		answerError(w, r, w.context(r), errInvalidHost)
 		return
 	}
 	out := l.outgoing(r, req)
@@ -66,34 +67,36 @@ func (l *listenerHandler) serveDirect(w *recorder, r *http.Request, req *request
 	var tried []*endpoint
 	var lastErr error = errNoEndpoint
 	for len(tried) < maxTries {
-		e := l.balancer.pick(usable(a.backend.Endpoints()), tried)
+		// One reading of the clock serves the pick and the pool.
+		now := l.balancer.now()
+		e := l.balancer.pick(usable(a.backend.Endpoints()), tried, now)
 		if e == nil {
 			break
 		}
 		tried = append(tried, e)
-		err := l.exchange(w, r, out, e, a)
+		err := l.exchange(w, r, out, e, a, now)
 		if err == nil {
 			return
 		}
 		lastErr = err
 		var de *dialError
-		if !errors.As(err, &de) || r.Context().Err() != nil {
+		if !errors.As(err, &de) || w.context(r).Err() != nil {
 			break
 		}
 		e.eject(l.balancer.now())
 		l.metrics.upstreamConnectError(a.backend)
 	}
-	proxyError(w, r, lastErr)
+	answerError(w, r, w.context(r), lastErr)
 }
 
 // exchange sends out to e and copies the answer to w. An error is
 // returned only while nothing was written to w; a failure after that
 // aborts the client's response (http.ErrAbortHandler), as ReverseProxy
 // does.
-func (l *listenerHandler) exchange(w *recorder, r *http.Request, out *upstreamRequest, e *endpoint, a *attempt) error {
+func (l *listenerHandler) exchange(w *recorder, r *http.Request, out *upstreamRequest, e *endpoint, a *attempt, now time.Time) error {
 	e.inFlight.Add(1)
 	defer e.inFlight.Add(-1)
-	c, resp, err := l.roundTrip(w, r, out, e, a)
+	c, resp, err := l.roundTrip(w, r, out, e, a, now)
 	if err != nil {
 		return err
 	}
@@ -114,16 +117,17 @@ func (l *listenerHandler) exchange(w *recorder, r *http.Request, out *upstreamRe
 // again (nothing of it was written, or it is replayable); a timeout is
 // never retried. A 408 on a reused connection is taken for the
 // endpoint's idle timeout, and a replayable out is sent once more on a
-// new connection. A dial that fails is a *dialError.
-func (l *listenerHandler) roundTrip(w *recorder, r *http.Request, out *upstreamRequest, e *endpoint, a *attempt) (*backendConn, *http.Response, error) {
+// new connection. A dial that fails is a *dialError. now is the
+// balancer's time as the request starts.
+func (l *listenerHandler) roundTrip(w *recorder, r *http.Request, out *upstreamRequest, e *endpoint, a *attempt, now time.Time) (*backendConn, *http.Response, error) {
 	fresh := false
 	for {
 		var c *backendConn
 		if !fresh {
-			c = e.getIdle(l.balancer.now())
+			c = e.getIdle(now)
 		}
 		reused := c != nil
-		if reused && !c.usable(l.balancer.now()) {
+		if reused && !c.usable(now) {
 			// http.Transport learns from the read it keeps posted of a
 			// connection closed while idle, and of bytes sent on it then
 			// (a 408, a stray response) that would be read as the answer.
@@ -132,11 +136,11 @@ func (l *listenerHandler) roundTrip(w *recorder, r *http.Request, out *upstreamR
 		}
 		if !reused {
 			var err error
-			if c, err = l.transport.dialDirect(r.Context(), e.addr, a.connect); err != nil {
+			if c, err = l.transport.dialDirect(w.context(r), e.addr, a.connect); err != nil {
 				return nil, nil, err
 			}
 		}
-		resp, err := c.roundTrip(r.Context(), out, a, w.informational)
+		resp, err := c.roundTrip(w.requestEnd(r), out, a, w.informational)
 		if err == nil && reused && resp.StatusCode == http.StatusRequestTimeout && replayable(out) {
 			// The endpoint timed the connection out as the request came:
 			// it did not take it (RFC 9110, section 15.5.9). Send it once
@@ -149,7 +153,9 @@ func (l *listenerHandler) roundTrip(w *recorder, r *http.Request, out *upstreamR
 			return c, resp, nil
 		}
 		c.close()
-		if !reused || c.answered || r.Context().Err() != nil || !(c.unsent() || replayable(out) && closedByEndpoint(err)) {
+		// The next pooled connection is taken after this exchange.
+		now = l.balancer.now()
+		if !reused || c.answered || w.context(r).Err() != nil || !(c.unsent() || replayable(out) && closedByEndpoint(err)) {
 			return nil, nil, err
 		}
 	}

@@ -63,6 +63,10 @@ type h1Conn struct {
 	// net/http's server on a hand-off.
 	head []byte
 	resp h1Response
+	// req is the proxy's state of the request being served.
+	req request
+	// lastSeries is the metrics' series of the last request.
+	lastSeries lastSeries
 	// tlsState is the connection's when it is over TLS, for the
 	// requests' TLS.
 	tlsState *tls.ConnectionState
@@ -74,6 +78,9 @@ type h1Conn struct {
 	headDeadline time.Time
 	// readAt is the read deadline set on conn, zero for none.
 	readAt time.Time
+	// arrived is when the first bytes of a keep-alive request's head
+	// were there, zero for a connection's first request.
+	arrived time.Time
 
 	// The watch on the client during a request that has lasted
 	// watchDelay: a read for the next request, into br, which notices a
@@ -86,6 +93,15 @@ type h1Conn struct {
 	watching  bool
 	watched   chan struct{}
 	watchErr  error
+
+	// The end of the exchange with an endpoint under way, run when ctx
+	// ends (AfterFunc): exchangeEnd is set, guarded by mu, while an
+	// exchange may be ended; ctxWatch is the one context.AfterFunc on ctx
+	// that runs it, made at the first exchange, and stopExchange the stop
+	// each exchange is given.
+	exchangeEnd  func()
+	ctxWatch     func() bool
+	stopExchange func() bool
 }
 
 // serve runs the loop until the client or the server ends the
@@ -96,9 +112,10 @@ func (c *h1Conn) serve() {
 	c.bw = writers.Get().(*bufio.Writer)
 	c.bw.Reset(c.conn)
 	defer c.release()
-	c.resp.bw = c.bw
+	c.resp.bw, c.resp.conn = c.bw, c
 	c.ctx, c.cancel = context.WithCancel(c.s.base)
 	defer c.cancel()
+	defer c.unwatchCtx()
 	c.remote = c.conn.RemoteAddr().String()
 	for {
 		keep, err := c.next()
@@ -120,7 +137,12 @@ func (c *h1Conn) next() (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	start := time.Now()
+	// A request's time runs from its head's first bytes, as nginx's
+	// $request_time does, when they were waited for.
+	start := c.arrived
+	if start.IsZero() {
+		start = time.Now()
+	}
 	l := c.l.handler
 	host := hostname(r.Host)
 	m := l.routes().Route(host, r.URL.Path, l.overTLS)
@@ -144,6 +166,7 @@ func (c *h1Conn) next() (bool, error) {
 // long is another error.
 func (c *h1Conn) readRequest() (*http.Request, error) {
 	c.head = c.head[:0]
+	c.arrived = time.Time{}
 	// A new connection's first request has the head's time from the
 	// accept: a client that connects and says nothing is not an idle
 	// keep-alive one.
@@ -177,7 +200,9 @@ func (c *h1Conn) readRequest() (*http.Request, error) {
 	}
 	r.RemoteAddr = c.remote
 	r.TLS = c.tlsState
-	return r.WithContext(c.ctx), nil
+	// r keeps the background context: the handler takes the
+	// connection's from the response writer (recorder.context).
+	return r, nil
 }
 
 // errServerClosing ends a connection between requests at shutdown.
@@ -196,7 +221,8 @@ func (c *h1Conn) readHead(idle bool) (int, error) {
 		}
 		if idle {
 			idle = false
-			c.headDeadline = time.Now().Add(readHeaderTimeout)
+			c.arrived = time.Now()
+			c.headDeadline = c.arrived.Add(readHeaderTimeout)
 		}
 		buf := peekBuffered(c.br)
 		if end := headEnd(buf); end > 0 {
@@ -297,7 +323,7 @@ func (c *h1Conn) handle(r *http.Request, host string, m route.Match, start time.
 			ok = false
 		}
 	}()
-	c.l.handler.serveMatch(&c.resp, r, host, m, start)
+	c.l.handler.serveMatch(&c.resp, r, &c.req, host, m, start)
 	return true
 }
 
@@ -362,6 +388,64 @@ func (c *h1Conn) watchClient() {
 	}
 	c.watchErr = err
 	c.watched <- struct{}{}
+}
+
+// AfterFunc arranges for f, the end of an exchange with an endpoint, to
+// run when the connection's context ends before stop is called: the
+// client went away, or the servers shut down. One context.AfterFunc per
+// connection carries it, rather than one per request, whose
+// registration on the context takes a lock, a map entry and two
+// allocations each time.
+func (c *h1Conn) AfterFunc(f func()) (stop func() bool) {
+	if c.ctxWatch == nil {
+		c.ctxWatch = context.AfterFunc(c.ctx, c.endExchange)
+		c.stopExchange = c.stopExchangeEnd
+	}
+	c.mu.Lock()
+	// The context's error is set before its AfterFunc runs: a context
+	// that has not ended yet will run endExchange after this.
+	ended := c.ctx.Err() != nil
+	if !ended {
+		c.exchangeEnd = f
+	}
+	c.mu.Unlock()
+	if ended {
+		f()
+		return alreadyEnded
+	}
+	return c.stopExchange
+}
+
+func alreadyEnded() bool { return false }
+
+// endExchange ends the exchange under way, if any, as the connection's
+// context ended.
+func (c *h1Conn) endExchange() {
+	c.mu.Lock()
+	f := c.exchangeEnd
+	c.exchangeEnd = nil
+	c.mu.Unlock()
+	if f != nil {
+		f()
+	}
+}
+
+// stopExchangeEnd is AfterFunc's stop: it says false when the end ran.
+func (c *h1Conn) stopExchangeEnd() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	armed := c.exchangeEnd != nil
+	c.exchangeEnd = nil
+	return armed
+}
+
+// unwatchCtx stops the AfterFunc on the connection's context before it
+// is cancelled at the connection's end, which would start a goroutine
+// for it.
+func (c *h1Conn) unwatchCtx() {
+	if c.ctxWatch != nil {
+		c.ctxWatch()
+	}
 }
 
 // setReadDeadline sets the deadline of the reads of the client;

@@ -2,6 +2,7 @@ package ingress
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -250,5 +251,99 @@ func TestHeadOfLocalAnswer(t *testing.T) {
 	b, _ := io.ReadAll(get.Body)
 	if head.StatusCode != 404 || head.ContentLength != int64(len(b)) || len(b) == 0 {
 		t.Errorf("HEAD: got %d with Content-Length %d, want 404 with %d, the GET's", head.StatusCode, head.ContentLength, len(b))
+	}
+}
+
+// The end of an exchange with an endpoint, as the loop's connection runs
+// it: like context.AfterFunc on the connection's context, once for each
+// exchange, with one registration on the context for the connection.
+func TestExchangeEnd(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// cancelBefore ends the context before the exchange starts,
+		// cancelDuring while it runs.
+		cancelBefore, cancelDuring bool
+		wantRun, wantStop          bool
+	}{
+		{name: "exchange ends first", wantStop: true},
+		{name: "client gone during the exchange", cancelDuring: true, wantRun: true},
+		{name: "client gone before the exchange", cancelBefore: true, wantRun: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &h1Conn{}
+			c.ctx, c.cancel = context.WithCancel(context.Background())
+			defer c.cancel()
+			// A first exchange that ends as usual leaves nothing armed.
+			if stop := c.AfterFunc(func() { t.Error("first exchange ended by the client") }); !stop() {
+				t.Errorf("first exchange: stop() = false, want true")
+			}
+			if tc.cancelBefore {
+				c.cancel()
+			}
+			ran := make(chan struct{})
+			stop := c.AfterFunc(func() { close(ran) })
+			if tc.cancelDuring {
+				c.cancel()
+				<-ran // runs in a goroutine of its own, as context.AfterFunc's
+			}
+			if got := stop(); got != tc.wantStop {
+				t.Errorf("stop() = %v, want %v", got, tc.wantStop)
+			}
+			select {
+			case <-ran:
+				if !tc.wantRun {
+					t.Error("the exchange was ended, want it left alone")
+				}
+			default:
+				if tc.wantRun {
+					t.Error("the exchange was not ended, want it ended")
+				}
+			}
+			c.unwatchCtx()
+		})
+	}
+}
+
+// The fields a response head leaves out for its status: framing always,
+// the body's length without a body, its type too for a 304.
+func TestHeaderSkip(t *testing.T) {
+	for _, tc := range []struct {
+		skip headerSkip
+		name string
+		want bool
+	}{
+		{noHeaders, "Transfer-Encoding", true},
+		{noHeaders, "Content-Length", false},
+		{noHeaders, "Content-Type", false},
+		{noBodyHeaders, "Content-Length", true},
+		{noBodyHeaders, "Content-Type", false},
+		{notModifiedHeaders, "Content-Type", true},
+		{notModifiedHeaders, "Content-Length", true},
+		{notModifiedHeaders, "Etag", false},
+	} {
+		if got := tc.skip.skips(tc.name); got != tc.want {
+			t.Errorf("skip %d, %s: got %v, want %v", tc.skip, tc.name, got, tc.want)
+		}
+	}
+}
+
+// A field's values go out one line each, trimmed, and with their line
+// breaks made spaces, so that no value can end the head or add a field.
+func TestAppendField(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		values []string
+		want   string
+	}{
+		{"one", []string{"a"}, "X: a\r\n"},
+		{"two", []string{"a", " b "}, "X: a\r\nX: b\r\n"},
+		{"line breaks", []string{"a\r\nEvil: 1", "b\nc\rd"}, "X: a  Evil: 1\r\nX: b c d\r\n"},
+		{"empty", []string{""}, "X: \r\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := string(appendField(nil, "X", tc.values)); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package ingress
 
 import (
 	"bufio"
+	"bytes"
 	"net/http"
 	"strconv"
 	"strings"
@@ -22,9 +23,12 @@ const chunkAfter = 2 << 10
 // none; trailers after a chunked body; 1xx heads written at once.
 // It is reused for each request of its connection.
 type h1Response struct {
-	bw  *bufio.Writer
-	req *http.Request
-	h   http.Header
+	bw *bufio.Writer
+	// conn is the connection the response goes out on, which tells the
+	// request's end.
+	conn *h1Conn
+	req  *http.Request
+	h    http.Header
 	// closing says the connection ends after this response: the client
 	// or the server asked for it.
 	closing bool
@@ -47,7 +51,7 @@ func (w *h1Response) reset(r *http.Request, closing bool) {
 	} else {
 		clear(w.h)
 	}
-	*w = h1Response{bw: w.bw, req: r, h: w.h, closing: closing, length: -1,
+	*w = h1Response{bw: w.bw, conn: w.conn, req: r, h: w.h, closing: closing, length: -1,
 		pending: w.pending[:0]}
 }
 
@@ -292,12 +296,30 @@ func (w *h1Response) flush() {
 }
 
 // The fields not sent with a status: those of a body and of the
-// connection's framing, which the response writes itself.
-var (
-	noHeaders          = map[string]bool{"Transfer-Encoding": true}
-	noBodyHeaders      = map[string]bool{"Content-Length": true, "Transfer-Encoding": true}
-	notModifiedHeaders = map[string]bool{"Content-Type": true, "Content-Length": true, "Transfer-Encoding": true}
+// connection's framing, which the response writes itself. A switch
+// tells them, where a map would hash each field name of each response.
+type headerSkip uint8
+
+const (
+	// noHeaders leaves out Transfer-Encoding only.
+	noHeaders headerSkip = 0
+	// noBodyHeaders leaves out Content-Length too.
+	noBodyHeaders headerSkip = 1
+	// notModifiedHeaders leaves out Content-Type too.
+	notModifiedHeaders headerSkip = 2
 )
+
+func (s headerSkip) skips(name string) bool {
+	switch name {
+	case "Transfer-Encoding":
+		return true
+	case "Content-Length":
+		return s >= noBodyHeaders
+	case "Content-Type":
+		return s >= notModifiedHeaders
+	}
+	return false
+}
 
 func appendStatusLine(b []byte, code int) []byte {
 	b = append(b, "HTTP/1.1 "...)
@@ -313,9 +335,9 @@ func appendStatusLine(b []byte, code int) []byte {
 
 // appendHeader appends the fields of h but those in skip and those
 // named with http.TrailerPrefix, which go in the trailer.
-func appendHeader(b []byte, h http.Header, skip map[string]bool) []byte {
+func appendHeader(b []byte, h http.Header, skip headerSkip) []byte {
 	for k, vv := range h {
-		if skip[k] || strings.HasPrefix(k, http.TrailerPrefix) {
+		if skip.skips(k) || strings.HasPrefix(k, http.TrailerPrefix) {
 			continue
 		}
 		b = appendField(b, k, vv)
@@ -332,9 +354,13 @@ func appendField(b []byte, name string, values []string) []byte {
 		b = append(b, ": "...)
 		start := len(b)
 		b = append(b, strings.TrimSpace(v)...)
-		for i := start; i < len(b); i++ {
-			if b[i] == '\r' || b[i] == '\n' {
-				b[i] = ' '
+		// Values seldom have a line break (the parsers refuse them): a
+		// search for one is quicker than a look at each byte.
+		if value := b[start:]; bytes.IndexByte(value, '\r') >= 0 || bytes.IndexByte(value, '\n') >= 0 {
+			for i, c := range value {
+				if c == '\r' || c == '\n' {
+					value[i] = ' '
+				}
 			}
 		}
 		b = append(b, "\r\n"...)

@@ -2,12 +2,13 @@ package ingress
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/tls"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"io"
 	"log"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -127,13 +128,22 @@ type requestKey struct{}
 func (l *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	host := hostname(r.Host)
-	l.serveMatch(w, r, host, l.routes().Route(host, r.URL.Path, l.overTLS), start)
+	l.serveMatch(w, r, new(request), host, l.routes().Route(host, r.URL.Path, l.overTLS), start)
 }
 
 // serveMatch answers r, for host, which arrived at start and was routed
-// to m.
-func (l *listenerHandler) serveMatch(w http.ResponseWriter, r *http.Request, host string, m route.Match, start time.Time) {
-	req := &request{id: r.Header.Get("X-Request-ID"), port: l.port, overTLS: l.overTLS}
+// to m. req is r's state in the proxy, overwritten: the loop's connection
+// lends the same one to each of its requests, as nothing keeps it past
+// its request on the direct path, the only one the loop takes. r's
+// context is the request's only off the loop: rw.context(r) is, on and
+// off it.
+func (l *listenerHandler) serveMatch(w http.ResponseWriter, r *http.Request, req *request, host string, m route.Match, start time.Time) {
+	// The field's canonical name: Header.Get would make it anew, an
+	// allocation, from the usual spelling for each request.
+	*req = request{port: l.port, overTLS: l.overTLS}
+	if id := r.Header["X-Request-Id"]; len(id) > 0 {
+		req.id = id[0]
+	}
 	req.w.ResponseWriter = w
 	rw := &req.w
 	if req.id == "" {
@@ -164,7 +174,7 @@ func (l *listenerHandler) serveMatch(w http.ResponseWriter, r *http.Request, hos
 			l.serveDirect(rw, r, req)
 			return
 		}
-		out := r.WithContext(context.WithValue(r.Context(), requestKey{}, req))
+		out := r.WithContext(context.WithValue(rw.context(r), requestKey{}, req))
 		if r.Body != nil && r.Body != http.NoBody {
 			req.body = &clientBody{ReadCloser: r.Body, rc: http.NewResponseController(w), timeout: l.opts.ClientBodyTimeout}
 			out.Body = req.body
@@ -175,7 +185,11 @@ func (l *listenerHandler) serveMatch(w http.ResponseWriter, r *http.Request, hos
 
 // record counts a finished request in the metrics and the access log.
 func (l *listenerHandler) record(r *http.Request, m route.Match, rw *recorder, req *request, start time.Time) {
-	l.metrics.request(m, r.Method, rw.status(), time.Since(start))
+	var last *lastSeries
+	if c := rw.loopConn(); c != nil {
+		last = &c.lastSeries
+	}
+	l.metrics.request(m, r.Method, rw.status(), time.Since(start), last)
 	if l.accessLog != nil {
 		l.accessLog.write(logLine{r: r, start: start, status: rw.status(), bytes: rw.bytes, match: m, req: req})
 	}
@@ -299,7 +313,12 @@ func proxyError(w http.ResponseWriter, r *http.Request, err error) {
 	if req, ok := r.Context().Value(requestKey{}).(*request); ok && req.body.stalled() {
 		abortStalled(w)
 	}
-	if r.Context().Err() != nil {
+	answerError(w, r, r.Context(), err)
+}
+
+// answerError is proxyError's answer to r, whose context is ctx.
+func answerError(w http.ResponseWriter, r *http.Request, ctx context.Context, err error) {
+	if ctx.Err() != nil {
 		// The connection is closed with no answer, as nginx closes it:
 		// a made-up status (the server's 200 for a handler that wrote
 		// nothing) would mislead a client or cache still reading.
@@ -329,11 +348,18 @@ func plain(w http.ResponseWriter, code int, msg string) {
 	io.WriteString(w, strconv.Itoa(code)+" "+http.StatusText(code)+": "+msg+"\n")
 }
 
-// newRequestID returns 32 hex digits, as nginx's $request_id.
+// newRequestID returns 32 hex digits, as nginx's $request_id: 128
+// random bits from math/rand/v2's generator, which Go's runtime seeds
+// from the system for each thread. An ID tells requests apart in logs
+// and traces and guards nothing, so it needs no more than that, at a
+// fraction of crypto/rand's cost.
 func newRequestID() string {
 	var b [16]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	binary.LittleEndian.PutUint64(b[:8], rand.Uint64())
+	binary.LittleEndian.PutUint64(b[8:], rand.Uint64())
+	var h [32]byte
+	hex.Encode(h[:], b[:])
+	return string(h[:])
 }
 
 // recorder notes the status and size of a response. Unwrap lets
@@ -361,6 +387,35 @@ func (r *recorder) Write(p []byte) (int, error) {
 }
 
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// requestEnd is the end of req, answered through r: told by the loop's
+// connection when the loop serves it, which spares a registration on the
+// request's context per request, else by the context.
+func (r *recorder) requestEnd(req *http.Request) requestEnd {
+	if c := r.loopConn(); c != nil {
+		return c
+	}
+	return contextEnd{req.Context()}
+}
+
+// context is the context of req, answered through r: on the loop, its
+// connection's, which req does not carry (a copy of each request for it
+// would allocate as much as the request), else req's own.
+func (r *recorder) context(req *http.Request) context.Context {
+	if c := r.loopConn(); c != nil {
+		return c.ctx
+	}
+	return req.Context()
+}
+
+// loopConn is the loop's connection the response goes out on, nil when
+// net/http's server serves the request.
+func (r *recorder) loopConn() *h1Conn {
+	if w, ok := r.ResponseWriter.(*h1Response); ok {
+		return w.conn
+	}
+	return nil
+}
 
 func (r *recorder) status() int {
 	if r.code == 0 {

@@ -363,3 +363,19 @@ func TestClientGoneGetsNoAnswer(t *testing.T) {
 		})
 	}
 }
+
+// A request without an X-Request-ID gets a new one of 32 hex digits, as
+// nginx's $request_id, different for each request.
+func TestNewRequestID(t *testing.T) {
+	seen := map[string]bool{}
+	for range 1000 {
+		id := newRequestID()
+		if len(id) != 32 || strings.Trim(id, "0123456789abcdef") != "" {
+			t.Fatalf("got %q, want 32 hex digits", id)
+		}
+		if seen[id] {
+			t.Fatalf("got %q twice", id)
+		}
+		seen[id] = true
+	}
+}

@@ -91,19 +91,38 @@ func (m *Metrics) Applied(built time.Time) {
 	}
 }
 
-func (m *Metrics) request(match route.Match, method string, status int, d time.Duration) {
+// request counts a request routed to match that was answered status
+// after d. last, when not nil, is the series of the request before on
+// the same client connection, looked at first and updated.
+func (m *Metrics) request(match route.Match, method string, status int, d time.Duration, last *lastSeries) {
 	k := seriesKey{host: match.Host, path: match.Path, method: methodLabel(method), class: statusClass(status)}
 	if match.Backend != nil {
 		k.ingress = match.Ingress
 		m.backends.count(match.Backend.Service, status)
 	}
-	v, ok := m.series.Load(k)
-	if !ok {
-		v, _ = m.series.LoadOrStore(k, m.newSeries(k))
+	var s *requestSeries
+	if last != nil && last.series != nil && last.key == k {
+		s = last.series
+	} else {
+		v, ok := m.series.Load(k)
+		if !ok {
+			v, _ = m.series.LoadOrStore(k, m.newSeries(k))
+		}
+		s = v.(*requestSeries)
+		if last != nil {
+			last.key, last.series = k, s
+		}
 	}
-	s := v.(*requestSeries)
 	s.requests.Inc()
 	s.duration.Observe(d.Seconds())
+}
+
+// lastSeries is the series a client connection's last request counted
+// in. Its next requests mostly count in the same, which a comparison of
+// their keys finds without the lookup's hashing of every label value.
+type lastSeries struct {
+	key    seriesKey
+	series *requestSeries
 }
 
 // newSeries looks up the series of k in the vectors.

@@ -26,19 +26,36 @@ func TestStatusClass(t *testing.T) {
 
 // Requests of one rule are counted in their own series whether the
 // series was looked up before or not, and the duration histogram of the
-// Ingress has every one.
+// Ingress has every one; the same with the series of a connection's
+// last request at hand.
 func TestRequestSeries(t *testing.T) {
-	m := NewMetrics()
-	web := route.Match{Backend: &route.Backend{}, Ingress: types.NamespacedName{Namespace: "default", Name: "web"}, Host: "foo.com", Path: "/"}
-	m.request(web, "GET", 200, time.Millisecond)
-	m.request(web, "GET", 204, time.Millisecond)
-	m.request(web, "GET", 503, time.Millisecond)
-	m.request(route.Match{}, "GET", 404, time.Millisecond)
+	for _, conn := range []bool{false, true} {
+		m := NewMetrics()
+		var last *lastSeries
+		if conn {
+			last = &lastSeries{}
+		}
+		web := route.Match{Backend: &route.Backend{}, Ingress: types.NamespacedName{Namespace: "default", Name: "web"}, Host: "foo.com", Path: "/"}
+		other := web
+		other.Path = "/other"
+		m.request(web, "GET", 200, time.Millisecond, last)
+		m.request(web, "GET", 204, time.Millisecond, last)
+		m.request(web, "GET", 503, time.Millisecond, last)
+		m.request(other, "GET", 200, time.Millisecond, last)
+		m.request(web, "GET", 200, time.Millisecond, last)
+		m.request(route.Match{}, "GET", 404, time.Millisecond, last)
+		checkRequestSeries(t, m)
+	}
+}
+
+func checkRequestSeries(t *testing.T, m *Metrics) {
+	t.Helper()
 	for _, tc := range []struct {
 		labels []string
 		want   float64
 	}{
-		{[]string{"default/web", "foo.com", "/", "GET", "2xx"}, 2},
+		{[]string{"default/web", "foo.com", "/", "GET", "2xx"}, 3},
+		{[]string{"default/web", "foo.com", "/other", "GET", "2xx"}, 1},
 		{[]string{"default/web", "foo.com", "/", "GET", "5xx"}, 1},
 		{[]string{"", "", "", "GET", "4xx"}, 1},
 	} {

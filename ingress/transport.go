@@ -175,7 +175,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var tried []*endpoint
 	var lastErr error = errNoEndpoint
 	for len(tried) < maxTries {
-		e := t.balancer.pick(usable(a.backend.Endpoints()), tried)
+		e := t.balancer.pick(usable(a.backend.Endpoints()), tried, t.balancer.now())
 		if e == nil {
 			break
 		}
