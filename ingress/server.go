@@ -110,7 +110,7 @@ func Listen(o Options, h *Handler, routes func() Routes, defaultCert func() *tls
 		// timeouts end HTTP/1.1 connections whose client is gone, as
 		// nginx does without so_keepalive. Connections no timeout bounds
 		// get probes when they turn out to be such (clientConn.probe).
-		lc := net.ListenConfig{KeepAlive: -1}
+		lc := net.ListenConfig{KeepAlive: -1, Control: deferAccept}
 		ln, err := lc.Listen(context.Background(), "tcp", addr)
 		if err != nil {
 			s.close()
