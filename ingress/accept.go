@@ -1,6 +1,7 @@
 package ingress
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"io"
@@ -59,6 +60,11 @@ func (s *Servers) serveConn(l *servedListener, raw net.Conn) {
 	// The first request's head, TLS handshake included, has
 	// readHeaderTimeout from the accept, as nginx's client_header_timeout.
 	c := &h1Conn{s: s, l: l, conn: conn, raw: raw, headDeadline: time.Now().Add(readHeaderTimeout)}
+	// Not a child of the servers' base context, which would take a
+	// lock and a map entry to add and again to remove for each
+	// connection: shutdown ends it with the others. It has no value
+	// and no parent to leave on the paths that never serve it.
+	c.ctx, c.cancel = context.WithCancel(context.Background())
 	if !s.track(c) {
 		conn.Close()
 		return

@@ -249,7 +249,10 @@ func (s *Servers) shutdown(ctx context.Context) {
 	if s.cancelBase != nil {
 		s.cancelBase()
 	}
-	s.eachConn(func(c *h1Conn) { c.raw.Close() })
+	s.eachConn(func(c *h1Conn) {
+		c.cancel()
+		c.raw.Close()
+	})
 	<-s.handlers.none()
 }
 
