@@ -30,7 +30,7 @@ func (s *Servers) accept(l *servedListener) error {
 			continue
 		}
 		delay = 0
-		go s.serveConn(l, conn)
+		s.serve(l, conn)
 	}
 }
 

@@ -71,6 +71,8 @@ type Servers struct {
 	mu      sync.Mutex
 	// conns are the loop's connections, by the connection accepted.
 	conns map[*h1Conn]struct{}
+	// workers serve the accepted connections.
+	workers workers
 }
 
 // servedListener is one bound port: its listener, the handler of its
@@ -217,6 +219,9 @@ func (s *Servers) Serve(ctx context.Context) error {
 	}
 	s.shutdown(ctx)
 	wg.Wait()
+	// The accept loops have returned: no connection is given to a
+	// worker after this.
+	s.workers.close()
 	if err != nil {
 		klog.ErrorS(err, "Ingress listener failed")
 	}
