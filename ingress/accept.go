@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/netip"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -83,6 +84,20 @@ func (s *Servers) serveConn(l *servedListener, raw net.Conn) {
 		c.conn, c.tlsState = tc, &st
 	}
 	c.serve()
+}
+
+// remoteAddr is the client's address as net/http's server gives it in
+// Request.RemoteAddr ("192.0.2.1:5678", "[2001:db8::1]:5678"), made with
+// one allocation where TCPAddr.String makes three.
+func remoteAddr(c net.Conn) string {
+	a, ok := c.RemoteAddr().(*net.TCPAddr)
+	if !ok {
+		return c.RemoteAddr().String()
+	}
+	ap := a.AddrPort()
+	// A client of a dual-stack listener is an IPv4-mapped address;
+	// TCPAddr.String shows it as IPv4.
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()).String()
 }
 
 // handshake runs the TLS handshake of conn, bounded by the first request

@@ -96,7 +96,7 @@ func (c *h1Conn) serve() {
 	c.take()
 	defer c.release()
 	defer c.cancel()
-	c.remote = c.conn.RemoteAddr().String()
+	c.remote = remoteAddr(c.raw)
 	for {
 		keep, err := c.next()
 		switch {
