@@ -63,8 +63,8 @@ func (s *Servers) serveConn(l *servedListener, raw net.Conn) {
 	c := &h1Conn{s: s, l: l, conn: conn, raw: raw, headDeadline: time.Now().Add(readHeaderTimeout)}
 	// Not a child of the servers' base context, which would take a
 	// lock and a map entry to add and again to remove for each
-	// connection: shutdown ends it with the others. It has no value
-	// and no parent to leave on the paths that never serve it.
+	// connection: shutdown ends it with the others. Having no parent,
+	// it needs no cancel on the paths that never serve it.
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	if !s.track(c) {
 		conn.Close()

@@ -55,7 +55,7 @@ type h1Conn struct {
 	remote string
 	br     *bufio.Reader
 	bw     *bufio.Writer
-	bufs   *connBuffers // br, bw and head, pooled
+	bufs   *connBuffers // br, bw, head and resp's header map, pooled
 	// ctx is every request's context; it ends when the client goes
 	// away during a request, and when the servers end their requests
 	// after the shutdown's grace.
