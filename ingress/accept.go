@@ -1,10 +1,12 @@
 package ingress
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"io"
 	"net"
+	"net/netip"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -29,7 +31,7 @@ func (s *Servers) accept(l *servedListener) error {
 			continue
 		}
 		delay = 0
-		go s.serveConn(l, conn)
+		s.serve(l, conn)
 	}
 }
 
@@ -59,6 +61,11 @@ func (s *Servers) serveConn(l *servedListener, raw net.Conn) {
 	// The first request's head, TLS handshake included, has
 	// readHeaderTimeout from the accept, as nginx's client_header_timeout.
 	c := &h1Conn{s: s, l: l, conn: conn, raw: raw, headDeadline: time.Now().Add(readHeaderTimeout)}
+	// Not a child of the servers' base context, which would take a
+	// lock and a map entry to add and again to remove for each
+	// connection: shutdown ends it with the others. Having no parent,
+	// it needs no cancel on the paths that never serve it.
+	c.ctx, c.cancel = context.WithCancel(context.Background())
 	if !s.track(c) {
 		conn.Close()
 		return
@@ -77,6 +84,20 @@ func (s *Servers) serveConn(l *servedListener, raw net.Conn) {
 		c.conn, c.tlsState = tc, &st
 	}
 	c.serve()
+}
+
+// remoteAddr is the client's address as net/http's server gives it in
+// Request.RemoteAddr ("192.0.2.1:5678", "[2001:db8::1]:5678"), made with
+// one allocation where TCPAddr.String makes three.
+func remoteAddr(c net.Conn) string {
+	a, ok := c.RemoteAddr().(*net.TCPAddr)
+	if !ok {
+		return c.RemoteAddr().String()
+	}
+	ap := a.AddrPort()
+	// A client of a dual-stack listener is an IPv4-mapped address;
+	// TCPAddr.String shows it as IPv4.
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()).String()
 }
 
 // handshake runs the TLS handshake of conn, bounded by the first request

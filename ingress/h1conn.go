@@ -55,8 +55,10 @@ type h1Conn struct {
 	remote string
 	br     *bufio.Reader
 	bw     *bufio.Writer
+	bufs   *connBuffers // br, bw, head and resp's header map, pooled
 	// ctx is every request's context; it ends when the client goes
-	// away during a request, and with the servers' base context.
+	// away during a request, and when the servers end their requests
+	// after the shutdown's grace.
 	ctx    context.Context
 	cancel context.CancelFunc
 	// head is a copy of the request head being served, replayed to
@@ -107,16 +109,12 @@ type h1Conn struct {
 // serve runs the loop until the client or the server ends the
 // connection, or hands it to net/http's server.
 func (c *h1Conn) serve() {
-	c.br = readers.Get().(*bufio.Reader)
-	c.br.Reset(c.conn)
-	c.bw = writers.Get().(*bufio.Writer)
-	c.bw.Reset(c.conn)
+	c.take()
 	defer c.release()
-	c.resp.bw, c.resp.conn = c.bw, c
-	c.ctx, c.cancel = context.WithCancel(c.s.base)
+	c.resp.conn = c
 	defer c.cancel()
 	defer c.unwatchCtx()
-	c.remote = c.conn.RemoteAddr().String()
+	c.remote = remoteAddr(c.raw)
 	for {
 		keep, err := c.next()
 		switch {
@@ -459,6 +457,7 @@ func (c *h1Conn) setReadDeadline(t time.Time) {
 // server.
 func (c *h1Conn) handOff() {
 	replay := append(c.head, peekBuffered(c.br)...)
+	c.head = nil // the replay's now, not to be reused
 	c.conn.SetReadDeadline(time.Time{})
 	c.l.handOff(&replayConn{Conn: c.conn, replay: replay, headDeadline: c.headDeadline})
 }
@@ -470,24 +469,6 @@ func (c *h1Conn) close() {
 		<-c.watched
 		c.watching = false
 	}
-}
-
-// The connections' buffers, kept between connections: a client that
-// connects for each request would otherwise make 8 KiB of garbage each
-// time.
-var (
-	readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, headBufferSize) }}
-	writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, headBufferSize) }}
-)
-
-// release returns the buffers once the connection is closed or handed
-// over, with nothing left in them that is still needed.
-func (c *h1Conn) release() {
-	c.br.Reset(nil)
-	readers.Put(c.br)
-	c.bw.Reset(nil)
-	writers.Put(c.bw)
-	c.br, c.bw, c.resp.bw = nil, nil, nil
 }
 
 func isTimeout(err error) bool {

@@ -71,6 +71,8 @@ type Servers struct {
 	mu      sync.Mutex
 	// conns are the loop's connections, by the connection accepted.
 	conns map[*h1Conn]struct{}
+	// workers serve the accepted connections.
+	workers workers
 }
 
 // servedListener is one bound port: its listener, the handler of its
@@ -110,7 +112,7 @@ func Listen(o Options, h *Handler, routes func() Routes, defaultCert func() *tls
 		// timeouts end HTTP/1.1 connections whose client is gone, as
 		// nginx does without so_keepalive. Connections no timeout bounds
 		// get probes when they turn out to be such (clientConn.probe).
-		lc := net.ListenConfig{KeepAlive: -1}
+		lc := net.ListenConfig{KeepAlive: -1, Control: deferAccept}
 		ln, err := lc.Listen(context.Background(), "tcp", addr)
 		if err != nil {
 			s.close()
@@ -217,6 +219,9 @@ func (s *Servers) Serve(ctx context.Context) error {
 	}
 	s.shutdown(ctx)
 	wg.Wait()
+	// The accept loops have returned: no connection is given to a
+	// worker after this.
+	s.workers.close()
 	if err != nil {
 		klog.ErrorS(err, "Ingress listener failed")
 	}
@@ -249,7 +254,10 @@ func (s *Servers) shutdown(ctx context.Context) {
 	if s.cancelBase != nil {
 		s.cancelBase()
 	}
-	s.eachConn(func(c *h1Conn) { c.raw.Close() })
+	s.eachConn(func(c *h1Conn) {
+		c.cancel()
+		c.raw.Close()
+	})
 	<-s.handlers.none()
 }
 
