@@ -96,7 +96,7 @@ func (c *h1Conn) serve() {
 	c.bw = writers.Get().(*bufio.Writer)
 	c.bw.Reset(c.conn)
 	defer c.release()
-	c.resp.bw = c.bw
+	c.resp.bw, c.resp.conn = c.bw, c.conn
 	c.ctx, c.cancel = context.WithCancel(c.s.base)
 	defer c.cancel()
 	c.remote = c.conn.RemoteAddr().String()
