@@ -23,7 +23,7 @@ import (
 
 // spliceMin is the least a body, less what the endpoint's reader holds,
 // must be to be spliced.
-const spliceMin = 64 << 10
+const spliceMin = 16 << 10
 
 // spliceChunk is how much of a body one splice moves at most. The
 // client's send timeout and the endpoint's read timeout are set again
