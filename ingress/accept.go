@@ -135,6 +135,13 @@ type sendTimeoutConn struct {
 }
 
 func (c *sendTimeoutConn) Write(p []byte) (int, error) {
+	c.armWrite()
+	return c.Conn.Write(p)
+}
+
+// armWrite sets the send timeout for a write about to start, Write's or
+// one made straight to the connection accepted (a spliced body).
+func (c *sendTimeoutConn) armWrite() {
 	var at time.Time
 	if ns := c.at.Load(); ns != 0 {
 		at = time.Unix(0, ns)
@@ -143,7 +150,6 @@ func (c *sendTimeoutConn) Write(p []byte) (int, error) {
 		c.Conn.SetWriteDeadline(t)
 		c.at.Store(t.UnixNano())
 	}
-	return c.Conn.Write(p)
 }
 
 // SetDeadline sets the connection's deadlines; the next write sets its

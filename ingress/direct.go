@@ -101,7 +101,7 @@ func (l *listenerHandler) exchange(w *recorder, r *http.Request, out *upstreamRe
 		return err
 	}
 	a.upstream = e.addr
-	if err := respond(w, resp); err != nil {
+	if err := respond(w, resp, c); err != nil {
 		c.close()
 		panic(http.ErrAbortHandler)
 	}
@@ -326,8 +326,9 @@ func isHex(c byte) bool {
 }
 
 // respond copies resp, head, body and trailers, to w; an error is one of
-// the body's, read or write.
-func respond(w http.ResponseWriter, resp *http.Response) error {
+// the body's, read or write. c is the connection resp is read from, for
+// a large body spliced from it (spliceBody).
+func respond(w http.ResponseWriter, resp *http.Response, c *backendConn) error {
 	removeHopByHop(resp.Header)
 	h := w.Header()
 	for k, vv := range resp.Header {
@@ -342,6 +343,9 @@ func respond(w http.ResponseWriter, resp *http.Response) error {
 		h["Trailer"] = []string{strings.Join(names, ", ")}
 	}
 	w.WriteHeader(resp.StatusCode)
+	if spliced, err := spliceBody(w, resp, c); spliced {
+		return err
+	}
 	if err := copyBody(w, resp.Body, resp.ContentLength < 0); err != nil {
 		return err
 	}

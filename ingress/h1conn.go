@@ -111,7 +111,7 @@ type h1Conn struct {
 func (c *h1Conn) serve() {
 	c.take()
 	defer c.release()
-	c.resp.conn = c
+	c.resp.conn, c.resp.client = c, c.conn
 	defer c.cancel()
 	defer c.unwatchCtx()
 	c.remote = remoteAddr(c.raw)

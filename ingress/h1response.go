@@ -3,6 +3,7 @@ package ingress
 import (
 	"bufio"
 	"bytes"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -32,6 +33,9 @@ type h1Response struct {
 	// closing says the connection ends after this response: the client
 	// or the server asked for it.
 	closing bool
+	// client is the client's connection bw writes to, for a body sent
+	// past bw (unbuffered).
+	client net.Conn
 
 	code       int   // the final status, 0 until set
 	length     int64 // the announced Content-Length, -1 for none
@@ -51,7 +55,7 @@ func (w *h1Response) reset(r *http.Request, closing bool) {
 	} else {
 		clear(w.h)
 	}
-	*w = h1Response{bw: w.bw, conn: w.conn, req: r, h: w.h, closing: closing, length: -1,
+	*w = h1Response{bw: w.bw, conn: w.conn, client: w.client, req: r, h: w.h, closing: closing, length: -1,
 		pending: w.pending[:0]}
 }
 
@@ -142,6 +146,17 @@ func (w *h1Response) FlushError() error {
 	}
 	w.flush()
 	return w.writeErr
+}
+
+// unbuffered sends the head and the body so far, and counts the n bytes
+// that end the body as written: the caller writes them itself, straight
+// to client, and must end the connection when it cannot.
+func (w *h1Response) unbuffered(n int64) error {
+	if err := w.FlushError(); err != nil {
+		return err
+	}
+	w.written += n
+	return nil
 }
 
 // startChunked sends the head of a chunked body and the part held back.
