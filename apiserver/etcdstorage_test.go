@@ -22,13 +22,7 @@ import (
 // client-go's informers try first. The in-process client has no endpoints
 // of its own, so the feature must still be found on it.
 func TestInProcessStorageSupportsWatchProgress(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	srv, err := embeddedetcd.Start(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := startTestEtcd(t)
 	client := srv.InProcessClient()
 	defer client.Close()
 	newEtcdStorage(nil, client, 0)
@@ -49,13 +43,7 @@ func TestInProcessStorageSupportsWatchProgress(t *testing.T) {
 // etcd's in-process client and on a client of an external etcd
 // (--etcd-servers) alike.
 func TestStoresReportTheSnapshotWindow(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	srv, err := embeddedetcd.Start(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := startTestEtcd(t)
 	tests := []struct {
 		name   string
 		client func() (*clientv3.Client, error)
@@ -72,7 +60,7 @@ func TestStoresReportTheSnapshotWindow(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer client.Close()
-			put, err := client.Put(ctx, "/registry/configmaps/default/"+tc.name, "x")
+			put, err := client.Put(t.Context(), "/registry/configmaps/default/"+tc.name, "x")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -97,13 +85,7 @@ func TestStoresReportTheSnapshotWindow(t *testing.T) {
 // which Portal does not run, reads. The stores now report object counts
 // without a size estimate once the watch cache has seen the object.
 func TestStoresKeepNoSizeEstimates(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	srv, err := embeddedetcd.Start(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := startTestEtcd(t)
 	client := srv.InProcessClient()
 	defer client.Close()
 	g := newEtcdStorage(nil, client, 0)
@@ -129,6 +111,7 @@ func TestStoresKeepNoSizeEstimates(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 
+	ctx := t.Context()
 	key := "/configmaps/default/a"
 	out := &corev1.ConfigMap{}
 	in := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "default"}, Data: map[string]string{"k": "v"}}
@@ -150,4 +133,20 @@ func TestStoresKeepNoSizeEstimates(t *testing.T) {
 		t.Errorf("stats: got %d objects of %d bytes on average, want 1 object and no size estimate",
 			stats.ObjectCount, stats.EstimatedAverageObjectSizeBytes)
 	}
+}
+
+// startTestEtcd starts an embedded etcd that stops at the test's end.
+func startTestEtcd(t *testing.T) *embeddedetcd.Server {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := embeddedetcd.Start(ctx, t.TempDir())
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		srv.Close()
+		cancel()
+	})
+	return srv
 }

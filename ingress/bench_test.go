@@ -55,34 +55,13 @@ func BenchmarkKeepAlive(b *testing.B) {
 // time is steadier than wall time on a busy machine; compare builds in
 // one run, alternating.
 func BenchmarkProxyCPU(b *testing.B) {
-	payload := strings.Repeat("x", 1024)
-	answer := "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: 1024\r\n" +
-		"Date: Fri, 27 Nov 2026 10:00:00 GMT\r\n\r\n" + payload
-	backend := rawLoop(b, func(c net.Conn) {
-		br := bufio.NewReader(c)
-		for readHead(br) == nil {
-			if _, err := io.WriteString(c, answer); err != nil {
-				return
-			}
-		}
-	})
-	b.Run("direct", func(b *testing.B) { clientLoad(b, backend, len(payload), false) })
-	b.Run("proxy", func(b *testing.B) {
-		o := DefaultOptions()
-		o.AccessLog = false
-		tb := newTestBed(b, o)
-		tb.backend("foo.com", route.Match{}, backend)
-		clientLoad(b, tb.http, len(payload), false)
-	})
+	const size = 1024
+	backend := fixedBackend(b, size)
+	b.Run("direct", func(b *testing.B) { clientLoad(b, backend, size, false) })
+	b.Run("proxy", func(b *testing.B) { clientLoad(b, proxyTo(b, backend), size, false) })
 	// A new client connection per request, as bench/ingress's close load.
-	b.Run("direct-close", func(b *testing.B) { clientLoad(b, backend, len(payload), true) })
-	b.Run("proxy-close", func(b *testing.B) {
-		o := DefaultOptions()
-		o.AccessLog = false
-		tb := newTestBed(b, o)
-		tb.backend("foo.com", route.Match{}, backend)
-		clientLoad(b, tb.http, len(payload), true)
-	})
+	b.Run("direct-close", func(b *testing.B) { clientLoad(b, backend, size, true) })
+	b.Run("proxy-close", func(b *testing.B) { clientLoad(b, proxyTo(b, backend), size, true) })
 }
 
 // BenchmarkLargeBodyCPU is BenchmarkProxyCPU for larger bodies, 1 MiB as
@@ -91,27 +70,37 @@ func BenchmarkProxyCPU(b *testing.B) {
 // cpu-us/op less direct's.
 func BenchmarkLargeBodyCPU(b *testing.B) {
 	for _, size := range []int{16 << 10, 64 << 10, 256 << 10, 1 << 20} {
-		payload := strings.Repeat("x", size)
-		answer := "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: " +
-			strconv.Itoa(size) + "\r\nDate: Fri, 27 Nov 2026 10:00:00 GMT\r\n\r\n" + payload
-		backend := rawLoop(b, func(c net.Conn) {
-			br := bufio.NewReader(c)
-			for readHead(br) == nil {
-				if _, err := io.WriteString(c, answer); err != nil {
-					return
-				}
-			}
-		})
+		backend := fixedBackend(b, size)
 		name := strconv.Itoa(size>>10) + "k"
 		b.Run("direct-"+name, func(b *testing.B) { clientLoad(b, backend, size, false) })
-		b.Run("proxy-"+name, func(b *testing.B) {
-			o := DefaultOptions()
-			o.AccessLog = false
-			tb := newTestBed(b, o)
-			tb.backend("foo.com", route.Match{}, backend)
-			clientLoad(b, tb.http, size, false)
-		})
+		b.Run("proxy-"+name, func(b *testing.B) { clientLoad(b, proxyTo(b, backend), size, false) })
 	}
+}
+
+// fixedBackend is the address of an endpoint that is a bare loop over TCP
+// answering every request head with the same response, a body of size
+// bytes.
+func fixedBackend(b *testing.B, size int) string {
+	answer := "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: " +
+		strconv.Itoa(size) + "\r\nDate: Fri, 27 Nov 2026 10:00:00 GMT\r\n\r\n" + strings.Repeat("x", size)
+	return rawLoop(b, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		for readHead(br) == nil {
+			if _, err := io.WriteString(c, answer); err != nil {
+				return
+			}
+		}
+	})
+}
+
+// proxyTo is the HTTP address of a proxy, without an access log, whose one
+// rule sends foo.com to backend.
+func proxyTo(b *testing.B, backend string) string {
+	o := DefaultOptions()
+	o.AccessLog = false
+	tb := newTestBed(b, o)
+	tb.backend("foo.com", route.Match{}, backend)
+	return tb.http
 }
 
 // clientLoad sends b.N GETs to addr from 16 clients, each answered with

@@ -10,7 +10,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,15 +50,6 @@ func start(log string, args ...string) (*exec.Cmd, error) {
 	return cmd, cmd.Start()
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 func run() error {
 	dir, err := os.MkdirTemp("", "portal-bench-ha-")
 	if err != nil {
@@ -70,7 +60,7 @@ func run() error {
 	} else {
 		defer os.RemoveAll(dir)
 	}
-	port, err := freePort()
+	port, err := host.FreePort()
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ package cluster
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,7 +34,7 @@ type Server struct {
 // node that misses heartbeats stays Ready for an hour: the nodes Fill
 // makes run no agent.
 func Start(bin, dir, core string) (*Server, error) {
-	port, err := freePort()
+	port, err := host.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -80,13 +79,4 @@ func (s *Server) Config() (*rest.Config, error) {
 	cfg.Host = fmt.Sprintf("https://127.0.0.1:%d", s.Port)
 	cfg.QPS, cfg.Burst = 1e6, 1e6
 	return cfg, nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

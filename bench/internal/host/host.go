@@ -1,11 +1,12 @@
 // Package host is what the benchmarks read from this machine's processes
 // (memory and CPU time from /proc), what they say of the machine (its CPUs
-// and load) and how they wait for a component.
+// and load, a free port) and how they wait for a component.
 package host
 
 import (
 	"crypto/tls"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -82,4 +83,14 @@ func NumCPU() int {
 func Loadavg() string {
 	data, _ := os.ReadFile("/proc/loadavg")
 	return strings.Join(strings.Fields(string(data))[:3], " ")
+}
+
+// FreePort is a loopback TCP port nothing listens on at the time.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
