@@ -1,11 +1,26 @@
 package main
 
 import (
+	"os"
+
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"portal.dev/portal/ingress"
+	"portal.dev/portal/internal/gcfloor"
 )
+
+// ingressHeapFloor is the least heap goal of `portal ingress`, unless GOGC
+// says otherwise. The proxy's live heap is a few MiB with a few Ingresses
+// (about 13 MiB with a thousand) and it allocates about 3 KiB per
+// request, so with Go's goal of twice the live heap it would collect
+// dozens of times a second under load, each time marking the whole live
+// heap again. With the floor it collects a third as often or less. A
+// higher floor saves less and less CPU for each MiB more: 32 MiB keeps
+// the controller's RSS with a thousand Ingresses within a few MiB of
+// what it is without. A live heap of 16 MiB or more has a goal of its
+// own above the floor, and is left as GOGC says.
+const ingressHeapFloor = 32 << 20
 
 // addIngressFlags adds the Ingress controller's flags (ingress-nginx's
 // names) to fs.
@@ -39,6 +54,9 @@ func newIngressCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Validate(); err != nil {
 				return err
+			}
+			if os.Getenv("GOGC") == "" {
+				defer gcfloor.Start(ingressHeapFloor, 100)()
 			}
 			_, client, err := componentClient(cmd.Context(), api, "portal-ingress")
 			if err != nil {
