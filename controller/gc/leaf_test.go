@@ -112,3 +112,35 @@ func liveHeap() uint64 {
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
 }
+
+// TestCollectorLeafOwner runs the collector with the UIDs the API server
+// gives, so that the owner is kept as a leaf: its dependent stays without
+// a live read, and once the owner starts a foreground deletion (an update
+// the leaf did not foresee) the dependent goes and the owner's finalizer
+// after it.
+func TestCollectorLeafOwner(t *testing.T) {
+	owner := pom("ConfigMap", "ns", "owner", string(uuidOf(1)))
+	dep := pom("Secret", "ns", "dep", string(uuidOf(2)), ownedBy(owner, true))
+	run(t, []*metav1.PartialObjectMetadata{owner, dep}, func(e *testEnv) {
+		e.c.graph.mu.Lock()
+		leaves := len(e.c.graph.leaves)
+		e.c.graph.mu.Unlock()
+		if leaves != 1 {
+			e.t.Errorf("leaves: got %d, want 1 (the owner)", leaves)
+		}
+		for _, a := range e.client.Actions() {
+			if a.GetVerb() == "get" {
+				e.t.Errorf("got a live get of %s, want none while the owner is observed", a.GetResource().Resource)
+			}
+		}
+		e.wantKept(secrets, "ns", "dep")
+		if err := e.client.Tracker().Update(configMaps, deleting(owner, finalizerForeground), "ns"); err != nil {
+			e.t.Fatal(err)
+		}
+		e.settle()
+		e.wantGone(secrets, "ns", "dep")
+		if got := e.wantKept(configMaps, "ns", "owner"); len(got.Finalizers) != 0 {
+			e.t.Errorf("owner finalizers: got %v, want none", got.Finalizers)
+		}
+	})
+}
