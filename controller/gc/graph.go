@@ -81,10 +81,11 @@ func (o object) mayBeOwnedBy(ownerNamespace string) bool {
 type graph struct {
 	mu sync.Mutex
 	// nodes holds the observed objects that are not leaves; leaves holds
-	// the others (see leaf), about a quarter of the memory each. An object
-	// is in one of the two.
+	// the others (see leaf), at a fraction of the memory each. An object
+	// is in one of the two. classes holds the leaves' shared parts.
 	nodes      map[types.UID]object
 	leaves     map[uidKey]leaf
+	classes    map[classKey]*leafClass
 	dependents map[types.UID]map[types.UID]struct{}
 	// absent maps an owner UID to the namespaces ("" for cluster scope) in
 	// which a live read found it missing.
@@ -112,11 +113,8 @@ func (g *graph) getLocked(uid types.UID) (object, bool) {
 
 // putLocked records o, as a leaf when it may be one.
 func (g *graph) putLocked(o object) {
-	if k, l, ok := asLeaf(o); ok {
-		if g.leaves == nil {
-			g.leaves = map[uidKey]leaf{}
-		}
-		g.leaves[k] = l
+	if k, ok := leafKey(o); ok {
+		g.putLeafLocked(k, o)
 		delete(g.nodes, o.UID)
 		return
 	}
@@ -125,7 +123,7 @@ func (g *graph) putLocked(o object) {
 	}
 	g.nodes[o.UID] = o
 	if k, ok := parseUID(o.UID); ok {
-		delete(g.leaves, k)
+		g.deleteLeafLocked(k)
 	}
 }
 
@@ -133,7 +131,7 @@ func (g *graph) putLocked(o object) {
 func (g *graph) deleteLocked(uid types.UID) {
 	delete(g.nodes, uid)
 	if k, ok := parseUID(uid); ok {
-		delete(g.leaves, k)
+		g.deleteLeafLocked(k)
 	}
 }
 
@@ -210,7 +208,7 @@ func (g *graph) removeOthers(resource *schema.GroupVersionResource, keep map[typ
 		}
 	}
 	for k, l := range g.leaves {
-		if l.resource != resource {
+		if l.class.resource != resource {
 			continue
 		}
 		if uid := k.uid(); !isKept(keep, uid) {

@@ -73,22 +73,70 @@ func (k uidKey) uid() types.UID {
 // resource (for a relist), its namespace (who it may own) and its
 // existence are enough. Its name is not kept: an object that gains an
 // owner or a deletionTimestamp comes back with its update and is kept in
-// full from then on.
-type leaf struct {
+// full from then on. The resource and namespace are a class that all
+// leaves of both share, so that a leaf is one pointer.
+type leaf struct{ class *leafClass }
+
+// leafClass is the resource and namespace of some leaves.
+type leafClass struct {
+	classKey
+	refs int // the leaves that point at it
+}
+
+type classKey struct {
 	resource  *schema.GroupVersionResource
 	namespace string
 }
 
-// asLeaf returns o's key and leaf when the graph may keep o as a leaf.
-func asLeaf(o object) (uidKey, leaf, bool) {
+// leafKey returns o's key when the graph may keep o as a leaf.
+func leafKey(o object) (uidKey, bool) {
 	if len(o.Owners) > 0 || o.Deleting || o.Foreground || o.Orphan {
-		return uidKey{}, leaf{}, false
+		return uidKey{}, false
 	}
-	k, ok := parseUID(o.UID)
-	return k, leaf{resource: o.Resource, namespace: o.Namespace}, ok
+	return parseUID(o.UID)
 }
 
 // object is the leaf in the graph's object form, without its name.
 func (l leaf) object(k uidKey) object {
-	return object{Resource: l.resource, Namespace: l.namespace, UID: k.uid()}
+	return object{Resource: l.class.resource, Namespace: l.class.namespace, UID: k.uid()}
+}
+
+// putLeafLocked records o as the leaf with key k.
+func (g *graph) putLeafLocked(k uidKey, o object) {
+	key := classKey{resource: o.Resource, namespace: o.Namespace}
+	c := g.classes[key]
+	if c == nil {
+		if g.classes == nil {
+			g.classes = map[classKey]*leafClass{}
+		}
+		c = &leafClass{classKey: key}
+		g.classes[key] = c
+	}
+	if old, ok := g.leaves[k]; ok {
+		if old.class == c {
+			return
+		}
+		g.releaseLocked(old.class)
+	}
+	if g.leaves == nil {
+		g.leaves = map[uidKey]leaf{}
+	}
+	c.refs++
+	g.leaves[k] = leaf{class: c}
+}
+
+// deleteLeafLocked forgets the leaf with key k, if there is one.
+func (g *graph) deleteLeafLocked(k uidKey) {
+	if l, ok := g.leaves[k]; ok {
+		delete(g.leaves, k)
+		g.releaseLocked(l.class)
+	}
+}
+
+// releaseLocked drops a leaf's hold on c, and c with the last.
+func (g *graph) releaseLocked(c *leafClass) {
+	c.refs--
+	if c.refs == 0 {
+		delete(g.classes, c.classKey)
+	}
 }
