@@ -79,8 +79,13 @@ func (o object) mayBeOwnedBy(ownerNamespace string) bool {
 // gone owner cost one read, not one each. Its methods are safe for
 // concurrent use; the ones that change it return the UIDs that need a look.
 type graph struct {
-	mu         sync.Mutex
+	mu sync.Mutex
+	// nodes holds the observed objects that are not leaves; leaves holds
+	// the others (see leaf), at a fraction of the memory each. An object
+	// is in one of the two. classes holds the leaves' shared parts.
 	nodes      map[types.UID]object
+	leaves     map[uidKey]leaf
+	classes    map[classKey]*leafClass
 	dependents map[types.UID]map[types.UID]struct{}
 	// absent maps an owner UID to the namespaces ("" for cluster scope) in
 	// which a live read found it missing.
@@ -91,15 +96,50 @@ type graph struct {
 func (g *graph) get(uid types.UID) (object, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	o, ok := g.nodes[uid]
-	return o, ok
+	return g.getLocked(uid)
+}
+
+func (g *graph) getLocked(uid types.UID) (object, bool) {
+	if o, ok := g.nodes[uid]; ok {
+		return o, true
+	}
+	if k, ok := parseUID(uid); ok {
+		if l, ok := g.leaves[k]; ok {
+			return l.object(k), true
+		}
+	}
+	return object{}, false
+}
+
+// putLocked records o, as a leaf when it may be one.
+func (g *graph) putLocked(o object) {
+	if k, ok := leafKey(o); ok {
+		g.putLeafLocked(k, o)
+		delete(g.nodes, o.UID)
+		return
+	}
+	if g.nodes == nil {
+		g.nodes = map[types.UID]object{}
+	}
+	g.nodes[o.UID] = o
+	if k, ok := parseUID(o.UID); ok {
+		g.deleteLeafLocked(k)
+	}
+}
+
+// deleteLocked forgets the object with uid.
+func (g *graph) deleteLocked(uid types.UID) {
+	delete(g.nodes, uid)
+	if k, ok := parseUID(uid); ok {
+		g.deleteLeafLocked(k)
+	}
 }
 
 // len returns the number of observed objects.
 func (g *graph) len() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return len(g.nodes)
+	return len(g.nodes) + len(g.leaves)
 }
 
 // dependentsOf returns the observed objects that name owner as an owner,
@@ -109,7 +149,8 @@ func (g *graph) dependentsOf(owner types.UID) []object {
 	defer g.mu.Unlock()
 	var out []object
 	for uid := range g.dependents[owner] {
-		out = append(out, g.nodes[uid])
+		o, _ := g.getLocked(uid)
+		out = append(out, o)
 	}
 	slices.SortFunc(out, func(a, b object) int { return compareUID(a.UID, b.UID) })
 	return out
@@ -122,11 +163,8 @@ func (g *graph) dependentsOf(owner types.UID) []object {
 func (g *graph) upsert(o object) []types.UID {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.nodes == nil {
-		g.nodes = map[types.UID]object{}
-	}
-	old, existed := g.nodes[o.UID]
-	g.nodes[o.UID] = o
+	old, existed := g.getLocked(o.UID)
+	g.putLocked(o)
 	delete(g.absent, o.UID)
 	g.unlinkLocked(old, o)
 	g.linkLocked(o)
@@ -165,7 +203,15 @@ func (g *graph) removeOthers(resource *schema.GroupVersionResource, keep map[typ
 	defer g.mu.Unlock()
 	var gone []types.UID
 	for uid, o := range g.nodes {
-		if _, ok := keep[uid]; !ok && o.Resource == resource {
+		if o.Resource == resource && !isKept(keep, uid) {
+			gone = append(gone, uid)
+		}
+	}
+	for k, l := range g.leaves {
+		if l.class.resource != resource {
+			continue
+		}
+		if uid := k.uid(); !isKept(keep, uid) {
 			gone = append(gone, uid)
 		}
 	}
@@ -176,12 +222,17 @@ func (g *graph) removeOthers(resource *schema.GroupVersionResource, keep map[typ
 	return dedupe(out)
 }
 
+func isKept(keep map[types.UID]struct{}, uid types.UID) bool {
+	_, ok := keep[uid]
+	return ok
+}
+
 func (g *graph) removeLocked(uid types.UID) []types.UID {
-	old, ok := g.nodes[uid]
+	old, ok := g.getLocked(uid)
 	if !ok {
 		return nil
 	}
-	delete(g.nodes, uid)
+	g.deleteLocked(uid)
 	g.unlinkLocked(old, object{})
 	var out []types.UID
 	for dep := range g.dependents[uid] {
@@ -195,7 +246,7 @@ func (g *graph) removeLocked(uid types.UID) []types.UID {
 func (g *graph) markAbsent(uid types.UID, namespace string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if _, observed := g.nodes[uid]; observed || len(g.dependents[uid]) == 0 {
+	if _, observed := g.getLocked(uid); observed || len(g.dependents[uid]) == 0 {
 		return
 	}
 	if g.absent == nil {
@@ -223,7 +274,7 @@ func (g *graph) waitingOwnersLocked(old, current object) []types.UID {
 		if current.blocks(r.UID) {
 			continue
 		}
-		if owner, ok := g.nodes[r.UID]; ok && owner.deletingDependents() {
+		if owner, ok := g.getLocked(r.UID); ok && owner.deletingDependents() {
 			out = append(out, r.UID)
 		}
 	}

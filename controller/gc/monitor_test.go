@@ -76,6 +76,9 @@ func graphUIDs(c *Collector) []types.UID {
 	for uid := range c.graph.nodes {
 		out = append(out, uid)
 	}
+	for k := range c.graph.leaves {
+		out = append(out, k.uid())
+	}
 	slices.Sort(out)
 	return out
 }
