@@ -127,10 +127,26 @@ func (c *backendConn) setReadDeadline(t time.Time) {
 	c.readAt = t
 }
 
-// usable says whether the pooled c may carry a request (alive), once a
-// read deadline kept from its last request that has passed since is
-// cleared: it would fail the check.
-func (c *backendConn) usable(now time.Time) bool {
+// uncheckedIdle is how long a pooled connection may have been idle and
+// still carry a replayable request without the check of usable.
+const uncheckedIdle = 100 * time.Millisecond
+
+// usable says whether the pooled c may carry a request, replayable or
+// not, at now. The check (alive) costs a system call, so it is made only
+// where a failure it catches would not be handled anyway. A replayable
+// request is sent again on a new connection when the endpoint had closed
+// c (EOF or reset before any answer) or answers 408 to it; what remains
+// is a response nobody asked for, sent while c was idle, which would be
+// read as this request's answer. Endpoints send those when they time an
+// idle connection out, after seconds, so c is checked when it has been
+// idle for uncheckedIdle or longer; a busy connection, idle for
+// microseconds between requests, is not. A read deadline kept from c's
+// last request that has passed is cleared first: it would fail the
+// check.
+func (c *backendConn) usable(now time.Time, replayable bool) bool {
+	if replayable && now.Sub(c.idleSince) < uncheckedIdle {
+		return true
+	}
 	if !c.readAt.IsZero() && !now.Before(c.readAt) {
 		c.setReadDeadline(time.Time{})
 	}

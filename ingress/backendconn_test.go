@@ -61,7 +61,7 @@ func TestPooledConnectionOutlivesReadTimeout(t *testing.T) {
 		t.Fatal("connection not kept for another request")
 	}
 	conn.expire() // idle longer than the read timeout
-	if !c.usable(time.Now().Add(2 * time.Minute)) {
+	if !c.usable(time.Now().Add(2*time.Minute), false) {
 		t.Errorf("pooled connection idle past the read timeout: usable() = false, want true")
 	}
 }
@@ -143,6 +143,49 @@ func TestRoundTripWithAndWithoutRawConn(t *testing.T) {
 				if !c.finish(resp) {
 					t.Fatal("connection not kept for another request")
 				}
+			}
+		})
+	}
+}
+
+// The check of a pooled connection, a system call, is made where what it
+// catches would go unhandled: for a request that cannot be sent twice,
+// and for any request on a connection idle for uncheckedIdle or longer,
+// which may hold an answer nobody asked for. Here the endpoint has
+// closed the connection, which only the check can tell.
+func TestUsableChecksOnlyWhereNeeded(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	raw, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newBackendConn(raw)
+	defer c.close()
+	peer, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer.Close()
+	now := time.Now()
+	for _, tc := range []struct {
+		name       string
+		replayable bool
+		idle       time.Duration
+		want       bool
+	}{
+		{"replayable, idle briefly: not checked", true, uncheckedIdle - time.Millisecond, true},
+		{"replayable, idle long: checked", true, uncheckedIdle, false},
+		{"not replayable, idle briefly: checked", false, 0, false},
+		{"not replayable, idle long: checked", false, time.Minute, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c.idleSince = now.Add(-tc.idle)
+			if got := c.usable(now, tc.replayable); got != tc.want {
+				t.Errorf("usable() = %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -127,7 +127,7 @@ func (l *listenerHandler) roundTrip(w *recorder, r *http.Request, out *upstreamR
 			c = e.getIdle(now)
 		}
 		reused := c != nil
-		if reused && !c.usable(now) {
+		if reused && !c.usable(now, replayable(out)) {
 			// http.Transport learns from the read it keeps posted of a
 			// connection closed while idle, and of bytes sent on it then
 			// (a 408, a stray response) that would be read as the answer.

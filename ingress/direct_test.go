@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -169,23 +170,66 @@ func TestNoReuseAfterSurplus(t *testing.T) {
 
 // Regression: a request that cannot be sent twice (a POST) went out on a
 // connection the endpoint had closed while it was idle, and failed;
-// http.Transport would have known. A GET is simply sent again.
+// http.Transport would have known. Each request here takes the pooled
+// connection the endpoint closed after the last answer, at once: a GET
+// is sent on it unchecked, fails and goes again on a new connection; a
+// POST or DELETE gets the check, which finds the connection closed, and
+// goes out once, on a new one.
 func TestRequestAfterIdleClose(t *testing.T) {
 	closed := make(chan int, 10)
+	var mu sync.Mutex
+	seen := map[string]int{} // requests by method
 	ln := keepAliveBackend(t, func(n int, c net.Conn, req *http.Request) bool {
+		mu.Lock()
+		seen[req.Method]++
+		mu.Unlock()
 		body := fmt.Sprintf("conn %d %s", n, req.Method)
 		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 		return false // closed after each answer, without saying so
 	}, closed)
 	tb := newTestBed(t, DefaultOptions())
+	tb.stopClock() // every pooled connection is taken right away
 	tb.backend("foo.com", route.Match{}, ln)
-	for i, method := range []string{"GET", "POST", "DELETE", "GET"} {
+	methods := []string{"GET", "POST", "DELETE", "GET"}
+	for i, method := range methods {
 		resp := tb.get(t, method, "/")
 		if got, want := body(t, resp), fmt.Sprintf("conn %d %s", i+1, method); got != want {
 			t.Fatalf("request %d: got %d %q, want 200 %q", i, resp.StatusCode, got, want)
 		}
 		<-closed // before the next request
 	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got, want := seen, map[string]int{"GET": 2, "POST": 1, "DELETE": 1}; !maps.Equal(got, want) {
+		t.Errorf("the endpoint saw %v, want %v", got, want)
+	}
+}
+
+// testClock is a balancer clock that stands still but for the steps a
+// test takes: how long a pooled connection stays idle is the test's to
+// say.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *testClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *testClock) step(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// stopClock gives tb's balancer a testClock, before tb's first request.
+func (tb *testBed) stopClock() *testClock {
+	c := &testClock{t: time.Now()}
+	tb.handler.balancer.now = c.now
+	return c
 }
 
 // A client that goes away while the endpoint thinks ends the exchange:
@@ -249,34 +293,48 @@ func TestNoRetryAfterReadTimeout(t *testing.T) {
 // was idle was read as the answer to the next GET: the 408 that HAProxy,
 // Tomcat and others send when they time out an idle connection, or a
 // stray response. As http.Transport does, the proxy drops such a
-// connection and sends the request on a new one.
+// connection and sends the request on a new one: after the check of a
+// connection idle for uncheckedIdle, or, for a 408 on a connection used
+// at once, after the 408.
 func TestBytesOnIdleConnection(t *testing.T) {
-	for _, tc := range []struct{ name, late string }{{
-		name: "408 on the endpoint's idle timeout",
-		late: "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
-	}, {
-		name: "unsolicited response",
-		late: "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nforged",
-	}} {
+	const (
+		timedOut = "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+		stray    = "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nforged"
+	)
+	for _, tc := range []struct {
+		name, late string
+		idle       time.Duration
+		keepOpen   bool
+	}{
+		{name: "408 on the endpoint's idle timeout", late: timedOut, idle: uncheckedIdle},
+		{name: "408 on a connection taken at once", late: timedOut},
+		{name: "unsolicited response, then close", late: stray, idle: uncheckedIdle},
+		{name: "unsolicited response, kept open", late: stray, idle: uncheckedIdle, keepOpen: true},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
-			send, closed := make(chan struct{}), make(chan int, 10)
+			send, sent := make(chan struct{}), make(chan struct{})
+			late := false // sent already; conn 1's goroutine alone uses it
 			ln := keepAliveBackend(t, func(n int, c net.Conn, req *http.Request) bool {
 				body := fmt.Sprintf("conn %d", n)
 				fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-				if n > 1 {
+				if n > 1 || late {
 					return true
 				}
 				<-send
 				io.WriteString(c, tc.late)
-				return false
-			}, closed)
+				late = true
+				close(sent)
+				return tc.keepOpen
+			}, nil)
 			tb := newTestBed(t, DefaultOptions())
+			clock := tb.stopClock()
 			tb.backend("foo.com", route.Match{}, ln)
 			if got := body(t, tb.get(t, "GET", "/")); got != "conn 1" {
 				t.Fatalf("first request: got %q, want %q", got, "conn 1")
 			}
 			close(send)
-			<-closed // the late bytes are on their way, the connection closed
+			<-sent // the late bytes are in the proxy's socket
+			clock.step(tc.idle)
 			resp := tb.get(t, "GET", "/")
 			if got := body(t, resp); resp.StatusCode != http.StatusOK || got != "conn 2" {
 				t.Errorf("second request: got %d %q, want 200 %q", resp.StatusCode, got, "conn 2")
