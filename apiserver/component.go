@@ -33,5 +33,13 @@ func ComponentConfig(o Options, user string, groups ...string) (*rest.Config, er
 			CAData: ca.CertPEM, CertData: cert, KeyData: key,
 		},
 		UserAgent: "portal-" + user,
+		// Compression saves no bandwidth to a server on this host and
+		// costs memory and CPU on both ends: k8s.io/apiserver compresses
+		// each event of a watch-list stream (what client-go's informers
+		// open) on its own, with a gzip writer from a pool that every
+		// collection empties, and a new writer allocates over a MiB.
+		// Lease and status updates reach the components' watches every few
+		// seconds, so an idle server kept allocating such writers.
+		DisableCompression: true,
 	}, nil
 }

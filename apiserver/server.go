@@ -35,6 +35,7 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	basecompatibility "k8s.io/component-base/compatibility"
 	baseversion "k8s.io/component-base/version"
 	"k8s.io/klog/v2"
@@ -385,8 +386,7 @@ func applyServing(o Options, ca *pki.CA, cidrs []netip.Prefix, c *genericapiserv
 		return err
 	}
 	c.SecureServing.Listener = newClosingListener(c.SecureServing.Listener, c.DrainedNotify())
-	// The loopback client must not share the connection limits of users.
-	c.LoopbackClientConfig.QPS, c.LoopbackClientConfig.Burst = 200, 400
+	tuneLoopback(c.LoopbackClientConfig)
 
 	caProvider, err := dynamiccertificates.NewStaticCAContent("portal-ca", ca.CertPEM)
 	if err != nil {
@@ -404,6 +404,16 @@ func applyServing(o Options, ca *pki.CA, cidrs []netip.Prefix, c *genericapiserv
 	// kube-apiserver adds it; anonymous requests are not.
 	c.Authentication.Authenticator = union.New(group.NewAuthenticatedGroupAdder(union.New(certAuth, tokens)), auth.Anonymous)
 	return nil
+}
+
+// tuneLoopback sets up the API server's client of itself, which its
+// admission informers and post-start hooks use.
+func tuneLoopback(c *rest.Config) {
+	// The loopback client must not share the connection limits of users.
+	c.QPS, c.Burst = 200, 400
+	// As for the components (see ComponentConfig): the server is on
+	// this host, and compressing costs memory and CPU on both ends.
+	c.DisableCompression = true
 }
 
 // TokenFilePath is the file of hashed bearer tokens the server accepts.
