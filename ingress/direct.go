@@ -105,8 +105,13 @@ func (l *listenerHandler) exchange(w *recorder, r *http.Request, out *upstreamRe
 		c.close()
 		panic(http.ErrAbortHandler)
 	}
+	// One reading of the clock serves the pool and the request's
+	// duration (record). Its readers only measure how long something
+	// took or has been idle; none sets a deadline from it, where a late
+	// reading would be needed.
+	a.ended = l.balancer.now()
 	if c.finish(resp) {
-		e.putIdle(c, l.balancer.now())
+		e.putIdle(c, a.ended)
 	}
 	return nil
 }

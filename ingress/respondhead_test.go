@@ -8,6 +8,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	"portal.dev/portal/ingress/route"
 )
 
 // isHopByHop tells the same fields as hopByHop lists, and no others.
@@ -66,5 +69,25 @@ func TestRespondHeaderAdopted(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A request answered on the direct path lasts, in the metrics and the
+// access log, until the path let go of the endpoint: record takes that
+// reading of the clock rather than one of its own (issue #18).
+func TestRecordEndsWithDirectPath(t *testing.T) {
+	var log bytes.Buffer
+	o := DefaultOptions()
+	h := NewHandler(func() Routes { return &fakeRoutes{} }, o, NewMetrics())
+	h.accessLog = &accessLog{w: &log}
+	l := &listenerHandler{Handler: h, port: "80"}
+	start := time.Now().Add(-time.Hour)
+	req := &request{id: "id"}
+	req.ended = start.Add(2500 * time.Millisecond)
+	r, _ := http.NewRequest(http.MethodGet, "http://foo.com/", nil)
+	r.RemoteAddr = "127.0.0.1:1"
+	l.record(r, route.Match{}, &recorder{code: http.StatusOK}, req, start)
+	if got := log.String(); !strings.Contains(got, " 2.500 ") {
+		t.Errorf("got access log %q, want a request time of 2.500", got)
 	}
 }
