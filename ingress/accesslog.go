@@ -33,6 +33,7 @@ type accessLog struct {
 type logLine struct {
 	r      *http.Request
 	start  time.Time
+	took   time.Duration
 	status int
 	bytes  int64
 	match  route.Match
@@ -70,7 +71,7 @@ func (e logLine) append(b []byte) []byte {
 	b = append(b, ' ')
 	b = quoted(b, e.r.UserAgent())
 	b = append(b, ' ')
-	b = strconv.AppendFloat(b, time.Since(e.start).Seconds(), 'f', 3, 64)
+	b = strconv.AppendFloat(b, e.took.Seconds(), 'f', 3, 64)
 	b = append(b, ' ')
 	b = quoted(b, e.r.Host)
 	b = append(b, ' ')

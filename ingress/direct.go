@@ -105,8 +105,13 @@ func (l *listenerHandler) exchange(w *recorder, r *http.Request, out *upstreamRe
 		c.close()
 		panic(http.ErrAbortHandler)
 	}
+	// One reading of the clock serves the pool and the request's
+	// duration (record). Its readers only measure how long something
+	// took or has been idle; none sets a deadline from it, where a late
+	// reading would be needed.
+	a.ended = l.balancer.now()
 	if c.finish(resp) {
-		e.putIdle(c, l.balancer.now())
+		e.putIdle(c, a.ended)
 	}
 	return nil
 }
@@ -282,9 +287,22 @@ func (o *upstreamRequest) appendHead(b []byte) []byte {
 var hopByHop = [...]string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
 	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
 
+// isHopByHop says whether name is one of hopByHop. A switch tells it
+// without hashing name, as a map or a delete per entry of hopByHop would.
+func isHopByHop(name string) bool {
+	switch name {
+	case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+		"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade":
+		return true
+	}
+	return false
+}
+
 // removeHopByHop deletes the hop-by-hop fields of h, those its Connection
 // field names included. h's value slices may be shared: only whole
-// entries are deleted.
+// entries are deleted. An endpoint's head has a few fields, fewer than
+// hopByHop: one look at each of them is cheaper than a delete of each
+// of hopByHop.
 func removeHopByHop(h http.Header) {
 	for _, v := range h["Connection"] {
 		for name := range strings.SplitSeq(v, ",") {
@@ -296,8 +314,10 @@ func removeHopByHop(h http.Header) {
 			}
 		}
 	}
-	for _, k := range hopByHop {
-		delete(h, k)
+	for k := range h {
+		if isHopByHop(k) {
+			delete(h, k)
+		}
 	}
 }
 
@@ -330,10 +350,7 @@ func isHex(c byte) bool {
 // a large body spliced from it (spliceBody).
 func respond(w http.ResponseWriter, resp *http.Response, c *backendConn) error {
 	removeHopByHop(resp.Header)
-	h := w.Header()
-	for k, vv := range resp.Header {
-		h[k] = vv
-	}
+	h := adoptHeader(w, resp.Header)
 	announced := len(resp.Trailer)
 	if announced > 0 {
 		names := make([]string, 0, announced)
@@ -362,6 +379,23 @@ func respond(w http.ResponseWriter, resp *http.Response, c *backendConn) error {
 		h[k] = vv
 	}
 	return nil
+}
+
+// adoptHeader gives w the fields of h and returns w's header. The loop's
+// response writer, with no field set yet, takes h itself, which nothing
+// else holds once resp is read: a copy would cost a map write per field
+// of each response.
+func adoptHeader(w http.ResponseWriter, h http.Header) http.Header {
+	if r, ok := w.(*recorder); ok {
+		if hw, ok := r.ResponseWriter.(*h1Response); ok && hw.adopt(h) {
+			return h
+		}
+	}
+	dst := w.Header()
+	for k, vv := range h {
+		dst[k] = vv
+	}
+	return dst
 }
 
 // copyBody copies body to w. A body of unknown length (a stream,

@@ -92,9 +92,14 @@ type h1Conn struct {
 	// inRequest says a request is being served and may be watched;
 	// guarded by mu, as is watching while inRequest is set.
 	inRequest bool
-	watching  bool
-	watched   chan struct{}
-	watchErr  error
+	// watchArmed says watchTimer is set or its function running, and
+	// requestStart is when the request being served arrived; guarded
+	// by mu.
+	watchArmed   bool
+	requestStart time.Time
+	watching     bool
+	watched      chan struct{}
+	watchErr     error
 
 	// The end of the exchange with an endpoint under way, run when ctx
 	// ends (AfterFunc): exchangeEnd is set, guarded by mu, while an
@@ -150,7 +155,7 @@ func (c *h1Conn) next() (bool, error) {
 		return false, errHandOff
 	}
 	c.resp.reset(r, r.Close || c.s.closing.Load())
-	c.watch()
+	c.watch(start)
 	ok := c.handle(r, host, m, start)
 	c.unwatch()
 	if !ok {
@@ -334,14 +339,25 @@ const watchDelay = 5 * time.Millisecond
 // watch arms the watch of the connection for the time of the request, so
 // that a client that goes away ends the request's context, as net/http's
 // server does. A client that does not wait for the answer (pipelining)
-// has sent its next request already, and is not watched.
-func (c *h1Conn) watch() {
+// has sent its next request already, and is not watched. start is when
+// the request arrived.
+//
+// The timer is not stopped at the request's end: on a busy connection it
+// stays set across requests, and when it fires it sets itself again for
+// what is left of the current request's watchDelay. That is one timer
+// change per watchDelay rather than a Reset and a Stop per request.
+func (c *h1Conn) watch(start time.Time) {
 	if c.br.Buffered() > 0 {
 		return
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.inRequest = true
-	c.mu.Unlock()
+	c.requestStart = start
+	if c.watchArmed {
+		return
+	}
+	c.watchArmed = true
 	if c.watchTimer == nil {
 		c.watchTimer = time.AfterFunc(watchDelay, c.startWatch)
 	} else {
@@ -352,9 +368,6 @@ func (c *h1Conn) watch() {
 // unwatch ends the time a watch may start in; one started goes on until
 // the next request arrives or the connection ends.
 func (c *h1Conn) unwatch() {
-	if c.watchTimer != nil {
-		c.watchTimer.Stop()
-	}
 	c.mu.Lock()
 	c.inRequest = false
 	c.mu.Unlock()
@@ -366,6 +379,16 @@ func (c *h1Conn) unwatch() {
 func (c *h1Conn) startWatch() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.inRequest && !c.watching {
+		// The request's arrival is read before the timer was set for
+		// it: what is left may be a little short, which starts the
+		// watch as much sooner, and no harm.
+		if left := watchDelay - time.Since(c.requestStart); left > 0 {
+			c.watchTimer.Reset(left)
+			return
+		}
+	}
+	c.watchArmed = false
 	if !c.inRequest || c.watching {
 		return
 	}

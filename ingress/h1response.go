@@ -62,6 +62,17 @@ func (w *h1Response) reset(r *http.Request, closing bool) {
 // Header is the response's header, sent with the first write.
 func (w *h1Response) Header() http.Header { return w.h }
 
+// adopt makes h the response's header when no field is set and nothing
+// written yet, and says whether it did. The next reset clears h for the
+// next request.
+func (w *h1Response) adopt(h http.Header) bool {
+	if w.code != 0 || len(w.h) > 0 || h == nil {
+		return false
+	}
+	w.h = h
+	return true
+}
+
 // WriteHeader sets the status; a 1xx head is written and flushed at
 // once, as net/http's server does.
 func (w *h1Response) WriteHeader(code int) {

@@ -70,6 +70,9 @@ type attempt struct {
 	send    time.Duration
 	// upstream is the address that answered, for the access log.
 	upstream string
+	// ended is when the direct path let go of the endpoint that
+	// answered, zero before and on the other paths.
+	ended time.Time
 }
 
 // attemptOf returns the attempt in ctx, or nil.
