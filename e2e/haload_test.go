@@ -104,6 +104,13 @@ func (b *haBed) AddWorker() *haWorker {
 	w.NodePort = hostPort(ip, svc.Spec.Ports[0].NodePort)
 
 	w.Client, _ = b.Attach("c1")
+	// Until the worker's proxy has web's rules, it forwards the client's
+	// packets for the ClusterIP back out to the LAN's gateway and sends
+	// an ICMP redirect; a host that heeds it sends the ClusterIP to the
+	// gateway for the next 5 minutes. A new namespace takes its IPv4
+	// settings from the machine's: where forwarding is off there, the
+	// client heeds redirects unless told not to.
+	w.Client.MustRun("sysctl", "-q", "-w", "net.ipv4.conf.all.accept_redirects=0", "net.ipv4.conf.eth0.accept_redirects=0")
 	w.Client.MustRun("ip", "route", "add", "10.96.0.0/12", "via", ip)
 	for _, addr := range []string{w.ClusterIP, w.NodePort} {
 		eventuallyWithin(t, 90*time.Second, "the client reaches web at "+addr, func() (bool, string) {
