@@ -103,13 +103,21 @@ func (b *haBed) AddWorker() *haWorker {
 	w.ClusterIP = hostPort(svc.Spec.ClusterIP, 80)
 	w.NodePort = hostPort(ip, svc.Spec.Ports[0].NodePort)
 
-	w.Client, _ = b.Attach("c1")
 	// Until the worker's proxy has web's rules, it forwards the client's
-	// packets for the ClusterIP back out to the LAN's gateway and sends
-	// an ICMP redirect; a host that heeds it sends the ClusterIP to the
-	// gateway for the next 5 minutes. A new namespace takes its IPv4
-	// settings from the machine's: where forwarding is off there, the
-	// client heeds redirects unless told not to.
+	// packets for the ClusterIP out to the LAN's gateway, which has no
+	// route for them: it sends an ICMP redirect, which a host heeds for
+	// the next 5 minutes, and leaves a connection-tracking entry without
+	// address translation, which a later connection from the same port
+	// would follow for 2 minutes. The client sends nothing there before.
+	eventuallyWithin(t, 90*time.Second, "the worker's proxy has web's ClusterIP", func() (bool, string) {
+		out, err := ns.Run("nft", "get", "element", "ip", "portal", "service-ips",
+			fmt.Sprintf("{ %s . tcp . 80 }", svc.Spec.ClusterIP))
+		return err == nil, out
+	})
+	w.Client, _ = b.Attach("c1")
+	// A new namespace takes its IPv4 settings from the machine's: where
+	// forwarding is off there, the client heeds redirects, which a
+	// router does not.
 	w.Client.MustRun("sysctl", "-q", "-w", "net.ipv4.conf.all.accept_redirects=0", "net.ipv4.conf.eth0.accept_redirects=0")
 	w.Client.MustRun("ip", "route", "add", "10.96.0.0/12", "via", ip)
 	for _, addr := range []string{w.ClusterIP, w.NodePort} {
