@@ -68,7 +68,7 @@ func (l *listenerHandler) serveDirect(w *recorder, r *http.Request, req *request
 	var lastErr error = errNoEndpoint
 	for len(tried) < maxTries {
 		// One reading of the clock serves the pick and the pool.
-		now := l.balancer.now()
+		now := l.balancer.after(req.start)
 		e := l.balancer.pick(usable(a.backend.Endpoints()), tried, now)
 		if e == nil {
 			break
@@ -83,7 +83,7 @@ func (l *listenerHandler) serveDirect(w *recorder, r *http.Request, req *request
 		if !errors.As(err, &de) || w.context(r).Err() != nil {
 			break
 		}
-		e.eject(l.balancer.now())
+		e.eject(l.balancer.after(req.start))
 		l.metrics.upstreamConnectError(a.backend)
 	}
 	answerError(w, r, w.context(r), lastErr)
@@ -109,7 +109,7 @@ func (l *listenerHandler) exchange(w *recorder, r *http.Request, out *upstreamRe
 	// duration (record). Its readers only measure how long something
 	// took or has been idle; none sets a deadline from it, where a late
 	// reading would be needed.
-	a.ended = l.balancer.now()
+	a.ended = l.balancer.after(now)
 	if c.finish(resp) {
 		e.putIdle(c, a.ended)
 	}
@@ -159,7 +159,7 @@ func (l *listenerHandler) roundTrip(w *recorder, r *http.Request, out *upstreamR
 		}
 		c.close()
 		// The next pooled connection is taken after this exchange.
-		now = l.balancer.now()
+		now = l.balancer.after(now)
 		if !reused || c.answered || w.context(r).Err() != nil || !(c.unsent() || replayable(out) && closedByEndpoint(err)) {
 			return nil, nil, err
 		}

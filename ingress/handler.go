@@ -50,7 +50,7 @@ func NewHandler(routes func() Routes, o Options, m *Metrics) *Handler {
 		routes:   routes,
 		opts:     o,
 		metrics:  m,
-		balancer: &balancer{now: time.Now},
+		balancer: &balancer{},
 	}
 	if o.AccessLog {
 		h.accessLog = &accessLog{w: os.Stdout}
@@ -112,6 +112,8 @@ type listenerHandler struct {
 // under requestKey.
 type request struct {
 	attempt
+	// start is when the request arrived.
+	start    time.Time
 	id, port string
 	overTLS  bool
 	// body is the client's request body, when there is one.
@@ -140,7 +142,7 @@ func (l *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (l *listenerHandler) serveMatch(w http.ResponseWriter, r *http.Request, req *request, host string, m route.Match, start time.Time) {
 	// The field's canonical name: Header.Get would make it anew, an
 	// allocation, from the usual spelling for each request.
-	*req = request{port: l.port, overTLS: l.overTLS}
+	*req = request{start: start, port: l.port, overTLS: l.overTLS}
 	if id := r.Header["X-Request-Id"]; len(id) > 0 {
 		req.id = id[0]
 	}
@@ -192,16 +194,24 @@ func (l *listenerHandler) record(r *http.Request, m route.Match, rw *recorder, r
 	// The direct path's last reading of the clock, as it let go of the
 	// endpoint, ends the request when there is one: a few microseconds
 	// short of a reading here, which is one fewer per request.
-	end := req.ended
-	if end.IsZero() {
-		end = time.Now()
+	took := req.ended.Sub(start)
+	if req.ended.IsZero() {
+		took = time.Since(start)
 	}
-	took := end.Sub(start)
 	l.metrics.request(m, r.Method, rw.status(), took, last)
 	if l.accessLog != nil {
 		l.accessLog.write(logLine{r: r, start: start, took: took, status: rw.status(), bytes: rw.bytes, match: m, req: req})
 	}
 }
+
+// clockAfter is a reading of the clock taken after t, which must have
+// come from time.Now: t moved on by the monotonic clock's time since.
+// That is one reading of a clock where time.Now takes two, the wall
+// clock's and the monotonic one's (on a VM's kvm-clock, over 50 ns
+// each). Its wall time is t's plus that, blind to steps of the wall
+// clock, which none of its readers want to see: they measure how long
+// something took or has been idle, or the time left to an ejection.
+func clockAfter(t time.Time) time.Time { return t.Add(time.Since(t)) }
 
 func or(d, def time.Duration) time.Duration {
 	if d > 0 {
