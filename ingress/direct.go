@@ -210,7 +210,10 @@ func replayable(out *upstreamRequest) bool {
 type upstreamRequest struct {
 	r      *http.Request
 	target string
-	fwd    [len(forwardedFields)]string
+	// fwd are the lines of the forwarded fields but X-Request-Id, which
+	// req's ID gives; without req, there is none.
+	fwd []byte
+	req *request
 	// dropped are the fields the client's Connection field names.
 	dropped []string
 }
@@ -218,7 +221,7 @@ type upstreamRequest struct {
 // outgoing makes the request to the endpoint for r.
 func (l *listenerHandler) outgoing(r *http.Request, req *request) *upstreamRequest {
 	out := &req.out
-	*out = upstreamRequest{r: r, fwd: forwardedValues(r, req, l.opts.TrustForwardedHeaders)}
+	*out = upstreamRequest{r: r, fwd: req.fwd.lines(r, req, l.opts.TrustForwardedHeaders), req: req}
 	u := r.URL
 	if q := cleanQuery(u.RawQuery); q != u.RawQuery || u.Scheme != "" || u.Host != "" {
 		u = &url.URL{Path: u.Path, RawPath: u.RawPath, RawQuery: q}
@@ -235,19 +238,46 @@ func (l *listenerHandler) outgoing(r *http.Request, req *request) *upstreamReque
 	return out
 }
 
-// notForwarded are the client's fields the endpoint does not get as they
-// came: hop-by-hop ones, those the proxy sets, and those Request.Write
-// writes itself.
-var notForwarded = func() map[string]bool {
-	m := map[string]bool{"Forwarded": true, "Host": true, "Content-Length": true, "User-Agent": true}
-	for _, k := range hopByHop {
-		m[k] = true
+// notForwarded says whether the client's field name is one the endpoint
+// does not get as it came: hop-by-hop ones, those the proxy sets
+// (forwardedFields), and those Request.Write writes itself. A switch
+// tells it without hashing name, as a map would for each field of each
+// request.
+func notForwarded(name string) bool {
+	switch name {
+	case "Forwarded", "Host", "Content-Length", "User-Agent",
+		"X-Forwarded-For", "X-Real-Ip", "X-Forwarded-Proto", "X-Forwarded-Host", "X-Forwarded-Port", "X-Request-Id":
+		return true
 	}
-	for _, k := range forwardedFields {
-		m[k] = true
+	return isHopByHop(name)
+}
+
+// forwardedLines are the lines of the forwarded fields of a connection's
+// last request, X-Request-Id left out, and what they were made from: the
+// next requests on the connection mostly have the same, as the client's
+// address and the listener do not change, and the Host seldom does. The
+// client's own fields, when trusted, make them anew for each request.
+type forwardedLines struct {
+	remote, host, port string
+	overTLS, valid     bool
+	b                  []byte
+}
+
+// lines are the forwarded fields' lines of in, but X-Request-Id.
+func (f *forwardedLines) lines(in *http.Request, req *request, trust bool) []byte {
+	if f.valid && !trust && f.remote == in.RemoteAddr && f.host == in.Host && f.port == req.port && f.overTLS == req.overTLS {
+		return f.b
 	}
-	return m
-}()
+	v := clientForwarded(in, req, trust)
+	f.b = f.b[:0]
+	for i := range v {
+		if v[i] != "" {
+			f.b = appendField(f.b, forwardedFields[i], v[i:i+1])
+		}
+	}
+	f.remote, f.host, f.port, f.overTLS, f.valid = in.RemoteAddr, in.Host, req.port, req.overTLS, !trust
+	return f.b
+}
 
 // appendHead appends the request's head to b.
 func (o *upstreamRequest) appendHead(b []byte) []byte {
@@ -262,7 +292,7 @@ func (o *upstreamRequest) appendHead(b []byte) []byte {
 		b = appendField(b, "User-Agent", ua[:1])
 	}
 	for k, vv := range r.Header {
-		if !notForwarded[k] && !slices.Contains(o.dropped, k) {
+		if !notForwarded(k) && !slices.Contains(o.dropped, k) {
 			b = appendField(b, k, vv)
 		}
 	}
@@ -274,10 +304,15 @@ func (o *upstreamRequest) appendHead(b []byte) []byte {
 		// methods that usually have a body.
 		b = append(b, "Content-Length: 0\r\n"...)
 	}
-	for i, v := range o.fwd {
-		if v != "" {
-			b = appendField(b, forwardedFields[i], o.fwd[i:i+1])
-		}
+	b = append(b, o.fwd...)
+	switch req := o.req; {
+	case req == nil:
+	case req.id != "":
+		b = appendField(b, "X-Request-Id", []string{req.id})
+	case req.made:
+		// Hex digits: no value to clean, nor a string to make.
+		b = append(b, "X-Request-Id: "...)
+		b = append(req.appendID(b), "\r\n"...)
 	}
 	return append(b, "\r\n"...)
 }

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/http/httptrace"
 	"net/textproto"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -422,6 +423,47 @@ func TestBodilessContentLength(t *testing.T) {
 	} {
 		if got := body(t, tb.get(t, method, "/")); got != want {
 			t.Errorf("%s: the endpoint got Content-Length %s, want %s", method, got, want)
+		}
+	}
+}
+
+// The forwarded fields of each request on a keep-alive connection are
+// its own, though the connection keeps those of its last request for
+// the next: a new Host makes new ones, and each request without an
+// X-Request-ID gets a new one.
+func TestForwardedFieldsPerRequest(t *testing.T) {
+	tb := newTestBed(t, DefaultOptions())
+	tb.backend("foo.com", route.Match{}, addr(echo(t, "foo")))
+	_, port, _ := strings.Cut(tb.http, ":")
+	c, err := net.Dial("tcp", tb.http)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	br := bufio.NewReader(c)
+	var ids []string
+	for _, tc := range []struct{ host, header, wantHost, wantID string }{
+		{host: "foo.com", wantHost: "foo.com"},
+		{host: "FOO.com:" + port, wantHost: "FOO.com:" + port},
+		{host: "foo.com", header: "X-Request-ID: given\r\n", wantHost: "foo.com", wantID: "given"},
+		{host: "foo.com", wantHost: "foo.com"},
+	} {
+		fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: %s\r\n%s\r\n", tc.host, tc.header)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := body(t, resp)
+		want := "xhost=" + tc.wantHost + " port=" + port + " realip=127.0.0.1 id="
+		_, id, _ := strings.Cut(got, " id=")
+		if !strings.Contains(got, want) || tc.wantID != "" && id != tc.wantID {
+			t.Errorf("Host %s: got %q, want %q with id=%s", tc.host, got, want, tc.wantID)
+		}
+		if tc.wantID == "" {
+			if len(id) != 32 || slices.Contains(ids, id) {
+				t.Errorf("Host %s: got id %q, want a new one of 32 hex digits (had %q)", tc.host, id, ids)
+			}
+			ids = append(ids, id)
 		}
 	}
 }
