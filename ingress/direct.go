@@ -339,19 +339,24 @@ func isHopByHop(name string) bool {
 // hopByHop: one look at each of them is cheaper than a delete of each
 // of hopByHop.
 func removeHopByHop(h http.Header) {
+	removeConnectionNamed(h)
+	for k := range h {
+		if isHopByHop(k) {
+			delete(h, k)
+		}
+	}
+}
+
+// removeConnectionNamed deletes the fields h's Connection field names.
+func removeConnectionNamed(h http.Header) {
 	for _, v := range h["Connection"] {
 		for name := range strings.SplitSeq(v, ",") {
 			// keep-alive and close, the usual tokens, name no field
-			// left after the list below: spare their canonical forms.
+			// but hop-by-hop ones: spare their canonical forms.
 			name = textproto.TrimString(name)
 			if name != "" && !strings.EqualFold(name, "keep-alive") && !strings.EqualFold(name, "close") {
 				delete(h, textproto.CanonicalMIMEHeaderKey(name))
 			}
-		}
-	}
-	for k := range h {
-		if isHopByHop(k) {
-			delete(h, k)
 		}
 	}
 }
@@ -384,7 +389,6 @@ func isHex(c byte) bool {
 // the body's, read or write. c is the connection resp is read from, for
 // a large body spliced from it (spliceBody).
 func respond(w http.ResponseWriter, resp *http.Response, c *backendConn) error {
-	removeHopByHop(resp.Header)
 	h := adoptHeader(w, resp.Header)
 	announced := len(resp.Trailer)
 	if announced > 0 {
@@ -416,16 +420,19 @@ func respond(w http.ResponseWriter, resp *http.Response, c *backendConn) error {
 	return nil
 }
 
-// adoptHeader gives w the fields of h and returns w's header. The loop's
-// response writer, with no field set yet, takes h itself, which nothing
-// else holds once resp is read: a copy would cost a map write per field
-// of each response.
+// adoptHeader gives w the fields of h, an endpoint's response header,
+// but the hop-by-hop ones, and returns w's header. The loop's response
+// writer, with no field set yet, takes h itself, which nothing else holds
+// once resp is read: a copy would cost a map write per field of each
+// response. It leaves the hop-by-hop fields out as it writes h, which
+// spares their deletes and a look at each field.
 func adoptHeader(w http.ResponseWriter, h http.Header) http.Header {
 	if r, ok := w.(*recorder); ok {
 		if hw, ok := r.ResponseWriter.(*h1Response); ok && hw.adopt(h) {
 			return h
 		}
 	}
+	removeHopByHop(h)
 	dst := w.Header()
 	for k, vv := range h {
 		dst[k] = vv
