@@ -210,10 +210,10 @@ func replayable(out *upstreamRequest) bool {
 type upstreamRequest struct {
 	r      *http.Request
 	target string
-	// fwd are the lines of the forwarded fields but X-Request-Id, which
-	// req's ID gives; without req, there is none.
-	fwd []byte
-	req *request
+	// req gives the forwarded fields, its ID among them, from the
+	// client's fields when trust is set; without req, there is none.
+	req   *request
+	trust bool
 	// dropped are the fields the client's Connection field names.
 	dropped []string
 }
@@ -221,7 +221,7 @@ type upstreamRequest struct {
 // outgoing makes the request to the endpoint for r.
 func (l *listenerHandler) outgoing(r *http.Request, req *request) *upstreamRequest {
 	out := &req.out
-	*out = upstreamRequest{r: r, fwd: req.fwd.lines(r, req, l.opts.TrustForwardedHeaders), req: req}
+	*out = upstreamRequest{r: r, req: req, trust: l.opts.TrustForwardedHeaders}
 	u := r.URL
 	if q := cleanQuery(u.RawQuery); q != u.RawQuery || u.Scheme != "" || u.Host != "" {
 		u = &url.URL{Path: u.Path, RawPath: u.RawPath, RawQuery: q}
@@ -263,20 +263,25 @@ type forwardedLines struct {
 	b                  []byte
 }
 
-// lines are the forwarded fields' lines of in, but X-Request-Id.
-func (f *forwardedLines) lines(in *http.Request, req *request, trust bool) []byte {
+// append appends the forwarded fields' lines of in but X-Request-Id to
+// b. With keep, they are kept for the next request: only the loop's
+// connection has one, to which it lends the same request.
+func (f *forwardedLines) append(b []byte, in *http.Request, req *request, trust, keep bool) []byte {
 	if f.valid && !trust && f.remote == in.RemoteAddr && f.host == in.Host && f.port == req.port && f.overTLS == req.overTLS {
-		return f.b
+		return append(b, f.b...)
 	}
+	start := len(b)
 	v := clientForwarded(in, req, trust)
-	f.b = f.b[:0]
 	for i := range v {
 		if v[i] != "" {
-			f.b = appendField(f.b, forwardedFields[i], v[i:i+1])
+			b = appendField(b, forwardedFields[i], v[i:i+1])
 		}
 	}
-	f.remote, f.host, f.port, f.overTLS, f.valid = in.RemoteAddr, in.Host, req.port, req.overTLS, !trust
-	return f.b
+	if keep && !trust {
+		f.b = append(f.b[:0], b[start:]...)
+		f.remote, f.host, f.port, f.overTLS, f.valid = in.RemoteAddr, in.Host, req.port, req.overTLS, true
+	}
+	return b
 }
 
 // appendHead appends the request's head to b.
@@ -304,9 +309,12 @@ func (o *upstreamRequest) appendHead(b []byte) []byte {
 		// methods that usually have a body.
 		b = append(b, "Content-Length: 0\r\n"...)
 	}
-	b = append(b, o.fwd...)
-	switch req := o.req; {
-	case req == nil:
+	req := o.req
+	if req == nil {
+		return append(b, "\r\n"...)
+	}
+	b = req.fwd.append(b, r, req, o.trust, req.w.loopConn() != nil)
+	switch {
 	case req.id != "":
 		b = appendField(b, "X-Request-Id", []string{req.id})
 	case req.made:
