@@ -81,7 +81,13 @@ func (e logLine) append(b []byte) []byte {
 	}
 	b = append(field(b, ingress), ' ')
 	b = append(field(b, e.req.upstream), ' ')
-	b = field(b, safeID(e.req.id))
+	if e.req.id == "" && e.req.made {
+		// A made ID is hex digits: no need to quote it, nor to make it
+		// a string.
+		b = e.req.appendID(b)
+	} else {
+		b = field(b, safeID(e.req.id))
+	}
 	return append(b, '\n')
 }
 

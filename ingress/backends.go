@@ -38,12 +38,17 @@ type backendCounters struct {
 	m sync.Map // types.NamespacedName -> *backendCounter
 }
 
-func (b *backendCounters) count(svc types.NamespacedName, status int) {
+// counter returns svc's counter, made at its first request.
+func (b *backendCounters) counter(svc types.NamespacedName) *backendCounter {
 	v, ok := b.m.Load(svc)
 	if !ok {
 		v, _ = b.m.LoadOrStore(svc, &backendCounter{})
 	}
-	c := v.(*backendCounter)
+	return v.(*backendCounter)
+}
+
+// count counts a request answered with status.
+func (c *backendCounter) count(status int) {
 	c.requests.Add(1)
 	if status >= 500 && status <= 599 {
 		c.errors.Add(1)

@@ -23,8 +23,26 @@ const (
 // Its state is per endpoint address, shared by every Backend that lists
 // the address, so a new Table keeps the counts and ejections.
 type balancer struct {
+	// now is a test's clock, nil for the system's.
 	now       func() time.Time
 	endpoints sync.Map // address -> *endpoint
+}
+
+// time is the balancer's time.
+func (b *balancer) time() time.Time {
+	if b.now != nil {
+		return b.now()
+	}
+	return time.Now()
+}
+
+// after is the balancer's time, read after t, which came from it:
+// clockAfter(t) on the system's clock.
+func (b *balancer) after(t time.Time) time.Time {
+	if b.now != nil {
+		return b.now()
+	}
+	return clockAfter(t)
 }
 
 // endpoint is the balancer's state of one address.

@@ -96,3 +96,17 @@ func TestSweep(t *testing.T) {
 		t.Errorf("a minute later: got %d endpoints, want none", got)
 	}
 }
+
+// clockAfter reads the clock after its argument and no later than a
+// reading that follows it.
+func TestClockAfter(t *testing.T) {
+	before := time.Now()
+	got := clockAfter(before)
+	after := time.Now()
+	if got.Before(before) || got.After(after) {
+		t.Errorf("got %v, want between %v and %v", got, before, after)
+	}
+	if d := got.Sub(before); d < 0 || d > after.Sub(before) {
+		t.Errorf("got %v after its start, want between 0 and %v", d, after.Sub(before))
+	}
+}

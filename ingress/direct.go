@@ -68,7 +68,7 @@ func (l *listenerHandler) serveDirect(w *recorder, r *http.Request, req *request
 	var lastErr error = errNoEndpoint
 	for len(tried) < maxTries {
 		// One reading of the clock serves the pick and the pool.
-		now := l.balancer.now()
+		now := l.balancer.after(req.start)
 		e := l.balancer.pick(usable(a.backend.Endpoints()), tried, now)
 		if e == nil {
 			break
@@ -83,7 +83,7 @@ func (l *listenerHandler) serveDirect(w *recorder, r *http.Request, req *request
 		if !errors.As(err, &de) || w.context(r).Err() != nil {
 			break
 		}
-		e.eject(l.balancer.now())
+		e.eject(l.balancer.after(req.start))
 		l.metrics.upstreamConnectError(a.backend)
 	}
 	answerError(w, r, w.context(r), lastErr)
@@ -109,7 +109,7 @@ func (l *listenerHandler) exchange(w *recorder, r *http.Request, out *upstreamRe
 	// duration (record). Its readers only measure how long something
 	// took or has been idle; none sets a deadline from it, where a late
 	// reading would be needed.
-	a.ended = l.balancer.now()
+	a.ended = l.balancer.after(now)
 	if c.finish(resp) {
 		e.putIdle(c, a.ended)
 	}
@@ -159,7 +159,7 @@ func (l *listenerHandler) roundTrip(w *recorder, r *http.Request, out *upstreamR
 		}
 		c.close()
 		// The next pooled connection is taken after this exchange.
-		now = l.balancer.now()
+		now = l.balancer.after(now)
 		if !reused || c.answered || w.context(r).Err() != nil || !(c.unsent() || replayable(out) && closedByEndpoint(err)) {
 			return nil, nil, err
 		}
@@ -210,7 +210,10 @@ func replayable(out *upstreamRequest) bool {
 type upstreamRequest struct {
 	r      *http.Request
 	target string
-	fwd    [len(forwardedFields)]string
+	// req gives the forwarded fields, its ID among them, from the
+	// client's fields when trust is set; without req, there is none.
+	req   *request
+	trust bool
 	// dropped are the fields the client's Connection field names.
 	dropped []string
 }
@@ -218,7 +221,7 @@ type upstreamRequest struct {
 // outgoing makes the request to the endpoint for r.
 func (l *listenerHandler) outgoing(r *http.Request, req *request) *upstreamRequest {
 	out := &req.out
-	*out = upstreamRequest{r: r, fwd: forwardedValues(r, req, l.opts.TrustForwardedHeaders)}
+	*out = upstreamRequest{r: r, req: req, trust: l.opts.TrustForwardedHeaders}
 	u := r.URL
 	if q := cleanQuery(u.RawQuery); q != u.RawQuery || u.Scheme != "" || u.Host != "" {
 		u = &url.URL{Path: u.Path, RawPath: u.RawPath, RawQuery: q}
@@ -235,19 +238,51 @@ func (l *listenerHandler) outgoing(r *http.Request, req *request) *upstreamReque
 	return out
 }
 
-// notForwarded are the client's fields the endpoint does not get as they
-// came: hop-by-hop ones, those the proxy sets, and those Request.Write
-// writes itself.
-var notForwarded = func() map[string]bool {
-	m := map[string]bool{"Forwarded": true, "Host": true, "Content-Length": true, "User-Agent": true}
-	for _, k := range hopByHop {
-		m[k] = true
+// notForwarded says whether the client's field name is one the endpoint
+// does not get as it came: hop-by-hop ones, those the proxy sets
+// (forwardedFields), and those Request.Write writes itself. A switch
+// tells it without hashing name, as a map would for each field of each
+// request.
+func notForwarded(name string) bool {
+	switch name {
+	case "Forwarded", "Host", "Content-Length", "User-Agent",
+		"X-Forwarded-For", "X-Real-Ip", "X-Forwarded-Proto", "X-Forwarded-Host", "X-Forwarded-Port", "X-Request-Id":
+		return true
 	}
-	for _, k := range forwardedFields {
-		m[k] = true
+	return isHopByHop(name)
+}
+
+// forwardedLines are the lines of the forwarded fields of a connection's
+// last request, X-Request-Id left out, and what they were made from: the
+// next requests on the connection mostly have the same, as the client's
+// address and the listener do not change, and the Host seldom does. The
+// client's own fields, when trusted, make them anew for each request.
+type forwardedLines struct {
+	remote, host, port string
+	overTLS, valid     bool
+	b                  []byte
+}
+
+// append appends the forwarded fields' lines of in but X-Request-Id to
+// b. With keep, they are kept for the next request: only the loop's
+// connection has one, to which it lends the same request.
+func (f *forwardedLines) append(b []byte, in *http.Request, req *request, trust, keep bool) []byte {
+	if f.valid && !trust && f.remote == in.RemoteAddr && f.host == in.Host && f.port == req.port && f.overTLS == req.overTLS {
+		return append(b, f.b...)
 	}
-	return m
-}()
+	start := len(b)
+	v := clientForwarded(in, req, trust)
+	for i := range v {
+		if v[i] != "" {
+			b = appendField(b, forwardedFields[i], v[i:i+1])
+		}
+	}
+	if keep && !trust {
+		f.b = append(f.b[:0], b[start:]...)
+		f.remote, f.host, f.port, f.overTLS, f.valid = in.RemoteAddr, in.Host, req.port, req.overTLS, true
+	}
+	return b
+}
 
 // appendHead appends the request's head to b.
 func (o *upstreamRequest) appendHead(b []byte) []byte {
@@ -262,7 +297,7 @@ func (o *upstreamRequest) appendHead(b []byte) []byte {
 		b = appendField(b, "User-Agent", ua[:1])
 	}
 	for k, vv := range r.Header {
-		if !notForwarded[k] && !slices.Contains(o.dropped, k) {
+		if !notForwarded(k) && !slices.Contains(o.dropped, k) {
 			b = appendField(b, k, vv)
 		}
 	}
@@ -274,10 +309,18 @@ func (o *upstreamRequest) appendHead(b []byte) []byte {
 		// methods that usually have a body.
 		b = append(b, "Content-Length: 0\r\n"...)
 	}
-	for i, v := range o.fwd {
-		if v != "" {
-			b = appendField(b, forwardedFields[i], o.fwd[i:i+1])
-		}
+	req := o.req
+	if req == nil {
+		return append(b, "\r\n"...)
+	}
+	b = req.fwd.append(b, r, req, o.trust, req.w.loopConn() != nil)
+	switch {
+	case req.id != "":
+		b = appendField(b, "X-Request-Id", []string{req.id})
+	case req.made:
+		// Hex digits: no value to clean, nor a string to make.
+		b = append(b, "X-Request-Id: "...)
+		b = append(req.appendID(b), "\r\n"...)
 	}
 	return append(b, "\r\n"...)
 }
@@ -304,19 +347,24 @@ func isHopByHop(name string) bool {
 // hopByHop: one look at each of them is cheaper than a delete of each
 // of hopByHop.
 func removeHopByHop(h http.Header) {
+	removeConnectionNamed(h)
+	for k := range h {
+		if isHopByHop(k) {
+			delete(h, k)
+		}
+	}
+}
+
+// removeConnectionNamed deletes the fields h's Connection field names.
+func removeConnectionNamed(h http.Header) {
 	for _, v := range h["Connection"] {
 		for name := range strings.SplitSeq(v, ",") {
 			// keep-alive and close, the usual tokens, name no field
-			// left after the list below: spare their canonical forms.
+			// but hop-by-hop ones: spare their canonical forms.
 			name = textproto.TrimString(name)
 			if name != "" && !strings.EqualFold(name, "keep-alive") && !strings.EqualFold(name, "close") {
 				delete(h, textproto.CanonicalMIMEHeaderKey(name))
 			}
-		}
-	}
-	for k := range h {
-		if isHopByHop(k) {
-			delete(h, k)
 		}
 	}
 }
@@ -349,7 +397,6 @@ func isHex(c byte) bool {
 // the body's, read or write. c is the connection resp is read from, for
 // a large body spliced from it (spliceBody).
 func respond(w http.ResponseWriter, resp *http.Response, c *backendConn) error {
-	removeHopByHop(resp.Header)
 	h := adoptHeader(w, resp.Header)
 	announced := len(resp.Trailer)
 	if announced > 0 {
@@ -381,16 +428,19 @@ func respond(w http.ResponseWriter, resp *http.Response, c *backendConn) error {
 	return nil
 }
 
-// adoptHeader gives w the fields of h and returns w's header. The loop's
-// response writer, with no field set yet, takes h itself, which nothing
-// else holds once resp is read: a copy would cost a map write per field
-// of each response.
+// adoptHeader gives w the fields of h, an endpoint's response header,
+// but the hop-by-hop ones, and returns w's header. The loop's response
+// writer, with no field set yet, takes h itself, which nothing else holds
+// once resp is read: a copy would cost a map write per field of each
+// response. It leaves the hop-by-hop fields out as it writes h, which
+// spares their deletes and a look at each field.
 func adoptHeader(w http.ResponseWriter, h http.Header) http.Header {
 	if r, ok := w.(*recorder); ok {
 		if hw, ok := r.ResponseWriter.(*h1Response); ok && hw.adopt(h) {
 			return h
 		}
 	}
+	removeHopByHop(h)
 	dst := w.Header()
 	for k, vv := range h {
 		dst[k] = vv

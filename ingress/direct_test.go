@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/http/httptrace"
 	"net/textproto"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -83,6 +84,9 @@ func TestStreamedResponseAndTrailers(t *testing.T) {
 	tb.backend("foo.com", route.Match{}, addr(backend))
 	resp := tb.get(t, "GET", "/")
 	defer resp.Body.Close()
+	if got := fmt.Sprint(resp.Trailer); got != "map[X-Sum:[]]" {
+		t.Errorf("got trailers announced %s, want X-Sum", got)
+	}
 	r := bufio.NewReader(resp.Body)
 	first, err := r.ReadString('\n')
 	close(release)
@@ -422,6 +426,92 @@ func TestBodilessContentLength(t *testing.T) {
 	} {
 		if got := body(t, tb.get(t, method, "/")); got != want {
 			t.Errorf("%s: the endpoint got Content-Length %s, want %s", method, got, want)
+		}
+	}
+}
+
+// The forwarded fields of each request on a keep-alive connection are
+// its own, though the connection keeps those of its last request for
+// the next: a new Host makes new ones, and each request without an
+// X-Request-ID gets a new one.
+func TestForwardedFieldsPerRequest(t *testing.T) {
+	tb := newTestBed(t, DefaultOptions())
+	tb.backend("foo.com", route.Match{}, addr(echo(t, "foo")))
+	_, port, _ := strings.Cut(tb.http, ":")
+	c, err := net.Dial("tcp", tb.http)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	br := bufio.NewReader(c)
+	var ids []string
+	for _, tc := range []struct{ host, header, wantHost, wantID string }{
+		{host: "foo.com", wantHost: "foo.com"},
+		{host: "FOO.com:" + port, wantHost: "FOO.com:" + port},
+		{host: "foo.com", header: "X-Request-ID: given\r\n", wantHost: "foo.com", wantID: "given"},
+		{host: "foo.com", wantHost: "foo.com"},
+	} {
+		fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: %s\r\n%s\r\n", tc.host, tc.header)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := body(t, resp)
+		want := "xhost=" + tc.wantHost + " port=" + port + " realip=127.0.0.1 id="
+		_, id, _ := strings.Cut(got, " id=")
+		if !strings.Contains(got, want) || tc.wantID != "" && id != tc.wantID {
+			t.Errorf("Host %s: got %q, want %q with id=%s", tc.host, got, want, tc.wantID)
+		}
+		if tc.wantID == "" {
+			if len(id) != 32 || slices.Contains(ids, id) {
+				t.Errorf("Host %s: got id %q, want a new one of 32 hex digits (had %q)", tc.host, id, ids)
+			}
+			ids = append(ids, id)
+		}
+	}
+}
+
+// The endpoint's hop-by-hop fields, those its Connection field names
+// among them, do not reach the client over the loop's connection, nor
+// does a Trailer field of a response that is not chunked, and the
+// client's connection stays open. The client's own Connection: close
+// still gets one back.
+func TestEndpointHopByHopOnLoop(t *testing.T) {
+	ln := rawBackend(t, func(_ int, c net.Conn, req *http.Request) {
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nConnection: keep-alive, X-Bar\r\nX-Bar: 1\r\nKeep-Alive: timeout=5\r\n"+
+			"Trailer: X-Gone\r\nProxy-Authenticate: Basic\r\nX-Kept: yes\r\nContent-Length: 2\r\n\r\nok")
+	})
+	tb := newTestBed(t, DefaultOptions())
+	tb.backend("foo.com", route.Match{}, ln)
+	c, err := net.Dial("tcp", tb.http)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	br := bufio.NewReader(c)
+	for _, close := range []bool{false, false, true} {
+		head := "GET / HTTP/1.1\r\nHost: foo.com\r\n\r\n"
+		if close {
+			head = "GET / HTTP/1.1\r\nHost: foo.com\r\nConnection: close\r\n\r\n"
+		}
+		io.WriteString(c, head)
+		tp := textproto.NewReader(br)
+		status, err := tp.ReadLine()
+		if err != nil {
+			t.Fatalf("Connection: close %v: %v", close, err)
+		}
+		h, err := tp.ReadMIMEHeader()
+		if err != nil || status != "HTTP/1.1 200 OK" {
+			t.Fatalf("got %q %v, want 200", status, err)
+		}
+		io.CopyN(io.Discard, br, 2)
+		for _, k := range []string{"X-Bar", "Keep-Alive", "Trailer", "Proxy-Authenticate"} {
+			if v := h.Get(k); v != "" {
+				t.Errorf("client got %s: %s, want none", k, v)
+			}
+		}
+		if got, want := h.Get("Connection"), map[bool]string{true: "close"}[close]; got != want || h.Get("X-Kept") != "yes" {
+			t.Errorf("client's Connection: close %v: got Connection %q, X-Kept %q, want %q and yes", close, got, h.Get("X-Kept"), want)
 		}
 	}
 }

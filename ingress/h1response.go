@@ -46,6 +46,10 @@ type h1Response struct {
 	pending    []byte // body held back until its length is known
 	writeErr   error  // the first write to the client that failed
 	trailerSet bool   // the head announced trailers
+	// endpoint says h is an endpoint's header (adopt): its hop-by-hop
+	// fields are left out as it is written, and its Connection field
+	// is not the handler's.
+	endpoint bool
 }
 
 // reset readies w for the request r.
@@ -62,14 +66,19 @@ func (w *h1Response) reset(r *http.Request, closing bool) {
 // Header is the response's header, sent with the first write.
 func (w *h1Response) Header() http.Header { return w.h }
 
-// adopt makes h the response's header when no field is set and nothing
-// written yet, and says whether it did. The next reset clears h for the
-// next request.
+// adopt makes h, an endpoint's response header, the response's when no
+// field is set and nothing written yet, and says whether it did. The
+// fields h's Connection field names are deleted, and so is a Trailer
+// field, which the writer would read as the handler's (respond sets
+// the one it sends); the other hop-by-hop fields stay in h, left out as
+// it is written. The next reset clears h for the next request.
 func (w *h1Response) adopt(h http.Header) bool {
 	if w.code != 0 || len(w.h) > 0 || h == nil {
 		return false
 	}
-	w.h = h
+	removeConnectionNamed(h)
+	delete(h, "Trailer")
+	w.h, w.endpoint = h, true
 	return true
 }
 
@@ -97,7 +106,7 @@ func (w *h1Response) WriteHeader(code int) {
 
 func (w *h1Response) writeInformational(code int) {
 	b := appendStatusLine(w.bw.AvailableBuffer(), code)
-	b = appendHeader(b, w.h, noBodyHeaders)
+	b = appendHeader(b, w.h, noBodyHeaders, w.endpoint)
 	b = append(b, "\r\n"...)
 	w.write(b)
 	w.flush()
@@ -238,7 +247,7 @@ func (w *h1Response) hasTrailers() bool {
 func (w *h1Response) sendHead(first []byte) {
 	w.headSent = true
 	h := w.h
-	if v := h["Connection"]; len(v) > 0 && strings.EqualFold(v[0], "close") {
+	if v := h["Connection"]; !w.endpoint && len(v) > 0 && strings.EqualFold(v[0], "close") {
 		w.closing = true
 	}
 	skip := noHeaders
@@ -249,7 +258,7 @@ func (w *h1Response) sendHead(first []byte) {
 		skip = noBodyHeaders
 	}
 	b := appendStatusLine(w.bw.AvailableBuffer(), w.code)
-	b = appendHeader(b, h, skip)
+	b = appendHeader(b, h, skip, w.endpoint)
 	if _, ok := h["Date"]; !ok {
 		b = append(b, "Date: "...)
 		b = time.Now().UTC().AppendFormat(b, http.TimeFormat)
@@ -264,7 +273,7 @@ func (w *h1Response) sendHead(first []byte) {
 		b = append(b, "Transfer-Encoding: chunked\r\n"...)
 	}
 	if w.closing {
-		if _, ok := h["Connection"]; !ok {
+		if _, ok := h["Connection"]; !ok || w.endpoint {
 			b = append(b, "Connection: close\r\n"...)
 		}
 	}
@@ -359,11 +368,13 @@ func appendStatusLine(b []byte, code int) []byte {
 	return append(b, "\r\n"...)
 }
 
-// appendHeader appends the fields of h but those in skip and those
-// named with http.TrailerPrefix, which go in the trailer.
-func appendHeader(b []byte, h http.Header, skip headerSkip) []byte {
+// appendHeader appends the fields of h but those in skip, those named
+// with http.TrailerPrefix, which go in the trailer, and with hopByHop the
+// hop-by-hop ones but Trailer: an endpoint's header has none left by
+// adopt, only the handler's announcement.
+func appendHeader(b []byte, h http.Header, skip headerSkip, hopByHop bool) []byte {
 	for k, vv := range h {
-		if skip.skips(k) || strings.HasPrefix(k, http.TrailerPrefix) {
+		if skip.skips(k) || strings.HasPrefix(k, http.TrailerPrefix) || hopByHop && k != "Trailer" && isHopByHop(k) {
 			continue
 		}
 		b = appendField(b, k, vv)

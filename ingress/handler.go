@@ -50,7 +50,7 @@ func NewHandler(routes func() Routes, o Options, m *Metrics) *Handler {
 		routes:   routes,
 		opts:     o,
 		metrics:  m,
-		balancer: &balancer{now: time.Now},
+		balancer: &balancer{},
 	}
 	if o.AccessLog {
 		h.accessLog = &accessLog{w: os.Stdout}
@@ -112,8 +112,15 @@ type listenerHandler struct {
 // under requestKey.
 type request struct {
 	attempt
-	id, port string
-	overTLS  bool
+	// start is when the request arrived.
+	start time.Time
+	// id is the client's X-Request-ID, or the one made for the request
+	// once a string of it was needed; made holds a made one in madeID.
+	id      string
+	madeID  [32]byte
+	made    bool
+	port    string
+	overTLS bool
 	// body is the client's request body, when there is one.
 	body *clientBody
 	// w is the response to the client and out the request to the
@@ -121,6 +128,26 @@ type request struct {
 	// is cheaper than three.
 	w   recorder
 	out upstreamRequest
+	// fwd outlives the request: the loop's next request on the
+	// connection finds its forwarded fields there.
+	fwd forwardedLines
+}
+
+// requestID is the request's X-Request-ID.
+func (r *request) requestID() string {
+	if r.id == "" && r.made {
+		r.id = string(r.madeID[:])
+	}
+	return r.id
+}
+
+// appendID appends the request's X-Request-ID to b, without making a
+// string of a made one.
+func (r *request) appendID(b []byte) []byte {
+	if r.id == "" && r.made {
+		return append(b, r.madeID[:]...)
+	}
+	return append(b, r.id...)
 }
 
 type requestKey struct{}
@@ -140,14 +167,16 @@ func (l *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (l *listenerHandler) serveMatch(w http.ResponseWriter, r *http.Request, req *request, host string, m route.Match, start time.Time) {
 	// The field's canonical name: Header.Get would make it anew, an
 	// allocation, from the usual spelling for each request.
-	*req = request{port: l.port, overTLS: l.overTLS}
+	fwd := req.fwd
+	*req = request{start: start, port: l.port, overTLS: l.overTLS, fwd: fwd}
 	if id := r.Header["X-Request-Id"]; len(id) > 0 {
 		req.id = id[0]
 	}
 	req.w.ResponseWriter = w
 	rw := &req.w
 	if req.id == "" {
-		req.id = newRequestID()
+		putRequestID(&req.madeID)
+		req.made = true
 	}
 	// Deferred, as a request whose response fails midway ends in a panic
 	// (http.ErrAbortHandler from ReverseProxy, which the server expects).
@@ -192,16 +221,24 @@ func (l *listenerHandler) record(r *http.Request, m route.Match, rw *recorder, r
 	// The direct path's last reading of the clock, as it let go of the
 	// endpoint, ends the request when there is one: a few microseconds
 	// short of a reading here, which is one fewer per request.
-	end := req.ended
-	if end.IsZero() {
-		end = time.Now()
+	took := req.ended.Sub(start)
+	if req.ended.IsZero() {
+		took = time.Since(start)
 	}
-	took := end.Sub(start)
 	l.metrics.request(m, r.Method, rw.status(), took, last)
 	if l.accessLog != nil {
 		l.accessLog.write(logLine{r: r, start: start, took: took, status: rw.status(), bytes: rw.bytes, match: m, req: req})
 	}
 }
+
+// clockAfter is a reading of the clock taken after t, which must have
+// come from time.Now: t moved on by the monotonic clock's time since.
+// That is one reading of a clock where time.Now takes two, the wall
+// clock's and the monotonic one's (on a VM's kvm-clock, over 50 ns
+// each). Its wall time is t's plus that, blind to steps of the wall
+// clock, which none of its readers want to see: they measure how long
+// something took or has been idle, or the time left to an ejection.
+func clockAfter(t time.Time) time.Time { return t.Add(time.Since(t)) }
 
 func or(d, def time.Duration) time.Duration {
 	if d > 0 {
@@ -283,6 +320,12 @@ func forwarded(in *http.Request, out http.Header, req *request, trust bool) {
 // forwardedValues are the values of forwardedFields for in; an empty one
 // is a field not sent.
 func forwardedValues(in *http.Request, req *request, trust bool) [len(forwardedFields)]string {
+	v := clientForwarded(in, req, trust)
+	return [...]string{v[0], v[1], v[2], v[3], v[4], req.requestID()}
+}
+
+// clientForwarded are forwardedValues but the last, X-Request-Id.
+func clientForwarded(in *http.Request, req *request, trust bool) [len(forwardedFields) - 1]string {
 	ip, _, err := net.SplitHostPort(in.RemoteAddr)
 	if err != nil {
 		ip = ""
@@ -302,7 +345,7 @@ func forwardedValues(in *http.Request, req *request, trust bool) [len(forwardedF
 		host = firstOr(in.Header.Get("X-Forwarded-Host"), host)
 		port = firstOr(in.Header.Get("X-Forwarded-Port"), port)
 	}
-	return [...]string{xff, realIP, proto, host, port, req.id}
+	return [...]string{xff, realIP, proto, host, port}
 }
 
 // firstOr returns v, or def when v is empty.
@@ -356,18 +399,16 @@ func plain(w http.ResponseWriter, code int, msg string) {
 	io.WriteString(w, strconv.Itoa(code)+" "+http.StatusText(code)+": "+msg+"\n")
 }
 
-// newRequestID returns 32 hex digits, as nginx's $request_id: 128
-// random bits from math/rand/v2's generator, which Go's runtime seeds
-// from the system for each thread. An ID tells requests apart in logs
-// and traces and guards nothing, so it needs no more than that, at a
-// fraction of crypto/rand's cost.
-func newRequestID() string {
+// putRequestID writes a new request ID in id, 32 hex digits, as nginx's
+// $request_id: 128 random bits from math/rand/v2's generator, which Go's
+// runtime seeds from the system for each thread. An ID tells requests
+// apart in logs and traces and guards nothing, so it needs no more than
+// that, at a fraction of crypto/rand's cost.
+func putRequestID(id *[32]byte) {
 	var b [16]byte
 	binary.LittleEndian.PutUint64(b[:8], rand.Uint64())
 	binary.LittleEndian.PutUint64(b[8:], rand.Uint64())
-	var h [32]byte
-	hex.Encode(h[:], b[:])
-	return string(h[:])
+	hex.Encode(id[:], b[:])
 }
 
 // recorder notes the status and size of a response. Unwrap lets

@@ -369,7 +369,9 @@ func TestClientGoneGetsNoAnswer(t *testing.T) {
 func TestNewRequestID(t *testing.T) {
 	seen := map[string]bool{}
 	for range 1000 {
-		id := newRequestID()
+		var b [32]byte
+		putRequestID(&b)
+		id := string(b[:])
 		if len(id) != 32 || strings.Trim(id, "0123456789abcdef") != "" {
 			t.Fatalf("got %q, want 32 hex digits", id)
 		}

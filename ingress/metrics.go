@@ -98,7 +98,7 @@ func (m *Metrics) request(match route.Match, method string, status int, d time.D
 	k := seriesKey{host: match.Host, path: match.Path, method: methodLabel(method), class: statusClass(status)}
 	if match.Backend != nil {
 		k.ingress = match.Ingress
-		m.backends.count(match.Backend.Service, status)
+		m.backendCounter(match.Backend.Service, last).count(status)
 	}
 	var s *requestSeries
 	if last != nil && last.series != nil && last.key == k {
@@ -118,11 +118,26 @@ func (m *Metrics) request(match route.Match, method string, status int, d time.D
 }
 
 // lastSeries is the series a client connection's last request counted
-// in. Its next requests mostly count in the same, which a comparison of
-// their keys finds without the lookup's hashing of every label value.
+// in, and the counter of its backend Service. Its next requests mostly
+// count in the same, which a comparison of their keys finds without the
+// lookups' hashing of every label value and of the Service's name.
 type lastSeries struct {
-	key    seriesKey
-	series *requestSeries
+	key     seriesKey
+	series  *requestSeries
+	service types.NamespacedName
+	counter *backendCounter
+}
+
+// backendCounter is svc's counter, the one of last when that is svc's.
+func (m *Metrics) backendCounter(svc types.NamespacedName, last *lastSeries) *backendCounter {
+	if last != nil && last.counter != nil && last.service == svc {
+		return last.counter
+	}
+	c := m.backends.counter(svc)
+	if last != nil {
+		last.service, last.counter = svc, c
+	}
+	return c
 }
 
 // newSeries looks up the series of k in the vectors.

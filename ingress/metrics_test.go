@@ -1,6 +1,7 @@
 package ingress
 
 import (
+	"maps"
 	"testing"
 	"time"
 
@@ -35,9 +36,11 @@ func TestRequestSeries(t *testing.T) {
 		if conn {
 			last = &lastSeries{}
 		}
-		web := route.Match{Backend: &route.Backend{}, Ingress: types.NamespacedName{Namespace: "default", Name: "web"}, Host: "foo.com", Path: "/"}
+		webSvc := &route.Backend{Service: types.NamespacedName{Namespace: "default", Name: "web"}}
+		web := route.Match{Backend: webSvc, Ingress: types.NamespacedName{Namespace: "default", Name: "web"}, Host: "foo.com", Path: "/"}
 		other := web
 		other.Path = "/other"
+		other.Backend = &route.Backend{Service: types.NamespacedName{Namespace: "default", Name: "other"}}
 		m.request(web, "GET", 200, time.Millisecond, last)
 		m.request(web, "GET", 204, time.Millisecond, last)
 		m.request(web, "GET", 503, time.Millisecond, last)
@@ -45,6 +48,10 @@ func TestRequestSeries(t *testing.T) {
 		m.request(web, "GET", 200, time.Millisecond, last)
 		m.request(route.Match{}, "GET", 404, time.Millisecond, last)
 		checkRequestSeries(t, m)
+		want := map[string]BackendCounts{"default/web": {Requests: 4, Errors: 1}, "default/other": {Requests: 1}}
+		if got := m.Backends().Services; !maps.Equal(got, want) {
+			t.Errorf("backends, last series %v: got %v, want %v", conn, got, want)
+		}
 	}
 }
 

@@ -178,7 +178,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var tried []*endpoint
 	var lastErr error = errNoEndpoint
 	for len(tried) < maxTries {
-		e := t.balancer.pick(usable(a.backend.Endpoints()), tried, t.balancer.now())
+		e := t.balancer.pick(usable(a.backend.Endpoints()), tried, t.balancer.time())
 		if e == nil {
 			break
 		}
@@ -209,7 +209,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if !errors.As(err, &de) || (body != nil && body.read.Load()) || ctx.Err() != nil {
 			break
 		}
-		e.eject(t.balancer.now())
+		e.eject(t.balancer.time())
 		if t.onDialError != nil {
 			t.onDialError(a.backend)
 		}
