@@ -101,13 +101,11 @@ type h1Conn struct {
 	watched      chan struct{}
 	watchErr     error
 
-	// The end of the exchange with an endpoint under way, run when ctx
-	// ends (AfterFunc): exchangeEnd is set, guarded by mu, while an
-	// exchange may be ended; ctxWatch is the one context.AfterFunc on ctx
-	// that runs it, made at the first exchange, and stopExchange the stop
-	// each exchange is given.
+	// The end of the exchange with an endpoint under way, run when the
+	// connection ends (end): exchangeEnd is set, guarded by mu, while
+	// an exchange may be ended; stopExchange is the stop each exchange
+	// is given, made at the first.
 	exchangeEnd  func()
-	ctxWatch     func() bool
 	stopExchange func() bool
 }
 
@@ -117,8 +115,9 @@ func (c *h1Conn) serve() {
 	c.take()
 	defer c.release()
 	c.resp.conn, c.resp.client = c, c.conn
+	// No exchange is under way once the loop returns: the context
+	// ends without ending one.
 	defer c.cancel()
-	defer c.unwatchCtx()
 	c.remote = remoteAddr(c.raw)
 	for {
 		keep, err := c.next()
@@ -405,26 +404,25 @@ func (c *h1Conn) startWatch() {
 func (c *h1Conn) watchClient() {
 	_, err := c.br.Peek(1)
 	if err != nil && !isTimeout(err) {
-		c.cancel()
+		c.end()
 	}
 	c.watchErr = err
 	c.watched <- struct{}{}
 }
 
 // AfterFunc arranges for f, the end of an exchange with an endpoint, to
-// run when the connection's context ends before stop is called: the
-// client went away, or the servers shut down. One context.AfterFunc per
-// connection carries it, rather than one per request, whose
-// registration on the context takes a lock, a map entry and two
-// allocations each time.
+// run when the connection ends (end) before stop is called: the client
+// went away, or the servers shut down. The connection's end runs it
+// itself, rather than through context.AfterFunc on ctx, whose
+// registration takes a lock, a map and four allocations for each
+// connection, and its removal a lock again.
 func (c *h1Conn) AfterFunc(f func()) (stop func() bool) {
-	if c.ctxWatch == nil {
-		c.ctxWatch = context.AfterFunc(c.ctx, c.endExchange)
+	if c.stopExchange == nil {
 		c.stopExchange = c.stopExchangeEnd
 	}
 	c.mu.Lock()
-	// The context's error is set before its AfterFunc runs: a context
-	// that has not ended yet will run endExchange after this.
+	// end cancels ctx before it looks for an exchange to end: a context
+	// that has not ended yet will have f run by end after this.
 	ended := c.ctx.Err() != nil
 	if !ended {
 		c.exchangeEnd = f
@@ -439,15 +437,17 @@ func (c *h1Conn) AfterFunc(f func()) (stop func() bool) {
 
 func alreadyEnded() bool { return false }
 
-// endExchange ends the exchange under way, if any, as the connection's
-// context ended.
-func (c *h1Conn) endExchange() {
+// end ends the connection's context and the exchange under way, if any,
+// in a goroutine of its own as context.AfterFunc would: the client went
+// away, or the servers end their requests.
+func (c *h1Conn) end() {
+	c.cancel()
 	c.mu.Lock()
 	f := c.exchangeEnd
 	c.exchangeEnd = nil
 	c.mu.Unlock()
 	if f != nil {
-		f()
+		go f()
 	}
 }
 
@@ -458,15 +458,6 @@ func (c *h1Conn) stopExchangeEnd() bool {
 	armed := c.exchangeEnd != nil
 	c.exchangeEnd = nil
 	return armed
-}
-
-// unwatchCtx stops the AfterFunc on the connection's context before it
-// is cancelled at the connection's end, which would start a goroutine
-// for it.
-func (c *h1Conn) unwatchCtx() {
-	if c.ctxWatch != nil {
-		c.ctxWatch()
-	}
 }
 
 // setReadDeadline sets the deadline of the reads of the client;

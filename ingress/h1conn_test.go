@@ -256,7 +256,7 @@ func TestHeadOfLocalAnswer(t *testing.T) {
 
 // The end of an exchange with an endpoint, as the loop's connection runs
 // it: like context.AfterFunc on the connection's context, once for each
-// exchange, with one registration on the context for the connection.
+// exchange, run by the connection's end.
 func TestExchangeEnd(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -278,12 +278,12 @@ func TestExchangeEnd(t *testing.T) {
 				t.Errorf("first exchange: stop() = false, want true")
 			}
 			if tc.cancelBefore {
-				c.cancel()
+				c.end()
 			}
 			ran := make(chan struct{})
 			stop := c.AfterFunc(func() { close(ran) })
 			if tc.cancelDuring {
-				c.cancel()
+				c.end()
 				<-ran // runs in a goroutine of its own, as context.AfterFunc's
 			}
 			if got := stop(); got != tc.wantStop {
@@ -299,8 +299,32 @@ func TestExchangeEnd(t *testing.T) {
 					t.Error("the exchange was not ended, want it ended")
 				}
 			}
-			c.unwatchCtx()
 		})
+	}
+}
+
+// A connection's first exchange with an endpoint costs at most the one
+// allocation of its stop (issue #18: a client that connects for each
+// request pays it each time), not a registration on the connection's
+// context.
+func TestExchangeEndAllocs(t *testing.T) {
+	const runs = 100
+	conns := make([]h1Conn, runs+1) // AllocsPerRun runs once more first
+	for i := range conns {
+		conns[i].ctx, conns[i].cancel = context.WithCancel(context.Background())
+		defer conns[i].cancel()
+	}
+	f := func() { t.Error("the exchange was ended, want it left alone") }
+	i := 0
+	got := testing.AllocsPerRun(runs, func() {
+		c := &conns[i]
+		i++
+		if !c.AfterFunc(f)() {
+			t.Error("stop() = false, want true")
+		}
+	})
+	if got > 1 {
+		t.Errorf("got %v allocations per connection's first exchange, want at most 1", got)
 	}
 }
 

@@ -255,7 +255,7 @@ func (s *Servers) shutdown(ctx context.Context) {
 		s.cancelBase()
 	}
 	s.eachConn(func(c *h1Conn) {
-		c.cancel()
+		c.end()
 		c.raw.Close()
 	})
 	<-s.handlers.none()
