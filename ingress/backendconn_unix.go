@@ -55,6 +55,13 @@ func (c *backendConn) raw() bool {
 // write head whole (c.written says how much went): a partial write, one
 // that would block, or no raw connection. An error is the write's, or
 // the wait's (the read timeout, the request's end).
+//
+// The write and the wait are one raw read because a raw read forgets the
+// readiness the poller noted before it started: a wait begun after the
+// write would miss an answer that came in between, and wait for the read
+// timeout. For the same reason a read of a client is not made to wait
+// first: a request the client sent before that wait began (pipelining)
+// would not end it.
 func (c *backendConn) sendAndAwait(head []byte) (bool, error) {
 	if !c.raw() {
 		return false, nil
