@@ -27,6 +27,21 @@ func TestIsHopByHop(t *testing.T) {
 	}
 }
 
+// notForwarded holds back every field the proxy sets itself or that is
+// hop-by-hop: its switch lists them again, and must not miss one.
+func TestNotForwarded(t *testing.T) {
+	for _, k := range append(append([]string{"Forwarded", "Host", "Content-Length", "User-Agent"}, forwardedFields[:]...), hopByHop[:]...) {
+		if !notForwarded(k) {
+			t.Errorf("notForwarded(%q): got false, want true", k)
+		}
+	}
+	for _, k := range []string{"Accept", "Cookie", "X-Forwarded", "x-request-id"} {
+		if notForwarded(k) {
+			t.Errorf("notForwarded(%q): got true, want false", k)
+		}
+	}
+}
+
 // The loop's response writer takes the endpoint's header map itself when
 // it has no field of its own (one map write per field fewer, issue #18),
 // and gets a copy when it has, keeping its own fields.
