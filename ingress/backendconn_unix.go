@@ -59,9 +59,8 @@ func (c *backendConn) raw() bool {
 // The write and the wait are one raw read because a raw read forgets the
 // readiness the poller noted before it started: a wait begun after the
 // write would miss an answer that came in between, and wait for the read
-// timeout. For the same reason a read of a client is not made to wait
-// first: a request the client sent before that wait began (pipelining)
-// would not end it.
+// timeout. The client's side has the same answer at a larger scale: the
+// loop runs inside one raw read of the client's connection (loopRaw).
 func (c *backendConn) sendAndAwait(head []byte) (bool, error) {
 	if !c.raw() {
 		return false, nil

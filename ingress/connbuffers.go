@@ -27,7 +27,8 @@ var connBufferPool = sync.Pool{New: func() any {
 // take gives c buffers for its connection.
 func (c *h1Conn) take() {
 	b := connBufferPool.Get().(*connBuffers)
-	b.br.Reset(c.conn)
+	c.in.conn = c.conn
+	b.br.Reset(&c.in)
 	b.bw.Reset(c.conn)
 	c.bufs = b
 	c.br, c.bw, c.resp.bw = b.br, b.bw, b.bw

@@ -28,7 +28,9 @@ import (
 // proxying. The loop reads a request head into the connection's buffer,
 // parses it with http.ReadRequest and hands it to the same handler, with
 // a response writer of its own (h1Response); its watch on the client, for
-// requests that last, is the read of the next request, started early.
+// requests that last, is the read of the next request, started early (on
+// a plain connection, a wait on a duplicate of its descriptor: see
+// rawloop_unix.go).
 //
 // Everything else is handed to net/http's server with the bytes read so
 // far replayed, and the connection stays there: requests with a body or
@@ -83,6 +85,16 @@ type h1Conn struct {
 	// arrived is when the first bytes of a keep-alive request's head
 	// were there, zero for a connection's first request.
 	arrived time.Time
+	// in is what br reads. reading says a request's head is being read,
+	// headIdle that none of it is in yet after an idle wait, and
+	// headArmed that the head's deadline is set: readHead resumes with
+	// them after a wait in the raw read (rawloop_unix.go).
+	in        clientReader
+	reading   bool
+	headIdle  bool
+	headArmed bool
+	// loopErr is how the loop in the raw read ended.
+	loopErr error
 
 	// The watch on the client during a request that has lasted
 	// watchDelay: a read for the next request, into br, which notices a
@@ -100,6 +112,10 @@ type h1Conn struct {
 	watching     bool
 	watched      chan struct{}
 	watchErr     error
+	// watchFile is the duplicate of the connection's descriptor the
+	// watch waits on while the loop holds the connection in its raw
+	// read (watchRaw).
+	watchFile *os.File
 
 	// The end of the exchange with an endpoint under way, run when the
 	// connection ends (end): exchangeEnd is set, guarded by mu, while
@@ -119,18 +135,33 @@ func (c *h1Conn) serve() {
 	// ends without ending one.
 	defer c.cancel()
 	c.remote = remoteAddr(c.raw)
+	raw, err := c.loopRaw()
+	if !raw {
+		err = c.loop()
+	}
+	if errors.Is(err, errHandOff) {
+		c.handOff()
+		return
+	}
+	c.close()
+}
+
+// loop serves requests until one ends the connection, or hands it over
+// (errHandOff).
+func (c *h1Conn) loop() error {
 	for {
 		keep, err := c.next()
 		switch {
-		case errors.Is(err, errHandOff):
-			c.handOff()
-			return
-		case err != nil || !keep:
-			c.close()
-			return
+		case err != nil:
+			return err
+		case !keep:
+			return errLoopEnded
 		}
 	}
 }
+
+// errLoopEnded says a request ended the connection.
+var errLoopEnded = errors.New("connection ended by its last request")
 
 // next reads and answers one request, and says whether the connection
 // may carry another. A request the loop does not serve is errHandOff.
@@ -165,29 +196,19 @@ func (c *h1Conn) next() (bool, error) {
 
 // readRequest waits for the next request head and parses it. A request
 // the loop does not serve is errHandOff; a connection closed or idle too
-// long is another error.
+// long is another error. In the raw read, errWouldBlock says to wait and
+// call again.
 func (c *h1Conn) readRequest() (*http.Request, error) {
-	c.head = c.head[:0]
-	c.arrived = time.Time{}
-	// A new connection's first request has the head's time from the
-	// accept: a client that connects and says nothing is not an idle
-	// keep-alive one.
-	idle := c.served
-	c.served = true
-	if idle {
-		if t, ok := nextDeadline(c.readAt, time.Now(), idleTimeout); ok {
-			c.setReadDeadline(t)
+	if !c.reading {
+		if err := c.beginHead(); err != nil {
+			return nil, err
 		}
-	} else {
-		c.setReadDeadline(c.headDeadline)
 	}
-	if c.s.closing.Load() {
-		return nil, errServerClosing
-	}
-	end, err := c.readHead(idle)
+	end, err := c.readHead()
 	if err != nil {
 		return nil, err
 	}
+	c.reading = false
 	c.head = append(c.head, peekBuffered(c.br)[:end]...)
 	before := c.br.Buffered()
 	r, err := http.ReadRequest(c.br)
@@ -207,22 +228,43 @@ func (c *h1Conn) readRequest() (*http.Request, error) {
 	return r, nil
 }
 
+// beginHead sets out to read the next request head.
+func (c *h1Conn) beginHead() error {
+	c.head = c.head[:0]
+	c.arrived = time.Time{}
+	// A new connection's first request has the head's time from the
+	// accept: a client that connects and says nothing is not an idle
+	// keep-alive one.
+	idle := c.served
+	c.served = true
+	if idle {
+		if t, ok := nextDeadline(c.readAt, time.Now(), idleTimeout); ok {
+			c.setReadDeadline(t)
+		}
+	} else {
+		c.setReadDeadline(c.headDeadline)
+	}
+	if c.s.closing.Load() {
+		return errServerClosing
+	}
+	c.reading, c.headIdle, c.headArmed = true, idle, !idle
+	return nil
+}
+
 // errServerClosing ends a connection between requests at shutdown.
 var errServerClosing = errors.New("server closing")
 
 // readHead waits until a whole request head is buffered, and returns its
-// length. The first bytes may wait as long as the caller set; after an
+// length. The first bytes may wait as long as beginHead set; after an
 // idle wait, the rest of the head has readHeaderTimeout from them. A
 // head that does not fit the buffer is errHandOff.
-func (c *h1Conn) readHead(idle bool) (int, error) {
-	// armed says the head's deadline is the connection's.
-	armed := !idle
+func (c *h1Conn) readHead() (int, error) {
 	for {
 		if _, err := c.peek(); err != nil {
 			return 0, err
 		}
-		if idle {
-			idle = false
+		if c.headIdle {
+			c.headIdle = false
 			c.arrived = time.Now()
 			c.headDeadline = c.arrived.Add(readHeaderTimeout)
 		}
@@ -235,8 +277,8 @@ func (c *h1Conn) readHead(idle bool) (int, error) {
 			// HTTP/1.1 head does) on the plain listener.
 			return 0, errHandOff
 		}
-		if !armed {
-			armed = true
+		if !c.headArmed {
+			c.headArmed = true
 			c.setReadDeadline(c.headDeadline)
 		}
 		// Wait for more: Peek asks for one more byte than buffered.
@@ -249,6 +291,9 @@ func (c *h1Conn) readHead(idle bool) (int, error) {
 // peek waits for at least one byte in br: the watch's read, when one ran,
 // or a read now.
 func (c *h1Conn) peek() (int, error) {
+	if c.watchFile != nil {
+		c.stopWatchRaw()
+	}
 	if c.watching {
 		<-c.watched
 		c.watching = false
@@ -331,7 +376,8 @@ func (c *h1Conn) handle(r *http.Request, host string, m route.Match, start time.
 
 // watchDelay is how long a request runs before its client's connection
 // is watched. Most requests end sooner, and a watch costs a goroutine, a
-// hand-off of the next request to the loop and two deadline changes. A
+// hand-off of the next request to the loop and two deadline changes (on a
+// plain connection, a duplicate descriptor in the poller). A
 // client that goes away has its request ended at most watchDelay after.
 const watchDelay = 5 * time.Millisecond
 
@@ -396,6 +442,10 @@ func (c *h1Conn) startWatch() {
 	c.setReadDeadline(time.Time{})
 	if c.watched == nil {
 		c.watched = make(chan struct{}, 1)
+	}
+	if c.in.inRaw {
+		c.watching = c.watchRaw()
+		return
 	}
 	c.watching = true
 	go c.watchClient()

@@ -1,0 +1,22 @@
+//go:build !unix
+
+package ingress
+
+import (
+	"errors"
+	"io"
+)
+
+var errWouldBlock = errors.New("client connection not readable yet")
+
+// clientReader reads the connection.
+type clientReader struct {
+	conn  io.Reader
+	inRaw bool
+}
+
+func (r *clientReader) Read(p []byte) (int, error) { return r.conn.Read(p) }
+
+func (c *h1Conn) loopRaw() (bool, error) { return false, nil }
+func (c *h1Conn) watchRaw() bool         { return false }
+func (c *h1Conn) stopWatchRaw()          {}
