@@ -2,7 +2,6 @@ package ingress
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -101,27 +100,14 @@ func TestRequestUnderWayEndsWithServe(t *testing.T) {
 		{"during the watch", 4 * watchDelay, 20 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			routes := &fakeRoutes{hosts: map[string]route.Match{}}
-			h := NewHandler(func() Routes { return routes }, DefaultOptions(), NewMetrics())
-			tb := &testBed{routes: routes}
 			arrived, never := make(chan struct{}, 1), make(chan struct{})
 			t.Cleanup(func() { close(never) })
-			tb.backend("foo.com", route.Match{}, keepAliveBackend(t, func(_ int, c net.Conn, req *http.Request) bool {
+			at, stop := stoppableServers(t, tc.grace, "foo.com", keepAliveBackend(t, func(_ int, c net.Conn, req *http.Request) bool {
 				arrived <- struct{}{}
 				<-never
 				return false
 			}, nil))
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			s := &Servers{grace: tc.grace}
-			s.add(ln, h, nil)
-			ctx, cancel := context.WithCancel(context.Background())
-			served := make(chan struct{})
-			go func() { s.Serve(ctx); close(served) }()
-
-			c, err := net.Dial("tcp", ln.Addr().String())
+			c, err := net.Dial("tcp", at)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -129,12 +115,7 @@ func TestRequestUnderWayEndsWithServe(t *testing.T) {
 			io.WriteString(c, "GET / HTTP/1.1\r\nHost: foo.com\r\n\r\n")
 			<-arrived
 			time.Sleep(tc.after)
-			cancel()
-			select {
-			case <-served:
-			case <-time.After(10 * time.Second): // a guard against hanging, not a measure
-				t.Fatal("the servers did not stop")
-			}
+			stop()
 			c.SetReadDeadline(time.Now().Add(10 * time.Second))
 			if b, err := io.ReadAll(c); err != nil {
 				t.Errorf("after Serve returned, the client read %q (%v), want the connection closed", b, err)

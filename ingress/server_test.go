@@ -28,22 +28,10 @@ func TestUpgradedConnectionEndsWithServe(t *testing.T) {
 		}
 	}))
 	t.Cleanup(ws.Close)
-	routes := &fakeRoutes{hosts: map[string]route.Match{}}
-	h := NewHandler(func() Routes { return routes }, DefaultOptions(), NewMetrics())
-	tb := &testBed{routes: routes}
-	tb.backend("ws.com", route.Match{}, addr(ws))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &Servers{grace: time.Millisecond}
-	s.add(ln, h, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan struct{})
-	go func() { s.Serve(ctx); close(served) }()
+	at, stop := stoppableServers(t, time.Millisecond, "ws.com", addr(ws))
 
 	conf, _ := websocket.NewConfig("ws://ws.com/chat", "http://ws.com/")
-	raw, err := net.Dial("tcp", ln.Addr().String())
+	raw, err := net.Dial("tcp", at)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,8 +47,7 @@ func TestUpgradedConnectionEndsWithServe(t *testing.T) {
 	if err := websocket.Message.Receive(c, &got); err != nil {
 		t.Fatal(err)
 	}
-	cancel()
-	<-served
+	stop()
 	// A guard against hanging, not a measure: the connection must be
 	// closed already.
 	raw.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -72,21 +59,8 @@ func TestUpgradedConnectionEndsWithServe(t *testing.T) {
 // An idle keep-alive connection does not hold the servers after they are
 // told to stop: it is closed at once, not after the grace.
 func TestIdleConnectionEndsWithServe(t *testing.T) {
-	routes := &fakeRoutes{hosts: map[string]route.Match{}}
-	h := NewHandler(func() Routes { return routes }, DefaultOptions(), NewMetrics())
-	tb := &testBed{routes: routes}
-	tb.backend("foo.com", route.Match{}, addr(echo(t, "foo")))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &Servers{grace: time.Hour}
-	s.add(ln, h, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan struct{})
-	go func() { s.Serve(ctx); close(served) }()
-
-	c, err := net.Dial("tcp", ln.Addr().String())
+	at, stop := stoppableServers(t, time.Hour, "foo.com", addr(echo(t, "foo")))
+	c, err := net.Dial("tcp", at)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,11 +72,40 @@ func TestIdleConnectionEndsWithServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	io.Copy(io.Discard, resp.Body)
-	cancel()
-	<-served
+	stop()
 	// A guard against hanging, not a measure.
 	c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if n, err := br.Read(make([]byte, 1)); err != io.EOF {
 		t.Errorf("after Serve returned, the client read %d bytes (%v), want the connection closed", n, err)
+	}
+}
+
+// stoppableServers serves host on a listener of its own, proxied to
+// endpoint, with the given shutdown grace, and gives the listener's
+// address and a stop that ends Serve and waits for it to return.
+func stoppableServers(t *testing.T, grace time.Duration, host, endpoint string) (string, func()) {
+	t.Helper()
+	routes := &fakeRoutes{hosts: map[string]route.Match{}}
+	h := NewHandler(func() Routes { return routes }, DefaultOptions(), NewMetrics())
+	tb := &testBed{routes: routes}
+	tb.backend(host, route.Match{}, endpoint)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Servers{grace: grace}
+	s.add(ln, h, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() { s.Serve(ctx); close(served) }()
+	t.Cleanup(cancel)
+	return ln.Addr().String(), func() {
+		t.Helper()
+		cancel()
+		select {
+		case <-served:
+		case <-time.After(10 * time.Second): // a guard against hanging, not a measure
+			t.Fatal("the servers did not stop")
+		}
 	}
 }
