@@ -289,7 +289,7 @@ func (c *h1Conn) readHead() (int, error) {
 }
 
 // peek waits for at least one byte in br: the watch's read, when one ran,
-// or a read now.
+// or a read now (a watch on a duplicate of the descriptor is ended first).
 func (c *h1Conn) peek() (int, error) {
 	if c.watchFile != nil {
 		c.stopWatchRaw()

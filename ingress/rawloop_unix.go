@@ -97,8 +97,8 @@ func (c *h1Conn) loopRaw() (bool, error) {
 // step is the raw read's: it serves requests until one needs to wait for
 // the client, and says whether the loop ended (c.loopErr says how).
 // Every call but the first follows the poller's word that the
-// connection is readable; the first may have bytes the poller's word of
-// was forgotten.
+// connection is readable. The first reads before it waits: what came
+// before the raw read began is there without that word.
 func (c *h1Conn) step(fd uintptr) bool {
 	c.in.fd, c.in.ready = int(fd), true
 	for {
@@ -143,7 +143,10 @@ func (c *h1Conn) watchDuplicate(rc syscall.RawConn) {
 	var b [1]byte
 	rc.Read(func(fd uintptr) bool {
 		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		if err == syscall.EAGAIN || err == syscall.EINTR {
+		for err == syscall.EINTR {
+			n, _, err = syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		}
+		if err == syscall.EAGAIN {
 			return false
 		}
 		gone = err != nil || n == 0
