@@ -108,6 +108,7 @@ func (a *Agent) writeStatus(ctx context.Context, pod *corev1.Pod, rt *podRuntime
 			return st, false
 		}
 	}
+	klog.FromContext(ctx).Error(nil, "Update pod status: a conflict at each attempt", "attempts", 5)
 	return st, false
 }
 

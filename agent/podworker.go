@@ -153,7 +153,14 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) (time.Duration, bool)
 		return a.syncTerminating(ctx, w, pod, rt)
 	}
 	if rt.cleaned {
-		// Finished pod, torn down: nothing runs any more.
+		// Finished pod, torn down: nothing runs any more, and its
+		// status is written until it is.
+		if rt.statusOwed {
+			if _, ok := a.writeStatus(ctx, pod, rt); !ok {
+				return statusRetry, false
+			}
+			rt.statusOwed = false
+		}
 		return 0, false
 	}
 	if !rt.sandboxUp {
@@ -198,7 +205,10 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) (time.Duration, bool)
 		}
 		a.cleanup(ctx, rt)
 		if running {
-			a.writeStatus(ctx, pod, rt)
+			if _, ok := a.writeStatus(ctx, pod, rt); !ok {
+				rt.statusOwed = true
+				return statusRetry, false
+			}
 		}
 	}
 	return next, false

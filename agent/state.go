@@ -67,12 +67,15 @@ type ctrState struct {
 // podRuntime is a pod's processes. Only its worker goroutine changes it,
 // except the probe results, which are atomic.
 type podRuntime struct {
-	dir         string
-	st          podState
-	sandbox     Process
-	ctrs        map[string]*ctrRuntime
-	sandboxUp   bool
-	cleaned     bool
+	dir       string
+	st        podState
+	sandbox   Process
+	ctrs      map[string]*ctrRuntime
+	sandboxUp bool
+	cleaned   bool
+	// statusOwed says a cleaned pod's last status (its stopped
+	// sidecars) failed to be written: its syncs write it again.
+	statusOwed  bool
 	terminating bool
 	deleteSent  bool
 	lastWritten *corev1.PodStatus
