@@ -4,7 +4,9 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"sync"
 	"syscall"
 	"testing"
 	"testing/synctest"
@@ -13,7 +15,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 )
 
@@ -231,6 +235,53 @@ func TestPodLoopStopsPodGoneFromAPI(t *testing.T) {
 		}
 		if got := b.net.detachedIDs(); !slices.Equal(got, []string{string(pod.UID)}) {
 			t.Errorf("addresses freed: got %v, want [%s]", got, pod.UID)
+		}
+	})
+}
+
+// A finished pod's sidecar is stopped and its end written to the API,
+// also when that write fails at first: the agent writes it again. Pins
+// the status that kept a stopped sidecar running for good after one
+// failed write.
+func TestPodLoopWritesStoppedSidecarAfterFailedWrite(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newLoopBed(t, &fakeRuntime{})
+		var mu sync.Mutex
+		failures := 0
+		b.client.PrependReactor("update", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
+			u, ok := action.(k8stesting.UpdateAction)
+			if !ok || u.GetSubresource() != "status" {
+				return false, nil, nil
+			}
+			s := u.GetObject().(*corev1.Pod).Status.InitContainerStatuses
+			mu.Lock()
+			defer mu.Unlock()
+			if len(s) == 1 && s[0].State.Terminated != nil && failures == 0 {
+				failures++
+				return true, nil, errors.New("etcdserver: request timed out")
+			}
+			return false, nil, nil
+		})
+		pod := sleeper("job", corev1.RestartPolicyNever)
+		pod.Spec.InitContainers = []corev1.Container{{Name: "proxy", Command: []string{"sleep", "3600"},
+			RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways)}}
+		b.apply(pod)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		procs := b.rtm.containers()
+		if len(procs) != 2 {
+			t.Fatalf("container runs: got %d, want 2 (proxy, app)", len(procs))
+		}
+		procs[1].exit(0)
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		st := b.status(pod)
+		if mu.Lock(); failures != 1 {
+			t.Errorf("failed writes: got %d, want 1", failures)
+		}
+		mu.Unlock()
+		if s := st.InitContainerStatuses; st.Phase != corev1.PodSucceeded || len(s) != 1 || s[0].State.Terminated == nil {
+			t.Errorf("got phase %s, sidecar %+v; want Succeeded with the sidecar terminated", st.Phase, s)
 		}
 	})
 }
