@@ -163,6 +163,11 @@ func (c *h1Conn) loop() error {
 // errLoopEnded says a request ended the connection.
 var errLoopEnded = errors.New("connection ended by its last request")
 
+// errWouldBlock says the loop must wait until the client's connection is
+// readable: inside the raw read (rawloop_unix.go), the step returns to
+// wait and is called again when it is.
+var errWouldBlock = errors.New("client connection not readable yet")
+
 // next reads and answers one request, and says whether the connection
 // may carry another. A request the loop does not serve is errHandOff.
 func (c *h1Conn) next() (bool, error) {

@@ -2,12 +2,7 @@
 
 package ingress
 
-import (
-	"errors"
-	"io"
-)
-
-var errWouldBlock = errors.New("client connection not readable yet")
+import "io"
 
 // clientReader reads the connection.
 type clientReader struct {

@@ -3,7 +3,6 @@
 package ingress
 
 import (
-	"errors"
 	"io"
 	"os"
 	"syscall"
@@ -24,10 +23,6 @@ import (
 // The watch on the client during a long request cannot read the
 // connection then: it waits on a duplicate of its descriptor, with a
 // readiness of its own, and peeks (watchRaw).
-
-// errWouldBlock says the loop must wait until the client's connection is
-// readable: the raw read's step returns to wait.
-var errWouldBlock = errors.New("client connection not readable yet")
 
 // clientReader is what the loop's buffered reader reads: the connection,
 // or its descriptor while the loop runs inside the raw read.
@@ -83,13 +78,12 @@ func (c *h1Conn) loopRaw() (bool, error) {
 	if err != nil {
 		return false, nil
 	}
-	c.loopErr = nil
 	c.in.inRaw = true
-	rerr := rc.Read(c.step)
+	err = rc.Read(c.step)
 	c.in.inRaw = false
 	c.stopWatchRaw()
-	if c.loopErr == nil {
-		c.loopErr = rerr
+	if err != nil {
+		return true, err
 	}
 	return true, c.loopErr
 }
@@ -101,19 +95,8 @@ func (c *h1Conn) loopRaw() (bool, error) {
 // before the raw read began is there without that word.
 func (c *h1Conn) step(fd uintptr) bool {
 	c.in.fd, c.in.ready = int(fd), true
-	for {
-		keep, err := c.next()
-		switch {
-		case err == errWouldBlock:
-			return false
-		case err != nil:
-			c.loopErr = err
-			return true
-		case !keep:
-			c.loopErr = errLoopEnded
-			return true
-		}
-	}
+	c.loopErr = c.loop()
+	return c.loopErr != errWouldBlock
 }
 
 // watchRaw starts the watch of a client whose connection the loop holds
