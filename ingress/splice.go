@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"sync"
+	"time"
 )
 
 // A large response body of known length, from an endpoint on the direct
@@ -25,11 +27,13 @@ import (
 // must be to be spliced.
 const spliceMin = 16 << 10
 
-// spliceChunk is how much of a body one splice moves at most. The
-// client's send timeout and the endpoint's read timeout are set again
-// before each (each has its timeout whole), as copyBody sets them for
-// each of its writes and reads.
-const spliceChunk = 64 << 10
+// A body is spliced in one ReadFrom, which moves up to a megabyte per
+// splice. Splicing it in chunks, each with the send and read timeouts
+// armed whole before it, bounded every splice by the chunk: with 64 KiB
+// chunks a 1 MiB body took 40 splices where one ReadFrom takes 14, and
+// the client, handed it in smaller pieces, carried 0.76x the MB/s
+// (bench/ingress). The timeouts are kept per operation by a watch
+// instead (spliceWatch).
 
 // spliceBody sends the body of resp, read from c, to the client of w by
 // splice(2) where that pays and can be done, and says whether it did:
@@ -60,26 +64,95 @@ func spliceBody(w http.ResponseWriter, resp *http.Response, c *backendConn) (boo
 		return true, err
 	}
 	st, _ := hr.client.(*sendTimeoutConn)
-	lr := &io.LimitedReader{R: src}
-	for rest > 0 {
-		if st != nil {
-			st.armWrite()
-		}
-		c.armRead()
-		lr.N = min(rest, spliceChunk)
-		n, err := dst.ReadFrom(lr)
-		rest -= n
-		rec.bytes += n
-		switch {
-		case err != nil:
-			return true, fmt.Errorf("splice the response body: %w", err)
-		case lr.N > 0:
-			// The endpoint closed the connection before the end.
-			return true, fmt.Errorf("splice the response body: %w", io.ErrUnexpectedEOF)
-		}
+	if st != nil {
+		st.armWrite()
+	}
+	c.armRead()
+	watch := watchSplice(st, c, src, dst)
+	lr := &io.LimitedReader{R: src, N: rest}
+	n, err := dst.ReadFrom(lr)
+	watch.stop()
+	rec.bytes += n
+	switch {
+	case err != nil:
+		return true, fmt.Errorf("splice the response body: %w", err)
+	case lr.N > 0:
+		// The endpoint closed the connection before the end.
+		return true, fmt.Errorf("splice the response body: %w", io.ErrUnexpectedEOF)
 	}
 	resp.Body = http.NoBody
 	return true, nil
+}
+
+// spliceWatch keeps the timeouts of a body being spliced per operation,
+// as copyBody's are per read and write: a side is cut when it has moved
+// nothing for its timeout, not when the whole body takes longer. Every
+// quarter of the shorter timeout it reads how much the client has
+// acknowledged and the endpoint has sent (tcpProgress) and, for a side
+// that moved, sets its deadline a whole timeout on. The endpoint's is
+// moved on when the client moved too: its bytes then wait in the proxy
+// for the client, and it is not the endpoint that is slow.
+type spliceWatch struct {
+	mu     sync.Mutex
+	done   bool
+	timer  *time.Timer
+	period time.Duration
+
+	st                 *sendTimeoutConn
+	endpoint           *backendConn
+	client, server     *net.TCPConn
+	acked, received    uint64
+	clientOK, serverOK bool
+}
+
+// watchSplice starts the watch of a body spliced from src, c's
+// connection, to dst, the client's (st when it has a send timeout). It
+// is nil when neither side has a timeout.
+func watchSplice(st *sendTimeoutConn, c *backendConn, src, dst *net.TCPConn) *spliceWatch {
+	period := c.read
+	if st != nil && st.timeout > 0 && (period <= 0 || st.timeout < period) {
+		period = st.timeout
+	}
+	if period <= 0 {
+		return nil
+	}
+	w := &spliceWatch{period: period / 4, st: st, endpoint: c, client: dst, server: src}
+	w.acked, _, w.clientOK = tcpProgress(dst)
+	_, w.received, w.serverOK = tcpProgress(src)
+	w.timer = time.AfterFunc(w.period, w.check)
+	return w
+}
+
+func (w *spliceWatch) check() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done {
+		return
+	}
+	acked, _, _ := tcpProgress(w.client)
+	_, received, _ := tcpProgress(w.server)
+	// A side whose progress cannot be read is taken to have moved.
+	clientMoved := !w.clientOK || acked != w.acked
+	if clientMoved && w.st != nil {
+		w.st.armWrite()
+	}
+	if clientMoved || !w.serverOK || received != w.received {
+		w.endpoint.armRead()
+	}
+	w.acked, w.received = acked, received
+	w.timer.Reset(w.period)
+}
+
+// stop ends the watch; the deadlines it set stay until the next
+// operation sets its own.
+func (w *spliceWatch) stop() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	w.done = true
+	w.timer.Stop()
+	w.mu.Unlock()
 }
 
 // spliceEnds are the ends a body may be spliced between: the client's

@@ -30,13 +30,14 @@ func pattern(n int) []byte {
 // Large bodies of known length are spliced from the endpoint to the
 // client: each arrives whole and in order, the bytes the endpoint sent
 // with the head (read with it into the connection's buffer) first, for
-// sizes on either side of where splicing starts and of a splice's chunk,
+// sizes on either side of where splicing starts and of what one splice
+// moves at most (a megabyte),
 // with heads of a few bytes and of most of the endpoint connection's
 // buffer; the endpoint's connection serves the next requests; the
 // access log counts every byte.
 func TestSplicedBody(t *testing.T) {
 	sizes := []int{spliceMin - 1, spliceMin, spliceMin + 4<<10 - 1, spliceMin + 4<<10 + 1,
-		2*spliceChunk + 1, 1<<20 + 3}
+		128<<10 + 1, 1<<20 + 3, 2<<20 + 5}
 	for _, padding := range []int{0, 3 << 10} {
 		for _, size := range sizes {
 			t.Run(fmt.Sprintf("head+%d/body %d", padding, size), func(t *testing.T) {
@@ -157,4 +158,48 @@ func TestSplicedBodyReadTimeout(t *testing.T) {
 	if err == nil || !bytes.Equal(got, payload) {
 		t.Errorf("got %d bytes, equal %v, and %v; want the %d sent, then the connection closed", len(got), bytes.Equal(got, payload), err, sent)
 	}
+}
+
+// A client that takes a large spliced body slowly but steadily gets it
+// whole, though the body takes many times the send and read timeouts:
+// each is cut only when its side has moved nothing for it. The kernel
+// takes the first megabytes of the body at once, then lets the proxy
+// write again only when about half of them have gone, which takes the
+// client longer than the timeouts.
+func TestSplicedBodySlowClient(t *testing.T) {
+	const size = 8 << 20
+	payload := pattern(size)
+	ln := keepAliveBackend(t, func(n int, c net.Conn, req *http.Request) bool {
+		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n", size)
+		c.Write(payload)
+		return true
+	}, nil)
+	o := DefaultOptions()
+	o.ClientSendTimeout = 500 * time.Millisecond
+	tb := newTestBed(t, o)
+	tb.backend("foo.com", route.Match{Options: &route.Options{ReadTimeout: 500 * time.Millisecond}}, ln)
+	c, err := net.Dial("tcp", tb.http)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.(*net.TCPConn).SetReadBuffer(32 << 10)
+	io.WriteString(c, "GET /big HTTP/1.1\r\nHost: foo.com\r\n\r\n")
+	// About 1.6 MB/s: 5 s for the body, 1.3 s for 2 MB.
+	resp, err := http.ReadResponse(bufio.NewReaderSize(steadyReader{c}, 32<<10), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(resp.Body)
+	if err != nil || !bytes.Equal(got, payload) {
+		t.Errorf("got %d bytes, equal %v, and %v; want the %d sent", len(got), bytes.Equal(got, payload), err, size)
+	}
+}
+
+// steadyReader reads at most 32 KiB at a time, 20 ms apart.
+type steadyReader struct{ r io.Reader }
+
+func (s steadyReader) Read(p []byte) (int, error) {
+	time.Sleep(20 * time.Millisecond)
+	return s.r.Read(p[:min(len(p), 32<<10)])
 }
