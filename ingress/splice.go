@@ -31,7 +31,7 @@ const spliceMin = 16 << 10
 // splice. Splicing it in chunks, each with the send and read timeouts
 // armed whole before it, bounded every splice by the chunk: with 64 KiB
 // chunks a 1 MiB body took 40 splices where one ReadFrom takes 14, and
-// the client, handed it in smaller pieces, carried 0.76x the MB/s
+// the client, handed it in smaller pieces, carried 0.7x the MB/s
 // (bench/ingress). The timeouts are kept per operation by a watch
 // instead (spliceWatch).
 
