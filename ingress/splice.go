@@ -28,12 +28,11 @@ import (
 const spliceMin = 16 << 10
 
 // A body is spliced in one ReadFrom, which moves up to a megabyte per
-// splice. Splicing it in chunks, each with the send and read timeouts
-// armed whole before it, bounded every splice by the chunk: with 64 KiB
-// chunks a 1 MiB body took 40 splices where one ReadFrom takes 14, and
-// the client, handed it in smaller pieces, carried 0.7x the MB/s
-// (bench/ingress). The timeouts are kept per operation by a watch
-// instead (spliceWatch).
+// splice. Smaller pieces, each with the send and read timeouts armed
+// whole before it, would bound every splice: in 64 KiB pieces a 1 MiB
+// body takes 40 splices where one ReadFrom takes 14, and the client,
+// handed it in smaller pieces, carries 0.7x the MB/s (bench/ingress).
+// The timeouts are kept per operation by a watch instead (spliceWatch).
 
 // spliceBody sends the body of resp, read from c, to the client of w by
 // splice(2) where that pays and can be done, and says whether it did:
